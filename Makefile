@@ -1,0 +1,38 @@
+# Two entry points, both idempotent (a second run reinstalls nothing unless pyproject.toml changed):
+#   make serve   install cofiviz into .venv, compile the kernels, serve every dashboard on :5006
+#   make test    install cofiviz with its test extras (and Debian's chromium), run the whole suite
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PORT ?= 5006
+PYTEST_ARGS ?=
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+
+.PHONY: serve test install chromium clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+	@rm -f $(VENV)/.installed-* && touch $@
+
+install: $(STAMP)
+
+chromium:
+	@if [ ! -x /usr/bin/chromium ]; then \
+	  echo "installing Debian's chromium for the browser tests"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
+	fi
+
+serve: $(STAMP)
+	$(BIN)/cofiviz warmup
+	$(BIN)/panel serve apps/*.py --port $(PORT) --address localhost --allow-websocket-origin=localhost:$(PORT) \
+	  --num-threads 4 --setup cofiviz/dashboards/serve_setup.py
+
+test: $(STAMP) chromium
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,0 +1,10 @@
+"""Dataset overview: `panel serve apps/overview.py`."""
+
+import panel as pn
+
+from cofiviz.dashboards.overview import DatasetOverview
+from cofiviz.dashboards.theme import page
+
+pn.extension("tabulator", sizing_mode="stretch_width")
+
+page("Dataset overview", DatasetOverview()).servable()

@@ -1,0 +1,3 @@
+"""Importing this module imports every model module, so that all of them are registered."""
+
+from . import popularity  # noqa: F401

@@ -1,0 +1,430 @@
+"""The model contract every cofiviz method follows.
+
+A model is a :class:`param.Parameterized` whose parameters (with their bounds and documentation) are
+its constructor's keywords, so the same declaration drives validation, the command line's
+``--set KEY=VALUE`` and the dashboards' forms. Training is an epoch loop in Python
+(:meth:`Model.fit`) that calls the subclass's one-iteration step, reports each iteration to the
+callbacks, checks that the loss stays finite, and early-stops on validation data; the heavy work of a
+step runs in numba kernels that know nothing of this class.
+
+Subclasses implement
+
+- ``_setup(train, rng)``: allocate state for a fit (factors, caches);
+- ``_step(iteration) -> float``: one iteration, returning the training loss (or ``nan`` if the
+  method has none);
+- ``_scores(users, items) -> ndarray``: scores of (user, item) index pairs;
+- ``_state() -> dict[str, ndarray]`` / ``_set_state(dict)``: the learned arrays, for save/load and
+  for keeping the best iterate during early stopping.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, ClassVar, Iterable, Sequence
+
+import numpy as np
+import param
+
+from ..errors import DataError, ModelFitError, ParameterError
+from ..ratings import Ratings
+
+__all__ = ["Model", "IterationInfo", "MODEL_REGISTRY", "get_model_class", "available_models", "make_model"]
+
+MODEL_REGISTRY: dict[str, type["Model"]] = {}
+FORMAT_VERSION = 1
+
+
+@dataclass
+class IterationInfo:
+    """What a model reports to its callbacks after each training iteration.
+
+    Attributes
+    ----------
+    iteration : int
+        1-based iteration number.
+    seconds : float
+        Wall time of this iteration (validation scoring excluded).
+    elapsed : float
+        Wall time since ``fit`` started, validation scoring included.
+    loss : float
+        Training objective after the iteration (``nan`` for methods without one).
+    metrics : dict
+        Validation metrics of this iteration, keyed ``"valid_<metric>"`` (empty without ``valid``).
+    model : Model
+        The model being trained (its current state can be scored).
+    """
+
+    iteration: int
+    seconds: float
+    elapsed: float
+    loss: float
+    metrics: dict = field(default_factory=dict)
+    model: Any = None
+
+    def as_dict(self) -> dict:
+        return {"iteration": self.iteration, "seconds": self.seconds, "elapsed": self.elapsed,
+                "loss": self.loss, **self.metrics}
+
+
+Callback = Callable[[IterationInfo], Any]
+
+
+class Model(param.Parameterized):
+    """Abstract collaborative ranking model.
+
+    Parameters
+    ----------
+    seed : int
+        Seed of every random choice the model makes (initialisation, sampling); a seeded fit is
+        reproducible.
+    max_iter : int
+        Iterations at most.
+    patience : int
+        With validation data, stop after this many iterations without improving the validation
+        metric (``valid_metric``) and restore the best iterate; 0 disables early stopping.
+    valid_metric : str
+        The metric early stopping watches (any name :func:`cofiviz.metrics.score_lists` accepts).
+
+    Notes
+    -----
+    A callback is called as ``callback(info)`` with an :class:`IterationInfo` after every iteration;
+    returning ``True`` stops training after that iteration (it is how the dashboards' Stop button
+    works). Non-finite losses or learned arrays raise :class:`~cofiviz.errors.ModelFitError`.
+    """
+
+    __abstract = True
+    #: False for closed-form models (PopRec, ItemMean): ``fit`` runs exactly one iteration
+    iterative: ClassVar[bool] = True
+
+    seed = param.Integer(default=0, bounds=(0, None), doc="Seed of every random choice of the model.")
+    max_iter = param.Integer(default=100, bounds=(1, 100_000), doc="Iterations at most.")
+    patience = param.Integer(default=0, bounds=(0, None),
+                             doc="Early stopping: iterations without validation improvement (0: off).")
+    valid_metric = param.String(default="ndcg@10", doc="Metric watched by early stopping.")
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # Registered under the lower-case class name unless the class is abstract (param's
+        # ``__abstract = True``) or opts out with ``register = False`` (helpers in tests).
+        abstract = cls.__dict__.get(f"_{cls.__name__.lstrip('_')}__abstract", False)
+        if not abstract and cls.__dict__.get("register", True) and not cls.__name__.startswith("_"):
+            MODEL_REGISTRY[cls.model_name()] = cls
+
+    @classmethod
+    def model_name(cls) -> str:
+        """The registry name: the lower-case class name (``PopRec`` → ``"poprec"``)."""
+        return cls.__name__.lower()
+
+    def __init__(self, **params):
+        unknown = sorted(set(params) - set(self.param_names()))
+        if unknown:
+            raise ParameterError(f"{type(self).__name__} has no parameter(s) {', '.join(map(repr, unknown))}; "
+                                 f"valid parameters: {', '.join(self.param_names())}")
+        try:
+            # param's instance ``name`` is the registry name, not an auto-numbered label
+            super().__init__(name=self.model_name(), **params)
+        except (ValueError, TypeError) as exc:
+            raise ParameterError(f"{type(self).__name__}: {exc}") from None
+        self.history_: list[dict] = []
+        self.train_: Ratings | None = None
+        self.fit_seconds_: float = float("nan")
+        self.stopped_reason_: str = ""
+
+    # ------------------------------------------------------------------ parameters
+    @classmethod
+    def param_names(cls) -> list[str]:
+        """The constructor's keyword parameters (param's ``name`` excluded), in declaration order."""
+        return [p for p in cls.param if p != "name"]
+
+    def get_params(self) -> dict:
+        return {p: getattr(self, p) for p in self.param_names()}
+
+    def set_params(self, **params) -> "Model":
+        """Change parameters in place (validated like the constructor's); returns ``self``."""
+        unknown = sorted(set(params) - set(self.param_names()))
+        if unknown:
+            raise ParameterError(f"{type(self).__name__} has no parameter(s) {', '.join(map(repr, unknown))}; "
+                                 f"valid parameters: {', '.join(self.param_names())}")
+        try:
+            self.param.update(**params)
+        except (ValueError, TypeError) as exc:
+            raise ParameterError(f"{type(self).__name__}: {exc}") from None
+        return self
+
+    # ------------------------------------------------------------------ training
+    def fit(self, train: Ratings, valid: Ratings | None = None,
+            callbacks: Callback | Sequence[Callback] | None = None) -> "Model":
+        """Train on ``train``; report every iteration to ``callbacks``; early-stop on ``valid``.
+
+        Parameters
+        ----------
+        train : Ratings
+        valid : Ratings, optional
+            Ratings in the same index space; each user's validation items are ranked after every
+            iteration and scored with ``valid_metric`` (reported as ``info.metrics["valid_<metric>"]``).
+            Callbacks that want more metrics score ``info.model`` themselves, e.g. with
+            :func:`cofiviz.evaluation.mean_metrics`.
+        callbacks : callable or list of callables
+            Called with an :class:`IterationInfo` after each iteration; return ``True`` to stop.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        DataError
+            ``train`` or ``valid`` is not a :class:`~cofiviz.Ratings` of one index space.
+        ParameterError
+            ``valid_metric`` is not a metric name.
+        ModelFitError
+            The loss or a learned array became non-finite; the model is left unfitted.
+
+        Notes
+        -----
+        With ``valid`` and ``patience > 0`` the best iterate (by ``valid_metric``; lower is better for
+        error metrics such as ``zero_one``) is kept and restored at the end, whether training stopped
+        early or ran out of iterations; ``best_iteration_`` records it. A stop requested by a callback
+        keeps the current iterate. ``stopped_reason_`` says why training ended.
+        """
+        if not isinstance(train, Ratings):
+            raise DataError(f"train must be a cofiviz.Ratings, got {type(train).__name__}")
+        if len(train) == 0:
+            raise DataError("train holds no ratings")
+        if valid is not None:
+            if not isinstance(valid, Ratings):
+                raise DataError(f"valid must be a cofiviz.Ratings or None, got {type(valid).__name__}")
+            if valid.n_users != train.n_users or valid.n_items != train.n_items:
+                raise DataError("valid must share train's index space (take both from one Split)")
+        if callable(callbacks):
+            callbacks = [callbacks]
+        callbacks = list(callbacks or [])
+        for cb in callbacks:
+            if not callable(cb):
+                raise ParameterError(f"callbacks must be callables, got {type(cb).__name__}")
+        use_valid = valid is not None and len(valid) > 0
+        if use_valid:
+            from ..evaluation import check_metrics
+            check_metrics([self.valid_metric])
+        sign = -1.0 if _lower_is_better(self.valid_metric) else 1.0
+        self.train_ = train
+        self.history_ = []
+        self.stopped_reason_ = ""
+        self.best_iteration_ = None
+        rng = np.random.default_rng(self.seed)
+        start = time.perf_counter()
+        try:
+            self._setup(train, rng)
+            best_value, best_state, since_best = -np.inf, None, 0
+            n_iter = self.max_iter if self.iterative else 1
+            it = 0
+            for it in range(1, n_iter + 1):
+                t0 = time.perf_counter()
+                loss = float(self._step(it))
+                seconds = time.perf_counter() - t0
+                self._check_finite(it, loss)
+                metrics = {}
+                if use_valid:
+                    metrics = {f"valid_{k}": v for k, v in self._mean_metrics(valid, [self.valid_metric]).items()}
+                info = IterationInfo(it, seconds, time.perf_counter() - start, loss, metrics, self)
+                self.history_.append(info.as_dict())
+                stop = False
+                for cb in callbacks:
+                    if cb(info) is True:
+                        stop = True
+                if stop:
+                    self.stopped_reason_ = f"stopped by a callback after iteration {it}"
+                    break
+                if metrics and self.patience > 0:
+                    value = sign * metrics[f"valid_{self.valid_metric}"]
+                    if value > best_value:
+                        best_value, since_best, self.best_iteration_ = value, 0, it
+                        best_state = {k: np.array(v, copy=True) for k, v in self._state().items()}
+                    else:
+                        since_best += 1
+                        if since_best >= self.patience:
+                            self.stopped_reason_ = (
+                                f"early stop: {self.valid_metric} did not improve for {self.patience} "
+                                f"iteration(s); best {sign * best_value:.4f} at iteration {self.best_iteration_}")
+                            break
+                if self._converged(it):
+                    self.stopped_reason_ = f"converged after iteration {it}"
+                    break
+            else:
+                self.stopped_reason_ = f"reached max_iter ({n_iter})" if self.iterative else "fitted (one pass)"
+            if (best_state is not None and self.best_iteration_ != it
+                    and not self.stopped_reason_.startswith("stopped by a callback")):
+                self._set_state(best_state)
+                self.stopped_reason_ += f"; restored the best iterate ({self.best_iteration_})"
+        except BaseException:
+            self.train_ = None  # a failed fit leaves no half-trained model behind
+            raise
+        self.fit_seconds_ = time.perf_counter() - start
+        return self
+
+    def _check_finite(self, iteration: int, loss: float) -> None:
+        if np.isnan(loss) and not self._loss_may_be_nan():
+            raise ModelFitError(f"{type(self).__name__}: the training loss is NaN after iteration {iteration}; "
+                                "lower the learning rate or raise the regularisation")
+        if np.isinf(loss):
+            raise ModelFitError(f"{type(self).__name__}: the training loss is infinite after iteration "
+                                f"{iteration}; lower the learning rate or raise the regularisation")
+        for key, arr in self._state().items():
+            arr = np.asarray(arr)
+            if arr.dtype.kind in "fc" and not np.all(np.isfinite(arr)):
+                raise ModelFitError(f"{type(self).__name__}: {key} became non-finite after iteration {iteration}; "
+                                    "lower the learning rate or raise the regularisation")
+
+    #: False for methods whose ``_step`` returns ``nan`` because they have no training objective
+    has_loss: ClassVar[bool] = True
+
+    def _loss_may_be_nan(self) -> bool:
+        return not (self.iterative and self.has_loss)
+
+    def _converged(self, iteration: int) -> bool:
+        """Stopping test on the training objective; the default never stops early."""
+        return False
+
+    def _mean_metrics(self, ratings: Ratings, metrics: Iterable[str]) -> dict[str, float]:
+        from ..evaluation import mean_metrics
+        return mean_metrics(self, ratings, list(metrics), train=self.train_, _raw=True)
+
+    # ------------------------------------------------------------------ scoring
+    def _require_fitted(self) -> None:
+        if self.train_ is None:
+            raise DataError(f"{type(self).__name__} is not fitted yet: call fit(train) or load(path) first")
+
+    def score(self, users, items) -> np.ndarray:
+        """Scores of (user, item) index pairs; ``users`` and ``items`` broadcast against each other.
+
+        Higher means ranked earlier. Indices are positions in the training table's index space
+        (``train.user_ids`` / ``train.item_ids``).
+        """
+        self._require_fitted()
+        users, items = np.broadcast_arrays(np.asarray(users, dtype=np.int64), np.asarray(items, dtype=np.int64))
+        for label, idx, n in (("users", users, self.train_.n_users), ("items", items, self.train_.n_items)):
+            if idx.size and (idx.min() < 0 or idx.max() >= n):
+                bad = idx[(idx < 0) | (idx >= n)][0]
+                raise ParameterError(f"{label} holds index {bad}, expected 0 <= index < {n}")
+        shape = users.shape
+        out = self._scores(users.ravel().astype(np.int32), items.ravel().astype(np.int32))
+        return np.asarray(out, dtype=np.float64).reshape(shape)
+
+    def recommend(self, user: int, k: int = 10, exclude_seen: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """Top ``k`` item indices for user index ``user`` and their scores, best first.
+
+        Items the user rated in training are left out when ``exclude_seen`` is true. Ties are
+        broken by item index (lower first), so the result is deterministic.
+        """
+        self._require_fitted()
+        n_users, n_items = self.train_.n_users, self.train_.n_items
+        if not (0 <= int(user) < n_users):
+            raise ParameterError(f"user {user} is not a user index, expected 0 <= user < {n_users}")
+        if int(k) < 1:
+            raise ParameterError(f"k must be a positive number of items, got {k}")
+        items = np.arange(n_items)
+        scores = self.score(np.full(n_items, int(user)), items)
+        if exclude_seen:
+            seen = self.train_.items[self.train_.user_slice(int(user))]
+            keep = np.ones(n_items, dtype=bool)
+            keep[seen] = False
+            items, scores = items[keep], scores[keep]
+        order = np.lexsort((items, -scores))[: int(k)]
+        return items[order], scores[order]
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path) -> Path:
+        """Save to ``path`` (``.npz`` arrays) and ``path`` with ``.json`` (parameters, ids, history).
+
+        No pickle is used: learned arrays and the training table go into the ``.npz``; class name,
+        parameters and history into the JSON.
+        """
+        self._require_fitted()
+        path = Path(path)
+        npz = path.with_suffix(".npz")
+        npz.parent.mkdir(parents=True, exist_ok=True)
+        arrays = {f"state__{k}": np.asarray(v) for k, v in self._state().items()}
+        t = self.train_
+        arrays.update(train__users=t.users, train__items=t.items, train__ratings=t.ratings,
+                      train__user_ids=t.user_ids, train__item_ids=t.item_ids)
+        np.savez(npz, **arrays)
+        meta = {"format": FORMAT_VERSION, "model": self.name, "class": type(self).__name__,
+                "params": self.get_params(), "scale": list(t.scale), "history": self.history_,
+                "fit_seconds": self.fit_seconds_, "extra": self._extra_meta()}
+        npz.with_suffix(".json").write_text(json.dumps(meta, indent=2, default=float))
+        return npz
+
+    @classmethod
+    def load(cls, path) -> "Model":
+        """Load a model written by :meth:`save` (call on :class:`Model` or on the right subclass)."""
+        path = Path(path)
+        npz, js = path.with_suffix(".npz"), path.with_suffix(".json")
+        if not npz.exists() or not js.exists():
+            raise DataError(f"expected {npz} and {js} written by Model.save")
+        meta = json.loads(js.read_text())
+        klass = MODEL_REGISTRY.get(meta.get("model", ""))
+        if klass is None:
+            raise DataError(f"{js}: unknown model {meta.get('model')!r}; known: {sorted(MODEL_REGISTRY)}")
+        if cls is not Model and not issubclass(klass, cls):
+            raise DataError(f"{js} holds a {klass.__name__}, not a {cls.__name__}")
+        model = klass(**meta["params"])
+        with np.load(npz, allow_pickle=False) as data:
+            train = Ratings(data["train__users"], data["train__items"], data["train__ratings"],
+                            user_ids=data["train__user_ids"], item_ids=data["train__item_ids"],
+                            scale=tuple(meta["scale"]), name="train")
+            state = {k[len("state__"):]: data[k] for k in data.files if k.startswith("state__")}
+        model.train_ = train
+        model._set_extra_meta(meta.get("extra", {}))
+        model._set_state(state)
+        model.history_ = meta.get("history", [])
+        model.fit_seconds_ = meta.get("fit_seconds", float("nan"))
+        return model
+
+    def _extra_meta(self) -> dict:
+        return {}
+
+    def _set_extra_meta(self, extra: dict) -> None:
+        pass
+
+    # ------------------------------------------------------------------ subclass hooks
+    def _setup(self, train: Ratings, rng: np.random.Generator) -> None:
+        raise TypeError(f"{type(self).__name__} does not define _setup()")  # pragma: no cover
+
+    def _step(self, iteration: int) -> float:
+        raise TypeError(f"{type(self).__name__} does not define _step()")  # pragma: no cover
+
+    def _scores(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
+        raise TypeError(f"{type(self).__name__} does not define _scores()")  # pragma: no cover
+
+    def _state(self) -> dict[str, np.ndarray]:
+        raise TypeError(f"{type(self).__name__} does not define _state()")  # pragma: no cover
+
+    def _set_state(self, state: dict[str, np.ndarray]) -> None:
+        raise TypeError(f"{type(self).__name__} does not define _set_state()")  # pragma: no cover
+
+
+def _lower_is_better(metric: str) -> bool:
+    """Error metrics (``zero_one``) improve downwards; every other cofiviz metric upwards."""
+    return str(metric).strip().lower().startswith(("zero_one", "zero-one", "zeroone"))
+
+
+def available_models() -> list[str]:
+    """Names of the registered models (what ``cofiviz run MODEL`` accepts)."""
+    from . import _load_all  # noqa: F401  (importing registers every model)
+    return sorted(MODEL_REGISTRY)
+
+
+def get_model_class(name: str) -> type[Model]:
+    from . import _load_all  # noqa: F401
+    key = str(name).lower()
+    if key not in MODEL_REGISTRY:
+        raise ParameterError(f"unknown model {name!r}; available models: {', '.join(sorted(MODEL_REGISTRY))}")
+    return MODEL_REGISTRY[key]
+
+
+def make_model(name: str, **params) -> Model:
+    """Build a registered model by name with keyword parameters."""
+    return get_model_class(name)(**params)

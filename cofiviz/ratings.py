@@ -1,0 +1,418 @@
+"""The ratings table every part of cofiviz passes around, and the train/validation/test split.
+
+A :class:`Ratings` holds (user, item, rating) triples with the original ids kept. Users and items are
+numbered ``0 .. n_users-1`` and ``0 .. n_items-1`` in an *index space* (``user_ids``, ``item_ids``)
+that all parts of a :class:`Split` share, so a model trained on ``split.train`` scores the users and
+items of ``split.test`` with the same indices. Triples are stored sorted by user, then item, which
+gives a per-user CSR view (``indptr``) at no extra cost.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+import pandas as pd
+
+from .errors import DataError
+
+__all__ = ["Ratings", "Split", "DUPLICATE_POLICIES"]
+
+DUPLICATE_POLICIES = ("error", "last", "mean")
+
+
+def _ids_array(values) -> np.ndarray:
+    """Ids as a NumPy array that round-trips through ``.npz`` without pickle (ints or unicode)."""
+    arr = np.asarray(values)
+    if arr.dtype.kind in "iu":
+        return arr.astype(np.int64)
+    if arr.dtype.kind == "f":
+        if np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
+            return arr.astype(np.int64)
+        return arr.astype(str)
+    return arr.astype(str)
+
+
+class Ratings:
+    """Ratings of users on items, with original ids, a rating scale and optional side tables.
+
+    Parameters
+    ----------
+    users, items : array of int
+        Indices into ``user_ids`` and ``item_ids``.
+    ratings : array of float
+        The rating values; must be finite and inside ``scale`` (0 is allowed for the sampled
+        "unrated, irrelevant" candidates of the top-N protocol when ``allow_zero`` is true).
+    user_ids, item_ids : array
+        Original ids; position ``u`` holds the id of user index ``u``.
+    scale : (float, float)
+        Declared rating scale (lowest, highest).
+    user_info, item_info : pandas.DataFrame, optional
+        Side tables with one row per user (item) index, in index order (e.g. MovieLens titles).
+    name : str, optional
+        A label for reports.
+
+    Notes
+    -----
+    Use :meth:`from_dataframe` to build one from user data: it validates every row. The constructor
+    only checks shapes and index ranges (it is what protocols use to cut an existing table).
+    """
+
+    def __init__(self, users, items, ratings, *, user_ids, item_ids, scale=(1.0, 5.0),
+                 user_info: pd.DataFrame | None = None, item_info: pd.DataFrame | None = None,
+                 name: str | None = None, allow_zero: bool = False):
+        users = np.asarray(users, dtype=np.int32)
+        items = np.asarray(items, dtype=np.int32)
+        ratings = np.asarray(ratings, dtype=np.float64)
+        if not (users.ndim == items.ndim == ratings.ndim == 1) or not (len(users) == len(items) == len(ratings)):
+            raise DataError("users, items and ratings must be 1-D arrays of the same length, got "
+                            f"shapes {users.shape}, {items.shape}, {ratings.shape}")
+        self.user_ids = _ids_array(user_ids)
+        self.item_ids = _ids_array(item_ids)
+        n_users, n_items = len(self.user_ids), len(self.item_ids)
+        if len(users) and (users.min() < 0 or users.max() >= n_users):
+            raise DataError(f"user index out of range [0, {n_users})")
+        if len(items) and (items.min() < 0 or items.max() >= n_items):
+            raise DataError(f"item index out of range [0, {n_items})")
+        lo, hi = float(scale[0]), float(scale[1])
+        if not lo < hi:
+            raise DataError(f"scale must be (lowest, highest) with lowest < highest, got {scale!r}")
+        self.scale = (lo, hi)
+        self.allow_zero = bool(allow_zero)
+        order = np.lexsort((items, users))
+        if len(order) and not np.all(order == np.arange(len(order))):
+            users, items, ratings = users[order], items[order], ratings[order]
+        self.users, self.items, self.ratings = users, items, ratings
+        counts = np.bincount(users, minlength=n_users)
+        self.indptr = np.zeros(n_users + 1, dtype=np.int64)
+        np.cumsum(counts, out=self.indptr[1:])
+        self.user_info = user_info
+        self.item_info = item_info
+        self.name = name
+
+    # ------------------------------------------------------------------ construction from user data
+    @classmethod
+    def from_dataframe(cls, df: pd.DataFrame, user: str = "user", item: str = "item",
+                       rating: str = "rating", *, scale: tuple[float, float] | None = None,
+                       duplicates: str = "error", name: str | None = None,
+                       row_label: str = "row", user_info=None, item_info=None) -> "Ratings":
+        """Build validated ratings from a DataFrame.
+
+        Parameters
+        ----------
+        df : pandas.DataFrame
+            One row per rating.
+        user, item, rating : str
+            Column names of the user id, item id and rating value.
+        scale : (float, float), optional
+            Declared rating scale; every rating must lie inside it. Default: the observed
+            (min, max).
+        duplicates : {"error", "last", "mean"}
+            What to do with several ratings of one (user, item) pair: raise (default), keep the
+            last one in file order, or average them. Whatever is merged is reported in
+            ``ratings.report``.
+        row_label : str
+            How rows are named in error messages (``"row"`` uses the DataFrame index; files read
+            with :func:`cofiviz.datasets.read` say ``"line"`` and give the line number).
+
+        Raises
+        ------
+        DataError
+            Naming the row and column at fault: a missing column, an empty table, a missing or
+            non-numeric rating, a missing id, a NaN or infinite rating, a rating outside ``scale``,
+            or a duplicate (user, item) pair under ``duplicates="error"``.
+        """
+        if not isinstance(df, pd.DataFrame):
+            raise DataError(f"expected a pandas DataFrame, got {type(df).__name__}")
+        missing = [c for c in (user, item, rating) if c not in df.columns]
+        if missing:
+            raise DataError(f"missing column(s) {missing}; the table has columns {list(df.columns)}")
+        if duplicates not in DUPLICATE_POLICIES:
+            raise DataError(f"duplicates must be one of {DUPLICATE_POLICIES}, got {duplicates!r}")
+        if len(df) == 0:
+            raise DataError("the ratings table is empty (no rows)")
+        labels = df.index.to_numpy()
+
+        for col in (user, item):
+            isna = df[col].isna().to_numpy()
+            if isna.any():
+                k = int(np.flatnonzero(isna)[0])
+                raise DataError(f"{row_label} {labels[k]}: column {col!r} is missing (empty); "
+                                f"every rating needs a {col} id ({int(isna.sum())} such row(s))")
+        raw = df[rating]
+        values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        bad_num = np.isnan(values) & raw.notna().to_numpy() & ~raw.astype(str).str.strip().str.lower().isin(
+            ["nan", "+nan", "-nan"]).to_numpy()
+        if bad_num.any():
+            k = int(np.flatnonzero(bad_num)[0])
+            raise DataError(f"{row_label} {labels[k]}: column {rating!r} holds {raw.iloc[k]!r}, expected a "
+                            f"number ({int(bad_num.sum())} non-numeric row(s))")
+        isna = raw.isna().to_numpy()
+        if isna.any():
+            k = int(np.flatnonzero(isna)[0])
+            raise DataError(f"{row_label} {labels[k]}: column {rating!r} is missing (empty), expected a "
+                            f"number ({int(isna.sum())} such row(s))")
+        nonfinite = ~np.isfinite(values)
+        if nonfinite.any():
+            k = int(np.flatnonzero(nonfinite)[0])
+            raise DataError(f"{row_label} {labels[k]}: column {rating!r} is {values[k]}, expected a finite "
+                            f"number ({int(nonfinite.sum())} NaN or infinite row(s))")
+        if scale is None:
+            scale = (float(values.min()), float(values.max()))
+            if scale[0] == scale[1]:
+                scale = (scale[0] - 1.0, scale[1]) if scale[0] > 0 else (scale[0], scale[1] + 1.0)
+        lo, hi = float(scale[0]), float(scale[1])
+        outside = (values < lo) | (values > hi)
+        if outside.any():
+            k = int(np.flatnonzero(outside)[0])
+            raise DataError(f"{row_label} {labels[k]}: column {rating!r} is {values[k]:g}, outside the declared "
+                            f"scale [{lo:g}, {hi:g}] ({int(outside.sum())} such row(s))")
+
+        user_codes, user_ids = pd.factorize(df[user], sort=True)
+        item_codes, item_ids = pd.factorize(df[item], sort=True)
+        report: dict[str, Any] = {}
+        key = user_codes.astype(np.int64) * max(len(item_ids), 1) + item_codes
+        dup = pd.Series(key).duplicated(keep=False).to_numpy()
+        if dup.any():
+            n_pairs = int(pd.Series(key[dup]).nunique())
+            if duplicates == "error":
+                first = np.flatnonzero(dup)[:2]
+                raise DataError(
+                    f"{row_label}s {labels[first[0]]} and {labels[first[1]]}: duplicate rating of user "
+                    f"{df[user].iloc[first[0]]!r} on item {df[item].iloc[first[0]]!r} ({n_pairs} duplicated "
+                    f"(user, item) pair(s)); pass duplicates='last' or duplicates='mean' to merge them")
+            frame = pd.DataFrame({"k": key, "u": user_codes, "i": item_codes, "r": values})
+            if duplicates == "last":
+                frame = frame.drop_duplicates("k", keep="last")
+            else:
+                frame = frame.groupby("k", sort=False).agg(u=("u", "first"), i=("i", "first"), r=("r", "mean"))
+            report["duplicates"] = {"policy": duplicates, "pairs": n_pairs,
+                                    "rows_merged": int(len(values) - len(frame))}
+            user_codes, item_codes, values = frame["u"].to_numpy(), frame["i"].to_numpy(), frame["r"].to_numpy()
+        out = cls(user_codes, item_codes, values, user_ids=np.asarray(user_ids), item_ids=np.asarray(item_ids),
+                  scale=(lo, hi), name=name, user_info=user_info, item_info=item_info)
+        out.report = report
+        return out
+
+    # ------------------------------------------------------------------ basic views
+    report: dict = {}
+
+    @property
+    def n_users(self) -> int:
+        """Size of the user index space (users without ratings in this table included)."""
+        return len(self.user_ids)
+
+    @property
+    def n_items(self) -> int:
+        """Size of the item index space."""
+        return len(self.item_ids)
+
+    def __len__(self) -> int:
+        return len(self.ratings)
+
+    def __repr__(self) -> str:
+        label = f" {self.name!r}" if self.name else ""
+        return (f"<Ratings{label}: {len(self):,} ratings, {self.n_users:,} users, {self.n_items:,} items, "
+                f"scale {self.scale[0]:g}..{self.scale[1]:g}>")
+
+    def user_counts(self) -> np.ndarray:
+        """Number of ratings of each user index."""
+        return np.diff(self.indptr)
+
+    def item_counts(self) -> np.ndarray:
+        """Number of ratings of each item index."""
+        return np.bincount(self.items, minlength=self.n_items)
+
+    def user_slice(self, u: int) -> slice:
+        """Positions of user ``u``'s ratings in ``items`` and ``ratings``."""
+        return slice(int(self.indptr[u]), int(self.indptr[u + 1]))
+
+    @property
+    def global_mean(self) -> float:
+        return float(self.ratings.mean()) if len(self) else float("nan")
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """Columns ``user``, ``item``, ``rating`` with the original ids."""
+        return pd.DataFrame({"user": self.user_ids[self.users], "item": self.item_ids[self.items],
+                             "rating": self.ratings})
+
+    def to_csr(self):
+        """The ratings as a ``scipy.sparse.csr_matrix`` of shape (n_users, n_items)."""
+        from scipy.sparse import csr_matrix
+        return csr_matrix((self.ratings, self.items, self.indptr), shape=(self.n_users, self.n_items))
+
+    # ------------------------------------------------------------------ cutting
+    def take(self, positions, *, name: str | None = None, allow_zero: bool | None = None) -> "Ratings":
+        """A table of the ratings at ``positions`` (boolean mask or indices), in the same index space."""
+        positions = np.asarray(positions)
+        return Ratings(self.users[positions], self.items[positions], self.ratings[positions],
+                       user_ids=self.user_ids, item_ids=self.item_ids, scale=self.scale,
+                       user_info=self.user_info, item_info=self.item_info, name=name or self.name,
+                       allow_zero=self.allow_zero if allow_zero is None else allow_zero)
+
+    def like(self, users, items, ratings, *, name: str | None = None, allow_zero: bool = False) -> "Ratings":
+        """New triples in this table's index space (ids, scale and side tables kept)."""
+        return Ratings(users, items, ratings, user_ids=self.user_ids, item_ids=self.item_ids, scale=self.scale,
+                       user_info=self.user_info, item_info=self.item_info, name=name or self.name,
+                       allow_zero=allow_zero)
+
+    def reindexed(self, keep_users=None, keep_items=None) -> "Ratings":
+        """The same ratings in a smaller index space holding only ``keep_users`` / ``keep_items``.
+
+        Ratings of dropped users or items must already be gone; they are an error here.
+        """
+        keep_users = np.arange(self.n_users) if keep_users is None else np.asarray(keep_users)
+        keep_items = np.arange(self.n_items) if keep_items is None else np.asarray(keep_items)
+        umap = np.full(self.n_users, -1, dtype=np.int64)
+        umap[keep_users] = np.arange(len(keep_users))
+        imap = np.full(self.n_items, -1, dtype=np.int64)
+        imap[keep_items] = np.arange(len(keep_items))
+        u, i = umap[self.users], imap[self.items]
+        if (u < 0).any() or (i < 0).any():
+            raise DataError("reindexed(): some ratings belong to users or items that are not kept")
+        ui = None if self.user_info is None else self.user_info.iloc[keep_users].reset_index(drop=True)
+        ii = None if self.item_info is None else self.item_info.iloc[keep_items].reset_index(drop=True)
+        return Ratings(u, i, self.ratings, user_ids=self.user_ids[keep_users], item_ids=self.item_ids[keep_items],
+                       scale=self.scale, user_info=ui, item_info=ii, name=self.name, allow_zero=self.allow_zero)
+
+    # ------------------------------------------------------------------ files
+    def write(self, path: str | os.PathLike, sep: str = "\t") -> Path:
+        """Write ``user item rating`` lines (with a header) using the original ids."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        df = self.to_dataframe()
+        df["rating"] = [f"{r:g}" for r in df["rating"].to_numpy()]
+        df.to_csv(path, sep=sep, index=False)
+        return path
+
+    def equals(self, other: "Ratings") -> bool:
+        """Same triples under the same original ids (index spaces may differ)."""
+        a = self.to_dataframe().astype({"user": str, "item": str}).sort_values(["user", "item"], ignore_index=True)
+        b = other.to_dataframe().astype({"user": str, "item": str}).sort_values(["user", "item"], ignore_index=True)
+        return a.equals(b)
+
+
+@dataclass
+class Split:
+    """A train / validation / test split in one shared index space.
+
+    Attributes
+    ----------
+    train, test : Ratings
+    valid : Ratings or None
+    negatives : Ratings or None
+        Sampled unrated items (rating 0, counted irrelevant) added to each user's test candidates
+        by the top-N protocol; ``None`` elsewhere.
+    protocol : dict
+        The protocol's name, parameters and seed, and what its filters removed.
+    """
+
+    train: Ratings
+    test: Ratings
+    valid: Ratings | None = None
+    negatives: Ratings | None = None
+    protocol: dict = field(default_factory=dict)
+
+    def candidates(self, part: str = "test") -> Ratings:
+        """The lists a ranking is scored on: ``part``'s ratings, plus the sampled negatives for test."""
+        base = {"train": self.train, "valid": self.valid, "test": self.test}[part]
+        if base is None:
+            raise DataError(f"this split has no {part!r} part")
+        if part != "test" or self.negatives is None or len(self.negatives) == 0:
+            return base
+        n = self.negatives
+        return base.like(np.concatenate([base.users, n.users]), np.concatenate([base.items, n.items]),
+                         np.concatenate([base.ratings, n.ratings]), name=f"{base.name or 'test'}+negatives",
+                         allow_zero=True)
+
+    def parts(self) -> Iterable[tuple[str, Ratings]]:
+        for part in ("train", "valid", "test", "negatives"):
+            r = getattr(self, part)
+            if r is not None:
+                yield part, r
+
+    def write(self, directory: str | os.PathLike, sep: str = "\t") -> Path:
+        """Write ``train.tsv``, ``test.tsv`` (and ``valid.tsv``, ``negatives.tsv``) and ``protocol.json``."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        ext = "tsv" if sep == "\t" else "csv"
+        for part, r in self.parts():
+            r.write(directory / f"{part}.{ext}", sep=sep)
+        meta = dict(self.protocol)
+        meta["scale"] = list(self.train.scale)
+        (directory / "protocol.json").write_text(json.dumps(meta, indent=2, default=str))
+        return directory
+
+    @classmethod
+    def read(cls, directory: str | os.PathLike) -> "Split":
+        """Read a split written by :meth:`write`."""
+        directory = Path(directory)
+        files = {}
+        for part in ("train", "valid", "test", "negatives"):
+            for ext in ("tsv", "csv"):
+                if (directory / f"{part}.{ext}").exists():
+                    files[part] = directory / f"{part}.{ext}"
+        if "train" not in files or "test" not in files:
+            raise DataError(f"{directory}: expected train.tsv and test.tsv (written by Split.write)")
+        meta = {}
+        if (directory / "protocol.json").exists():
+            meta = json.loads((directory / "protocol.json").read_text())
+        scale = tuple(meta.pop("scale")) if "scale" in meta else None
+        return cls.from_files(files["train"], files["test"], files.get("valid"), negatives=files.get("negatives"),
+                              scale=scale, protocol=meta)
+
+    @classmethod
+    def from_files(cls, train, test, valid=None, *, negatives=None, scale=None, protocol=None,
+                   duplicates: str = "error") -> "Split":
+        """Read ``user item rating`` files (CSV, TSV or Parquet) into one shared index space."""
+        from .datasets.files import read_frame
+
+        frames = {"train": read_frame(train), "test": read_frame(test)}
+        if valid is not None:
+            frames["valid"] = read_frame(valid)
+        if negatives is not None:
+            frames["negatives"] = read_frame(negatives)
+        return cls.from_frames(frames, scale=scale, protocol=protocol, duplicates=duplicates,
+                               sources={"train": train, "test": test, "valid": valid, "negatives": negatives})
+
+    @classmethod
+    def from_frames(cls, frames: dict[str, pd.DataFrame], *, scale=None, protocol=None,
+                    duplicates: str = "error", sources: dict | None = None) -> "Split":
+        """Validate each part's ``user item rating`` frame and put all parts in one index space."""
+        sources = sources or {}
+        parts = {}
+        for part, df in frames.items():
+            label = str(sources.get(part) or part)
+            try:
+                parts[part] = Ratings.from_dataframe(
+                    df, scale=None if part == "negatives" else scale, duplicates=duplicates,
+                    row_label=f"{label}: line" if df.attrs.get("lines") else f"{label}: row", name=part)
+            except DataError as exc:
+                raise DataError(str(exc)) from None
+        if scale is None:
+            lo = min(p.scale[0] for k, p in parts.items() if k != "negatives")
+            hi = max(p.scale[1] for k, p in parts.items() if k != "negatives")
+            scale = (lo, hi)
+        user_ids = np.unique(np.concatenate([p.user_ids.astype(str) if _mixed(parts, "user_ids") else p.user_ids
+                                             for p in parts.values()]))
+        item_ids = np.unique(np.concatenate([p.item_ids.astype(str) if _mixed(parts, "item_ids") else p.item_ids
+                                             for p in parts.values()]))
+        out = {}
+        for part, p in parts.items():
+            uid = p.user_ids.astype(str) if _mixed(parts, "user_ids") else p.user_ids
+            iid = p.item_ids.astype(str) if _mixed(parts, "item_ids") else p.item_ids
+            u = np.searchsorted(user_ids, uid)[p.users]
+            i = np.searchsorted(item_ids, iid)[p.items]
+            out[part] = Ratings(u, i, p.ratings, user_ids=user_ids, item_ids=item_ids,
+                                scale=scale, name=part, allow_zero=(part == "negatives"))
+        return cls(train=out["train"], test=out["test"], valid=out.get("valid"), negatives=out.get("negatives"),
+                   protocol=dict(protocol or {}))
+
+
+def _mixed(parts: dict, attr: str) -> bool:
+    kinds = {getattr(p, attr).dtype.kind for p in parts.values()}
+    return len(kinds) > 1

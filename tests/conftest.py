@@ -1,0 +1,102 @@
+"""Shared fixtures: a real `panel serve` process and a real headless Chromium driven by Playwright."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = os.environ.get("COFIVIZ_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class PanelServer:
+    """`panel serve` on a free localhost port, stopped when the test module ends."""
+
+    def __init__(self, apps: list[str], setup: bool = True, timeout: float = 180.0):
+        self.port = _free_port()
+        self.log = ARTIFACTS / f"panel-serve-{self.port}.log"
+        ARTIFACTS.mkdir(exist_ok=True)
+        cmd = [sys.executable, "-m", "panel", "serve", *apps, "--port", str(self.port), "--address", "127.0.0.1",
+               "--allow-websocket-origin", f"127.0.0.1:{self.port}", "--num-threads", "4"]
+        if setup:
+            cmd += ["--setup", str(ROOT / "cofiviz" / "dashboards" / "serve_setup.py")]
+        self._logf = open(self.log, "w")
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self._logf, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        first = Path(apps[0]).stem
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"panel serve exited with {self.proc.returncode}: {self.log.read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/{first}", timeout=5) as resp:
+                    if resp.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.5)
+        self.close()
+        raise RuntimeError(f"panel serve did not answer within {timeout} s: {self.log.read_text()[-3000:]}")
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        self._logf.close()
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """A headless Debian Chromium launched by Playwright (never a downloaded browser)."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: the browser tests need Debian's chromium (`make test` installs it)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page_errors():
+    """Collects console errors and page exceptions of the pages a test opens."""
+    errors: list[str] = []
+
+    def attach(page):
+        page.on("console", lambda msg: errors.append(f"console.{msg.type}: {msg.text}")
+                if msg.type == "error" else None)
+        page.on("pageerror", lambda exc: errors.append(f"pageerror: {exc}"))
+        return page
+
+    attach.errors = errors
+    return attach
+
+
+def screenshot(page, name: str) -> Path:
+    """Save a screenshot under test-artifacts/screenshots/ and return its path."""
+    out = ARTIFACTS / "screenshots" / f"{name}.png"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(out), full_page=True)
+    return out

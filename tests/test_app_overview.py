@@ -1,0 +1,44 @@
+"""The dataset overview app in a real headless Chromium, served by a real `panel serve`."""
+
+import re
+import time
+
+import pytest
+
+from conftest import PanelServer, screenshot
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def server():
+    srv = PanelServer(["apps/overview.py"])
+    yield srv
+    srv.close()
+
+
+def test_overview_renders_movielens_and_switches_dataset(server, chromium, page_errors):
+    page = page_errors(chromium.new_page(viewport={"width": 1400, "height": 1000}))
+    t0 = time.monotonic()
+    page.goto(f"{server.url}/overview", wait_until="networkidle")
+    # the summary names the real data set's size
+    page.get_by_text("100,000").first.wait_for(timeout=30_000)
+    first_view = time.monotonic() - t0
+    # Bokeh plots rendered: each Bokeh plot draws into a canvas
+    page.wait_for_function("document.querySelectorAll('canvas').length >= 0")
+    n_canvas = page.evaluate("""() => {
+        const walk = (root) => { let n = root.querySelectorAll('canvas').length;
+            root.querySelectorAll('*').forEach(e => { if (e.shadowRoot) n += walk(e.shadowRoot); }); return n; };
+        return walk(document); }""")
+    assert n_canvas >= 3, f"expected the histogram and two long-tail plots, found {n_canvas} canvases"
+    assert page.get_by_text("Star Wars (1977)").count() >= 1, "most-rated items table should list titles"
+    screenshot(page, "overview-movielens")
+
+    # one real interaction: switch to a synthetic data set, the summary changes
+    page.locator("select").first.select_option(label="Synthetic: popularity-dominated")
+    page.get_by_text("Synthetic: popularity-dominated").nth(1).wait_for(timeout=30_000)
+    body = page.inner_text("body")
+    assert "100,000" not in re.sub(r"\s+", " ", body.split("Synthetic: popularity-dominated")[-1])[:400]
+    screenshot(page, "overview-synthetic")
+    assert page_errors.errors == [], page_errors.errors
+    assert first_view < 15, f"first view took {first_view:.1f} s"
