@@ -25,6 +25,25 @@ __all__ = ["Ratings", "Split", "DUPLICATE_POLICIES"]
 DUPLICATE_POLICIES = ("error", "last", "mean")
 
 
+def _show(value) -> str:
+    """An id or raw value for a message: ``1`` or ``'abc'``, never ``np.int64(1)``."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    return repr(value)
+
+
+def _sorted_by_user_item(users: np.ndarray, items: np.ndarray) -> bool:
+    """Whether triples are already ordered by user, then item (an O(n) check that saves a sort)."""
+    if len(users) < 2:
+        return True
+    du = np.diff(users)
+    if (du < 0).any():
+        return False
+    same = du == 0
+    del du
+    return bool(np.all(items[1:][same] >= items[:-1][same]))
+
+
 def _ids_array(values) -> np.ndarray:
     """Ids as a NumPy array that round-trips through ``.npz`` without pickle (ints or unicode)."""
     arr = np.asarray(values)
@@ -83,8 +102,8 @@ class Ratings:
             raise DataError(f"scale must be (lowest, highest) with lowest < highest, got {scale!r}")
         self.scale = (lo, hi)
         self.allow_zero = bool(allow_zero)
-        order = np.lexsort((items, users))
-        if len(order) and not np.all(order == np.arange(len(order))):
+        if not _sorted_by_user_item(users, items):
+            order = np.lexsort((items, users))
             users, items, ratings = users[order], items[order], ratings[order]
         self.users, self.items, self.ratings = users, items, ratings
         counts = np.bincount(users, minlength=n_users)
@@ -93,6 +112,7 @@ class Ratings:
         self.user_info = user_info
         self.item_info = item_info
         self.name = name
+        self.report = {}
 
     # ------------------------------------------------------------------ construction from user data
     @classmethod
@@ -149,7 +169,7 @@ class Ratings:
             ["nan", "+nan", "-nan"]).to_numpy()
         if bad_num.any():
             k = int(np.flatnonzero(bad_num)[0])
-            raise DataError(f"{row_label} {labels[k]}: column {rating!r} holds {raw.iloc[k]!r}, expected a "
+            raise DataError(f"{row_label} {labels[k]}: column {rating!r} holds {_show(raw.iloc[k])}, expected a "
                             f"number ({int(bad_num.sum())} non-numeric row(s))")
         isna = raw.isna().to_numpy()
         if isna.any():
@@ -180,10 +200,11 @@ class Ratings:
         if dup.any():
             n_pairs = int(pd.Series(key[dup]).nunique())
             if duplicates == "error":
-                first = np.flatnonzero(dup)[:2]
+                k0 = int(np.flatnonzero(dup)[0])
+                first = (k0, k0 + 1 + int(np.flatnonzero(key[k0 + 1:] == key[k0])[0]))
                 raise DataError(
                     f"{row_label}s {labels[first[0]]} and {labels[first[1]]}: duplicate rating of user "
-                    f"{df[user].iloc[first[0]]!r} on item {df[item].iloc[first[0]]!r} ({n_pairs} duplicated "
+                    f"{_show(df[user].iloc[first[0]])} on item {_show(df[item].iloc[first[0]])} ({n_pairs} duplicated "
                     f"(user, item) pair(s)); pass duplicates='last' or duplicates='mean' to merge them")
             frame = pd.DataFrame({"k": key, "u": user_codes, "i": item_codes, "r": values})
             if duplicates == "last":
@@ -285,8 +306,9 @@ class Ratings:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         df = self.to_dataframe()
-        df["rating"] = [f"{r:g}" for r in df["rating"].to_numpy()]
-        df.to_csv(path, sep=sep, index=False)
+        if len(df) and np.array_equal(self.ratings, np.round(self.ratings)):
+            df["rating"] = self.ratings.astype(np.int64)      # "4", not "4.0"
+        df.to_csv(path, sep=sep, index=False)                 # other floats: shortest exact repr
         return path
 
     def equals(self, other: "Ratings") -> bool:
@@ -307,6 +329,10 @@ class Split:
     negatives : Ratings or None
         Sampled unrated items (rating 0, counted irrelevant) added to each user's test candidates
         by the top-N protocol; ``None`` elsewhere.
+    given : Ratings or None
+        Strong generalization only: the N ratings of each *test* user that a model may use to fold
+        that user in (fit the user's factors with the item factors frozen) before ranking the
+        user's ``test`` items. ``train`` then holds only the training users. ``None`` elsewhere.
     protocol : dict
         The protocol's name, parameters and seed, and what its filters removed.
     """
@@ -316,10 +342,11 @@ class Split:
     valid: Ratings | None = None
     negatives: Ratings | None = None
     protocol: dict = field(default_factory=dict)
+    given: Ratings | None = None
 
     def candidates(self, part: str = "test") -> Ratings:
         """The lists a ranking is scored on: ``part``'s ratings, plus the sampled negatives for test."""
-        base = {"train": self.train, "valid": self.valid, "test": self.test}[part]
+        base = {"train": self.train, "valid": self.valid, "test": self.test, "given": self.given}[part]
         if base is None:
             raise DataError(f"this split has no {part!r} part")
         if part != "test" or self.negatives is None or len(self.negatives) == 0:
@@ -330,13 +357,14 @@ class Split:
                          allow_zero=True)
 
     def parts(self) -> Iterable[tuple[str, Ratings]]:
-        for part in ("train", "valid", "test", "negatives"):
+        for part in ("train", "valid", "test", "negatives", "given"):
             r = getattr(self, part)
             if r is not None:
                 yield part, r
 
     def write(self, directory: str | os.PathLike, sep: str = "\t") -> Path:
-        """Write ``train.tsv``, ``test.tsv`` (and ``valid.tsv``, ``negatives.tsv``) and ``protocol.json``."""
+        """Write ``train.tsv``, ``test.tsv`` (and ``valid.tsv``, ``negatives.tsv``, ``given.tsv``) and
+        ``protocol.json``."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         ext = "tsv" if sep == "\t" else "csv"
@@ -352,7 +380,7 @@ class Split:
         """Read a split written by :meth:`write`."""
         directory = Path(directory)
         files = {}
-        for part in ("train", "valid", "test", "negatives"):
+        for part in ("train", "valid", "test", "negatives", "given"):
             for ext in ("tsv", "csv"):
                 if (directory / f"{part}.{ext}").exists():
                     files[part] = directory / f"{part}.{ext}"
@@ -363,10 +391,10 @@ class Split:
             meta = json.loads((directory / "protocol.json").read_text())
         scale = tuple(meta.pop("scale")) if "scale" in meta else None
         return cls.from_files(files["train"], files["test"], files.get("valid"), negatives=files.get("negatives"),
-                              scale=scale, protocol=meta)
+                              given=files.get("given"), scale=scale, protocol=meta)
 
     @classmethod
-    def from_files(cls, train, test, valid=None, *, negatives=None, scale=None, protocol=None,
+    def from_files(cls, train, test, valid=None, *, negatives=None, given=None, scale=None, protocol=None,
                    duplicates: str = "error") -> "Split":
         """Read ``user item rating`` files (CSV, TSV or Parquet) into one shared index space."""
         from .datasets.files import read_frame
@@ -376,8 +404,11 @@ class Split:
             frames["valid"] = read_frame(valid)
         if negatives is not None:
             frames["negatives"] = read_frame(negatives)
+        if given is not None:
+            frames["given"] = read_frame(given)
         return cls.from_frames(frames, scale=scale, protocol=protocol, duplicates=duplicates,
-                               sources={"train": train, "test": test, "valid": valid, "negatives": negatives})
+                               sources={"train": train, "test": test, "valid": valid, "negatives": negatives,
+                                        "given": given})
 
     @classmethod
     def from_frames(cls, frames: dict[str, pd.DataFrame], *, scale=None, protocol=None,
@@ -410,7 +441,7 @@ class Split:
             out[part] = Ratings(u, i, p.ratings, user_ids=user_ids, item_ids=item_ids,
                                 scale=scale, name=part, allow_zero=(part == "negatives"))
         return cls(train=out["train"], test=out["test"], valid=out.get("valid"), negatives=out.get("negatives"),
-                   protocol=dict(protocol or {}))
+                   protocol=dict(protocol or {}), given=out.get("given"))
 
 
 def _mixed(parts: dict, attr: str) -> bool:

@@ -1,0 +1,476 @@
+"""MovieLens 100K: the real 100,000 ratings (1..5) of 943 users on 1,682 movies, with side tables.
+
+:func:`movielens_100k` tries its sources in order and keeps the first that works:
+
+``"cache"``
+    The local cache directory (``cache_dir``, else ``$COFIVIZ_DATA``, else ``$XDG_CACHE_HOME/cofiviz``
+    or ``~/.cache/cofiviz``). After the first fetch it holds a compact copy (three Parquet tables under
+    ``movielens-100k/v1/``) that loads in a fraction of a second. Files placed there by hand are read
+    too: ``ml-100k.zip`` (the GroupLens archive), ``ml-100k/u.data`` + ``u.item`` + ``u.user``, or the
+    ``recbole-1.2.1-py3-none-any.whl`` wheel.
+``"grouplens"``
+    The official archive, https://files.grouplens.org/datasets/movielens/ml-100k.zip (``u.data``,
+    ``u.item`` in latin-1, ``u.user``). A host that cannot be reached gives up after ``timeout``
+    seconds (name lookup and connection are both bounded).
+``"recbole"``
+    The copy shipped inside the ``recbole==1.2.1`` wheel: ``pip download --no-deps`` fetches the
+    wheel (about 2 MB) into a temporary directory, and ``recbole/dataset_example/ml-100k/ml-100k.inter``,
+    ``.item`` and ``.user`` (RecBole's "atomic" TSV files with typed headers such as
+    ``user_id:token``) are read straight out of the zip; recbole is never installed or imported.
+
+Whatever the source, the data is checked to be the real ML-100K (100,000 ratings, 943 users, 1,682
+items, ratings histogram 6,110 / 11,370 / 27,145 / 34,174 / 21,201 for 1..5, no duplicate pair) before
+it is used or cached. RecBole's item file keeps the title without its year (``Toy Story`` +
+``release_year`` ``1995``); the GroupLens title (``Toy Story (1995)``) is rebuilt from the two, so both
+sources give the same tables.
+
+Side tables (``ratings.item_info``, ``ratings.user_info``, one row per index, in index order):
+
+* items: ``item`` (MovieLens id), ``title``, ``release_year`` (from the title; missing for item 267,
+  whose title is ``unknown``), ``genres`` (``|``-joined names) and one boolean column per genre
+  (:data:`GENRES`, the 19 of ``u.genre``).
+* users: ``user`` (MovieLens id), ``age``, ``gender`` (``M``/``F``), ``occupation``, ``zip``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+import zipfile
+from pathlib import Path
+from typing import Callable, Iterable
+from urllib.parse import urlparse
+
+import numpy as np
+import pandas as pd
+
+from ..errors import DataError, DataSourceError, ParameterError
+from ..ratings import Ratings
+
+__all__ = ["movielens_100k", "default_cache_dir", "GENRES", "SOURCES", "GROUPLENS_URL", "RECBOLE_REQUIREMENT",
+           "EXPECTED"]
+
+log = logging.getLogger("cofiviz.datasets")
+
+GROUPLENS_URL = "https://files.grouplens.org/datasets/movielens/ml-100k.zip"
+RECBOLE_REQUIREMENT = "recbole==1.2.1"
+RECBOLE_WHEEL = "recbole-1.2.1-py3-none-any.whl"
+RECBOLE_PREFIX = "recbole/dataset_example/ml-100k/ml-100k"
+SOURCES = ("cache", "grouplens", "recbole")
+CACHE_SUBDIR = "movielens-100k/v1"
+CACHE_FILES = ("ratings.parquet", "items.parquet", "users.parquet")
+
+#: The 19 genres of ``u.genre``, in the order of ``u.item``'s indicator columns.
+GENRES = ("unknown", "Action", "Adventure", "Animation", "Children's", "Comedy", "Crime", "Documentary", "Drama",
+          "Fantasy", "Film-Noir", "Horror", "Musical", "Mystery", "Romance", "Sci-Fi", "Thriller", "War", "Western")
+
+#: What the real dataset looks like; every source is checked against it.
+EXPECTED = {"n_ratings": 100_000, "n_users": 943, "n_items": 1_682,
+            "histogram": {1: 6_110, 2: 11_370, 3: 27_145, 4: 34_174, 5: 21_201}}
+
+
+def default_cache_dir() -> Path:
+    """``$COFIVIZ_DATA``, else ``$XDG_CACHE_HOME/cofiviz``, else ``~/.cache/cofiviz``."""
+    if os.environ.get("COFIVIZ_DATA"):
+        return Path(os.environ["COFIVIZ_DATA"]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "cofiviz"
+
+
+# ---------------------------------------------------------------------------------------------- parsing
+class _Tables:
+    """The three normalised tables of one source."""
+
+    def __init__(self, ratings: pd.DataFrame, items: pd.DataFrame, users: pd.DataFrame, origin: str):
+        self.ratings, self.items, self.users, self.origin = ratings, items, users, origin
+
+
+_YEAR_RE = re.compile(r"\((\d{4})\)")
+
+
+def _items_frame(ids, titles, genre_lists) -> pd.DataFrame:
+    titles = [str(t) for t in titles]
+    years = []
+    for t in titles:
+        found = _YEAR_RE.findall(t)
+        years.append(int(found[-1]) if found else None)
+    genre_lists = [list(g) for g in genre_lists]
+    unknown = sorted({g for gl in genre_lists for g in gl} - set(GENRES))
+    if unknown:
+        raise DataError(f"unexpected genre name(s) {unknown}; expected those of u.genre: {list(GENRES)}")
+    df = pd.DataFrame({"item": np.asarray(ids, dtype=np.int64), "title": titles,
+                       "release_year": pd.array(years, dtype="Int64"),
+                       "genres": ["|".join(g for g in GENRES if g in gl) for gl in genre_lists]})
+    for g in GENRES:
+        df[g] = np.array([g in gl for gl in genre_lists], dtype=bool)
+    return df
+
+
+def _users_frame(ids, ages, genders, occupations, zips) -> pd.DataFrame:
+    return pd.DataFrame({"user": np.asarray(ids, dtype=np.int64), "age": np.asarray(ages, dtype=np.int64),
+                         "gender": [str(x) for x in genders], "occupation": [str(x) for x in occupations],
+                         "zip": [str(x) for x in zips]})
+
+
+def _ratings_frame(users, items, ratings, timestamps) -> pd.DataFrame:
+    return pd.DataFrame({"user": np.asarray(users, dtype=np.int64), "item": np.asarray(items, dtype=np.int64),
+                         "rating": np.asarray(ratings, dtype=np.int8),
+                         "timestamp": np.asarray(timestamps, dtype=np.int64)})
+
+
+def _parse_grouplens(u_data: bytes, u_item: bytes, u_user: bytes, origin: str) -> _Tables:
+    """``u.data`` (tab: user item rating timestamp), ``u.item`` (latin-1, ``|``), ``u.user`` (``|``)."""
+    data = pd.read_csv(io.BytesIO(u_data), sep="\t", header=None, names=["user", "item", "rating", "timestamp"],
+                       dtype=np.int64)
+    item_rows = [line.split("|") for line in u_item.decode("latin-1").splitlines() if line.strip()]
+    bad = [k + 1 for k, row in enumerate(item_rows) if len(row) != 5 + len(GENRES)]
+    if bad:
+        raise DataError(f"u.item line {bad[0]} has {len(item_rows[bad[0] - 1])} fields, expected {5 + len(GENRES)}")
+    items = _items_frame([int(r[0]) for r in item_rows], [r[1].strip() for r in item_rows],
+                         [[g for g, flag in zip(GENRES, r[5:]) if flag.strip() == "1"] for r in item_rows])
+    user_rows = [line.split("|") for line in u_user.decode("latin-1").splitlines() if line.strip()]
+    bad = [k + 1 for k, row in enumerate(user_rows) if len(row) != 5]
+    if bad:
+        raise DataError(f"u.user line {bad[0]} has {len(user_rows[bad[0] - 1])} fields, expected 5")
+    users = _users_frame(*zip(*[(int(r[0]), int(r[1]), r[2], r[3], r[4].strip()) for r in user_rows]))
+    return _Tables(_ratings_frame(data["user"], data["item"], data["rating"], data["timestamp"]), items, users, origin)
+
+
+def _atomic_table(raw: bytes, what: str) -> dict[str, list[str]]:
+    """A RecBole atomic file (TSV, header ``name:type``) as columns of strings keyed by field name."""
+    lines = raw.decode("utf-8").splitlines()
+    if not lines:
+        raise DataError(f"{what} is empty")
+    names = [h.split(":")[0].strip() for h in lines[0].split("\t")]
+    rows = [line.split("\t") for line in lines[1:] if line.strip()]
+    bad = [k + 2 for k, row in enumerate(rows) if len(row) != len(names)]
+    if bad:
+        raise DataError(f"{what} line {bad[0]} has {len(rows[bad[0] - 2])} fields, expected {len(names)}")
+    cols = {n: [row[k] for row in rows] for k, n in enumerate(names)}
+    return cols
+
+
+def _need(cols: dict, names: Iterable[str], what: str) -> None:
+    missing = [n for n in names if n not in cols]
+    if missing:
+        raise DataError(f"{what} lacks field(s) {missing}; it has {list(cols)}")
+
+
+def _recbole_title(title: str, year: str) -> tuple[str, str]:
+    """GroupLens' title from RecBole's (title, release_year): RecBole split the last "(...)" off the title."""
+    title, year = title.strip(), year.strip()
+    if title == year == "unkonwn":  # item 267, "unknown" in u.item (the typo is RecBole's)
+        return "unknown", ""
+    return (f"{title} ({year})" if year else title), year
+
+
+def _parse_recbole(inter: bytes, item: bytes, user: bytes, origin: str) -> _Tables:
+    c = _atomic_table(inter, "ml-100k.inter")
+    _need(c, ("user_id", "item_id", "rating", "timestamp"), "ml-100k.inter")
+    ratings = _ratings_frame(np.asarray(c["user_id"], dtype=np.int64), np.asarray(c["item_id"], dtype=np.int64),
+                             np.asarray(c["rating"], dtype=float).astype(np.int64),
+                             np.asarray(c["timestamp"], dtype=float).astype(np.int64))
+    c = _atomic_table(item, "ml-100k.item")
+    _need(c, ("item_id", "movie_title", "release_year", "class"), "ml-100k.item")
+    titles = [_recbole_title(t, y)[0] for t, y in zip(c["movie_title"], c["release_year"])]
+    items = _items_frame([int(x) for x in c["item_id"]], titles, [g.split() for g in c["class"]])
+    c = _atomic_table(user, "ml-100k.user")
+    _need(c, ("user_id", "age", "gender", "occupation", "zip_code"), "ml-100k.user")
+    users = _users_frame([int(x) for x in c["user_id"]], [int(x) for x in c["age"]], c["gender"], c["occupation"],
+                         [z.strip() for z in c["zip_code"]])
+    return _Tables(ratings, items, users, origin)
+
+
+def _read_member(zf: zipfile.ZipFile, suffix: str) -> bytes:
+    names = [n for n in zf.namelist() if n.endswith(suffix)]
+    if not names:
+        raise DataError(f"{zf.filename or 'the archive'} has no member ending in {suffix!r}")
+    return zf.read(sorted(names, key=len)[0])
+
+
+def _from_grouplens_zip(blob_or_path, origin: str) -> _Tables:
+    with zipfile.ZipFile(blob_or_path if not isinstance(blob_or_path, bytes) else io.BytesIO(blob_or_path)) as zf:
+        return _parse_grouplens(_read_member(zf, "/u.data"), _read_member(zf, "/u.item"),
+                                _read_member(zf, "/u.user"), origin)
+
+
+def _from_recbole_wheel(path: Path, origin: str) -> _Tables:
+    with zipfile.ZipFile(path) as zf:
+        return _parse_recbole(zf.read(RECBOLE_PREFIX + ".inter"), zf.read(RECBOLE_PREFIX + ".item"),
+                              zf.read(RECBOLE_PREFIX + ".user"), origin)
+
+
+def _validate(t: _Tables) -> None:
+    """Raise DataError unless the tables are the real ML-100K."""
+    r = t.ratings
+    problems = []
+    if len(r) != EXPECTED["n_ratings"]:
+        problems.append(f"{len(r):,} ratings instead of {EXPECTED['n_ratings']:,}")
+    nu, ni = r["user"].nunique(), r["item"].nunique()
+    if nu != EXPECTED["n_users"]:
+        problems.append(f"{nu} users instead of {EXPECTED['n_users']}")
+    if ni != EXPECTED["n_items"]:
+        problems.append(f"{ni} items instead of {EXPECTED['n_items']}")
+    hist = r["rating"].value_counts().sort_index().to_dict()
+    if {int(k): int(v) for k, v in hist.items()} != EXPECTED["histogram"]:
+        problems.append(f"ratings histogram {hist} instead of {EXPECTED['histogram']}")
+    if r.duplicated(["user", "item"]).any():
+        problems.append(f"{int(r.duplicated(['user', 'item']).sum())} duplicate (user, item) pairs")
+    if len(t.items) != EXPECTED["n_items"] or set(t.items["item"]) != set(r["item"]):
+        problems.append(f"the item table has {len(t.items)} rows that do not match the rated items")
+    if len(t.users) != EXPECTED["n_users"] or set(t.users["user"]) != set(r["user"]):
+        problems.append(f"the user table has {len(t.users)} rows that do not match the rating users")
+    if problems:
+        raise DataError(f"{t.origin} is not the real MovieLens 100K: " + "; ".join(problems))
+
+
+# ---------------------------------------------------------------------------------------------- cache
+def _cache_paths(cache_dir: Path) -> dict[str, Path]:
+    d = cache_dir / CACHE_SUBDIR
+    return {"dir": d, "manifest": d / "manifest.json", **{f: d / f for f in CACHE_FILES}}
+
+
+def _read_cache(cache_dir: Path) -> _Tables | None:
+    p = _cache_paths(cache_dir)
+    if not p["manifest"].exists():
+        return None
+    manifest = json.loads(p["manifest"].read_text())
+    t = _Tables(pd.read_parquet(p["ratings.parquet"]), pd.read_parquet(p["items.parquet"]),
+                pd.read_parquet(p["users.parquet"]), f"the cache {p['dir']}")
+    t.fetched_from = manifest.get("source")
+    return t
+
+
+def _atomic_write(path: Path, write: Callable[[Path], None]) -> None:
+    """Write through a temporary file in the same directory, then ``os.replace`` it into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _write_cache(cache_dir: Path, t: _Tables) -> Path:
+    p = _cache_paths(cache_dir)
+    for name, frame in (("ratings.parquet", t.ratings), ("items.parquet", t.items), ("users.parquet", t.users)):
+        _atomic_write(p[name], lambda tmp, frame=frame: frame.to_parquet(tmp, index=False))
+    manifest = {"dataset": "movielens-100k", "version": 1, "source": t.origin, "written": time.time(),
+                "n_ratings": len(t.ratings), "files": list(CACHE_FILES)}
+    _atomic_write(p["manifest"], lambda tmp: tmp.write_text(json.dumps(manifest, indent=2)))  # written last
+    return p["dir"]
+
+
+def _hand_placed(cache_dir: Path) -> list[tuple[Path, Callable[[], _Tables]]]:
+    """Raw files a person may have put into the cache directory, with the parser for each."""
+    found = []
+    for z in (cache_dir / "ml-100k.zip", cache_dir / "ml-100k" / "ml-100k.zip"):
+        if z.is_file():
+            found.append((z, lambda z=z: _from_grouplens_zip(z, str(z))))
+    for d in (cache_dir / "ml-100k", cache_dir):
+        if all((d / f).is_file() for f in ("u.data", "u.item", "u.user")):
+            found.append((d / "u.data", lambda d=d: _parse_grouplens(
+                (d / "u.data").read_bytes(), (d / "u.item").read_bytes(), (d / "u.user").read_bytes(),
+                f"{d}/u.data, u.item, u.user")))
+    for d in (cache_dir / "ml-100k", cache_dir):
+        if all((d / f"ml-100k.{x}").is_file() for x in ("inter", "item", "user")):
+            found.append((d / "ml-100k.inter", lambda d=d: _parse_recbole(
+                (d / "ml-100k.inter").read_bytes(), (d / "ml-100k.item").read_bytes(),
+                (d / "ml-100k.user").read_bytes(), f"{d}/ml-100k.inter, .item, .user")))
+    for w in sorted(cache_dir.glob("recbole-1.2.1-*.whl")):
+        found.append((w, lambda w=w: _from_recbole_wheel(w, str(w))))
+    return found
+
+
+# ---------------------------------------------------------------------------------------------- network
+def _resolve(host: str, port: int, timeout: float) -> None:
+    """Name lookup bounded by ``timeout`` (``socket`` timeouts do not cover ``getaddrinfo``)."""
+    result: dict = {}
+
+    def run():
+        try:
+            result["addr"] = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except OSError as exc:
+            result["error"] = exc
+
+    th = threading.Thread(target=run, daemon=True, name=f"cofiviz-resolve-{host}")
+    th.start()
+    th.join(timeout)
+    if th.is_alive():
+        raise TimeoutError(f"looking up {host} took more than {timeout:g} s")
+    if "error" in result:
+        raise OSError(f"cannot resolve {host}: {result['error']}")
+
+
+def _download(url: str, timeout: float) -> bytes:
+    parsed = urlparse(url)
+    if parsed.scheme in ("http", "https") and parsed.hostname and not (
+            os.environ.get("https_proxy") or os.environ.get("HTTPS_PROXY") or os.environ.get("http_proxy")
+            or os.environ.get("HTTP_PROXY")):
+        _resolve(parsed.hostname, parsed.port or (443 if parsed.scheme == "https" else 80), timeout)
+    req = urllib.request.Request(url, headers={"User-Agent": "cofiviz (python urllib)"})
+    with urllib.request.urlopen(req, timeout=timeout) as resp:  # connect and each read bounded by timeout
+        return resp.read()
+
+
+def _fetch_grouplens(timeout: float) -> _Tables:
+    blob = _download(GROUPLENS_URL, timeout)
+    try:
+        return _from_grouplens_zip(blob, GROUPLENS_URL)
+    except zipfile.BadZipFile as exc:
+        raise DataError(f"{GROUPLENS_URL} did not return a zip archive ({exc})") from None
+
+
+def _fetch_recbole(timeout: float, download_timeout: float) -> _Tables:
+    with tempfile.TemporaryDirectory(prefix="cofiviz-recbole-") as tmp:
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--no-input",
+               "--disable-pip-version-check", "--progress-bar", "off", "--timeout", f"{max(timeout, 15.0):g}",
+               RECBOLE_REQUIREMENT, "-d", tmp]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=download_timeout,
+                                  stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise TimeoutError(f"`pip download {RECBOLE_REQUIREMENT}` did not finish within {download_timeout:g} s") \
+                from None
+        if proc.returncode != 0:
+            tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
+            raise OSError(f"`{' '.join(cmd[2:5])} ... {RECBOLE_REQUIREMENT}` failed with exit code {proc.returncode}: "
+                          f"{tail}")
+        wheels = sorted(Path(tmp).glob("recbole-*.whl"))
+        if not wheels:
+            raise OSError(f"`pip download {RECBOLE_REQUIREMENT}` left no wheel in {tmp}")
+        return _from_recbole_wheel(wheels[0], f"{wheels[0].name} from the package index (pip download)")
+
+
+# ---------------------------------------------------------------------------------------------- public
+def _to_ratings(t: _Tables) -> Ratings:
+    r = Ratings.from_dataframe(t.ratings, scale=(1.0, 5.0), name="movielens-100k")
+    items = t.items.set_index("item").reindex(r.item_ids)
+    users = t.users.set_index("user").reindex(r.user_ids)
+    r.item_info = items.rename_axis("item").reset_index()
+    r.user_info = users.rename_axis("user").reset_index()
+    return r
+
+
+def _howto(cache_dir: Path) -> str:
+    return (f"To place the files by hand: on a machine with internet access download {GROUPLENS_URL} and copy it to "
+            f"{cache_dir / 'ml-100k.zip'} (or copy its u.data, u.item and u.user into {cache_dir / 'ml-100k'}/), "
+            f"or run `pip download --no-deps {RECBOLE_REQUIREMENT}` and copy {RECBOLE_WHEEL} into {cache_dir}/; "
+            f"then call movielens_100k() again. Set COFIVIZ_DATA (or pass cache_dir=) to use another directory.")
+
+
+def movielens_100k(cache_dir: str | os.PathLike | None = None, sources: Iterable[str] = SOURCES,
+                   timeout: float = 5.0, download_timeout: float = 300.0, write_cache: bool = True) -> Ratings:
+    """The real MovieLens 100K ratings with titles, genres and user attributes.
+
+    Parameters
+    ----------
+    cache_dir : path, optional
+        Where the cached copy lives (and where hand-placed files are looked for). Default:
+        :func:`default_cache_dir`.
+    sources : sequence of {"cache", "grouplens", "recbole"}
+        The sources to try, in order (see the module documentation).
+    timeout : float
+        Seconds before a network source that does not answer is given up (name lookup, connection
+        and each read of the GroupLens download; pip's socket timeout is at least 15 s).
+    download_timeout : float
+        Seconds the whole ``pip download`` of the RecBole wheel may take.
+    write_cache : bool
+        Store a compact copy in ``cache_dir`` after fetching (written atomically); a cache directory
+        that cannot be written is only a warning in the log.
+
+    Returns
+    -------
+    Ratings
+        100,000 ratings on the scale 1..5, 943 users, 1,682 items, indexed in the order of their
+        MovieLens ids (user index ``u`` is MovieLens user ``u + 1``), with ``item_info`` and
+        ``user_info``; ``ratings.report`` says where the data came from and which sources failed.
+
+    Raises
+    ------
+    DataSourceError
+        If no source gives the data: the message lists each source tried with its error and says how
+        to place the files by hand.
+    """
+    sources = tuple(sources)
+    unknown = [s for s in sources if s not in SOURCES]
+    if unknown or not sources:
+        raise ParameterError(f"unknown MovieLens source(s) {unknown}; choose among {list(SOURCES)}")
+    cache_dir = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+    attempts: list[str] = []
+    for source in sources:
+        t0 = time.perf_counter()
+        try:
+            if source == "cache":
+                errors = []
+                try:
+                    tables = _read_cache(cache_dir)
+                    if tables is not None:
+                        _validate(tables)
+                        r = _to_ratings(tables)
+                        r.report = {"source": "cache", "cache": str(_cache_paths(cache_dir)["dir"]),
+                                    "fetched_from": getattr(tables, "fetched_from", None), "failed": attempts}
+                        return r
+                except Exception as exc:  # a damaged cache is reported and replaced
+                    errors.append(f"the cached copy in {_cache_paths(cache_dir)['dir']} is unusable "
+                                  f"({type(exc).__name__}: {exc})")
+                placed = _hand_placed(cache_dir)
+                if not placed:
+                    errors.append(f"nothing usable in {cache_dir}: no cached copy ({CACHE_SUBDIR}/manifest.json) "
+                                  f"and no hand-placed ml-100k.zip, ml-100k/u.data + u.item + u.user, or "
+                                  f"{RECBOLE_WHEEL}")
+                    raise FileNotFoundError("; ".join(errors))
+                tables = None
+                for path, parse in placed:
+                    try:
+                        tables = parse()
+                        _validate(tables)
+                        break
+                    except (DataError, OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:
+                        errors.append(f"{path}: {exc}")
+                        tables = None
+                if tables is None:
+                    raise DataError("; ".join(errors))
+                if errors:
+                    attempts.extend(f"cache ({cache_dir}): {e}" for e in errors)
+            elif source == "grouplens":
+                log.info("MovieLens 100K: downloading %s", GROUPLENS_URL)
+                tables = _fetch_grouplens(timeout)
+            else:
+                log.info("MovieLens 100K: fetching the %s wheel with pip download", RECBOLE_REQUIREMENT)
+                tables = _fetch_recbole(timeout, download_timeout)
+            _validate(tables)
+        except Exception as exc:  # every failure is recorded and the next source is tried
+            what = {"cache": f"cache ({cache_dir})", "grouplens": f"grouplens ({GROUPLENS_URL})",
+                    "recbole": f"recbole (pip download --no-deps {RECBOLE_REQUIREMENT})"}[source]
+            attempts.append(f"{what}: {type(exc).__name__}: {exc} [{time.perf_counter() - t0:.1f} s]")
+            log.info("MovieLens 100K: %s", attempts[-1])
+            continue
+        r = _to_ratings(tables)
+        r.report = {"source": source, "fetched_from": tables.origin, "failed": attempts,
+                    "seconds": round(time.perf_counter() - t0, 3)}
+        if write_cache:
+            try:
+                r.report["cache"] = str(_write_cache(cache_dir, tables))
+            except OSError as exc:
+                log.warning("MovieLens 100K: could not write the cache in %s: %s", cache_dir, exc)
+                r.report["cache_error"] = str(exc)
+        return r
+    raise DataSourceError("MovieLens 100K could not be obtained from any source. Tried:\n"
+                          + "\n".join(f"  - {a}" for a in attempts) + "\n" + _howto(cache_dir))
