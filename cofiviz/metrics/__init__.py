@@ -1,0 +1,72 @@
+"""Ranking metrics on plain NumPy arrays, one list at a time or many users in one numba pass.
+
+Conventions (the same for every metric):
+
+- **Ratings** are graded relevance: finite numbers >= 0, where 0 means "unrated, irrelevant" (the
+  sampled negatives of the top-N protocol). GAP, GP@n and GR@n need integer grades ``0..ymax``.
+- **Scores** are predictions: higher = ranked earlier. NaN is rejected; +-inf is allowed.
+- **Tie rule** (pessimistic): candidates are ordered by score, descending; *among equal scores the
+  lower true rating goes first*, and among equal scores and equal ratings the lower candidate
+  position goes first (for determinism). A tie in the predictions therefore never helps: a constant
+  predictor gets the worst possible order and never scores above a random order, and in the
+  zero-one pair error a pair with equal scores and different ratings counts as an error.
+- Positions are 1-based. Each function returns NaN for a list it *skips* (documented per metric:
+  e.g. NDCG when no rating is above 0, AP and MRR when nothing is relevant, GAP when nothing is
+  rated); average over users with ``np.nanmean``.
+
+Single lists: :func:`ndcg`, :func:`average_precision`, :func:`gap`, :func:`precision_at_k`,
+:func:`mrr`, :func:`eru`, :func:`neru`, :func:`zero_one`, :func:`graded_precision`,
+:func:`graded_recall`. Many users (CSR layout): :func:`score_lists` (every list metric, one pass,
+names in :data:`METRIC_FORMS`, parsed by :func:`parse_metric`) and :func:`zero_one_lists`.
+:func:`rank_order` exposes the ranking itself.
+
+Sources: NDCG from CofiRank (papers 000/001), AP from LCR (002, §5.1), GAP / GP@n / GR@n from GAPfm
+(004, eqs 2-5 and appendix D), P@k from GAPfm §5.1, ERU / NERU from CofiRank appendix A.4, zero-one
+pair error from LCR (002, eq 6 and §5.1). Importing this package compiles nothing; kernels compile
+(or load from numba's on-disk cache) at first use, or ahead of time with :func:`warmup`.
+"""
+
+from __future__ import annotations
+
+from .batch import METRIC_FORMS, MetricSpec, parse_metric, score_lists
+from .eru import eru, neru
+from .gap import gap, graded_precision, graded_recall, thresholding_probabilities
+from .ndcg import ndcg
+from .pairs import zero_one, zero_one_lists
+from .precision import average_precision, mrr, precision_at_k
+from .ranking import TIE_RULE, rank_order
+
+__all__ = ["ndcg", "average_precision", "gap", "precision_at_k", "mrr", "eru", "neru", "zero_one",
+           "zero_one_lists", "graded_precision", "graded_recall", "score_lists", "parse_metric",
+           "METRIC_FORMS", "MetricSpec", "rank_order", "TIE_RULE", "thresholding_probabilities", "warmup"]
+
+
+def warmup() -> None:
+    """Compile (or load from numba's cache) the kernels behind every public function by calling each
+    once on tiny arrays.
+
+    Servers and benchmarks call this ahead of time so that the first real request does not pay for
+    compilation (about 15 s of CPU on a cold cache, well under a second from the cache). Safe to call
+    repeatedly. The private per-family batch kernels (``_ndcg_lists``, ...) are not warmed: no public
+    path uses them.
+    """
+    import numpy as np
+
+    y = np.array([3.0, 0.0, 5.0, 1.0, 5.0])
+    s = np.array([0.5, 0.1, 0.5, 0.9, 0.2])
+    off = np.array([0, 3, 3, 5], dtype=np.int64)
+    rank_order(y, s)
+    for yy in (y, y + 0.5):  # integer grades (counted ideal order, gain table) and general ratings
+        ndcg(yy, s, k=3)
+        average_precision(yy, s)
+        precision_at_k(yy, s, k=2)
+        mrr(yy, s)
+        eru(yy, s)
+        neru(yy, s)
+        score_lists(off, yy, s, ["ndcg@3", "ap", "p@2", "mrr", "eru", "neru@2"])
+    gap(y, s, ymax=5)
+    graded_precision(y, s, n=2, ymax=5)
+    graded_recall(y, s, n=2, ymax=5)
+    zero_one(y[:2], s[:2], y[2:], s[2:])
+    zero_one_lists(off, y, s, np.array([0, 1, 1, 2]), y[:2], s[:2])
+    score_lists(off, y, s, [form.replace("K", "2") for form in METRIC_FORMS])

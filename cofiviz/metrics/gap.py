@@ -1,0 +1,321 @@
+"""Graded Average Precision (GAP, GAP@k) and graded precision / recall GP@n, GR@n.
+
+Source: GAPfm (Shi, Karatzoglou, Baltrunas, Larson, Hanjalic; paper 004), eqs 2-5 after Robertson
+et al.'s GAP, and appendix D for GP@n / GR@n. Grades are integers ``0..ymax``; grade 0 means unrated
+(``I_i = 0``: the candidate takes a place in the ranking but never counts as relevant).
+
+Thresholding probabilities (eq 5) and their cumulative sums::
+
+    delta_l = (2^l - 1) / 2^ymax   (ymax > 1),   delta_1 = 1   (ymax = 1)
+    S(y)    = sum_{l <= y} delta_l,  S(0) = 0
+
+GAP (eqs 2-4), with ``R_i`` the predicted position (1-based, pessimistic tie rule) and
+``beta_ij = S(min(y_i, y_j))``::
+
+    GAP = 1/Z * sum_i I_i / R_i * sum_{j: R_j <= R_i} I_j * beta_ij,     Z = sum_l n_l S(l)   (eq 3)
+
+A perfect ranking (grades descending) scores exactly 1. The kernels compute it in O(n * ymax) per
+list by keeping, for every grade g, the sum over the candidates ranked so far of S(min(g, y_j)).
+
+``ymax`` only validates the grades: every delta_l carries the same factor 1 / 2^ymax (also for
+ymax = 1, where delta_1 = 1 = 2 * (2^1 - 1) / 2^1), and GAP, GP@n and GR@n are ratios of sums of
+deltas, so they do not depend on ymax. The kernels therefore use the unscaled delta_l = 2^l - 1 for
+every ymax; multiplying by a power of two is exact in floating point, so the results are the same to
+the last bit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from ._validation import MAX_GAP_GRADE, check_grades, check_k, check_list, check_ymax
+from .ranking import MAX_TABLE_GRADE, OK, Batch, _block_bounds, _prepare_user, _scratch, ranked
+
+__all__ = ["gap", "graded_precision", "graded_recall", "thresholding_probabilities"]
+
+
+def thresholding_probabilities(ymax: int) -> np.ndarray:
+    """GAPfm eq 5: ``delta[l - 1]`` for grades l = 1..ymax (``[1.0]`` when ymax = 1)."""
+    ymax = check_ymax(ymax)
+    if ymax == 1:
+        return np.ones(1)
+    l = np.arange(1, ymax + 1, dtype=np.float64)
+    return (2.0 ** l - 1.0) / 2.0 ** ymax
+
+
+def cumulative_deltas(ymax: int) -> np.ndarray:
+    """``S[y] = sum_{l <= y} delta_l`` for y = 0..ymax (``S[0] = 0``), with eq 5's scaling."""
+    S = np.zeros(ymax + 1)
+    S[1:] = np.cumsum(thresholding_probabilities(ymax))
+    return S
+
+
+#: Unscaled S(y) = sum_{l <= y} (2^l - 1) for y = 0..MAX_GAP_GRADE (exact integers in float64).
+S_TABLE = np.concatenate([[0.0], np.cumsum(2.0 ** np.arange(1, MAX_GAP_GRADE + 1) - 1.0)])
+#: ``T_TABLE[g0 * 8 + g] = S(min(g, g0))`` for g, g0 <= 7: one row is added per ranked candidate.
+T_TABLE = S_TABLE[np.minimum.outer(np.arange(8), np.arange(8))].ravel()
+
+
+@njit(cache=True)
+def _gap_user(yr, yi, k, S, T, inner, gmax):
+    """GAP (k <= 0) or GAP@k of one list from its grades in ranked (``yr``) and ideal (``yi``, used
+    only when k > 0) order. ``S`` = :data:`S_TABLE`, ``T`` = :data:`T_TABLE`, ``inner`` float64
+    scratch of length >= 8, ``gmax`` the list's largest grade when <= MAX_TABLE_GRADE (else -1).
+    NaN without a rated item.
+
+    ``inner[g]`` holds the sum over the rated candidates ranked so far of S(min(g, y_j)); each
+    candidate adds row ``y`` of the table S(min(g, y)) to it (an unrated one adds S(0) = 0), so the
+    candidate at position p contributes ``inner[y_p] / p``: O(ymax) per candidate without
+    data-dependent branches, a fixed 8-wide vector update when all grades are <= 7.
+    """
+    n = yr.shape[0]
+    kk = n if (k <= 0 or k > n) else k
+    z = 0.0
+    total = 0.0
+    if 0 <= gmax <= 7:
+        for g in range(8):
+            inner[g] = 0.0
+        for p in range(kk):
+            g0 = np.int64(yr[p])
+            z += S[g0]
+            base = g0 * 8
+            for g in range(8):
+                inner[g] += T[base + g]
+            total += inner[g0] / (p + 1.0)
+    else:
+        top = 0
+        for p in range(n):
+            top = max(top, np.int64(yr[p]))
+        for g in range(top + 1):
+            inner[g] = 0.0
+        for p in range(kk):
+            g0 = np.int64(yr[p])
+            z += S[g0]
+            for g in range(1, top + 1):
+                inner[g] += S[min(g, g0)]
+            total += inner[g0] / (p + 1.0)
+    if kk == n:
+        if z <= 0.0:
+            return np.nan
+        return total / z
+    for p in range(kk, n):
+        z += S[np.int64(yr[p])]
+    if z <= 0.0:
+        return np.nan
+    ideal = 0.0
+    for p in range(kk):
+        ideal += S[np.int64(yi[p])]
+    return total / ideal
+
+
+@njit(cache=True)
+def _cutoff_grade(yi, n):
+    """c_n: grade of the n-th candidate in the ideal order, or of the last rated candidate when fewer
+    than n are rated; 0 when none is rated."""
+    m = yi.shape[0]
+    c = 0
+    for p in range(min(n, m)):
+        g = np.int64(yi[p])
+        if g == 0:
+            break
+        c = g
+    return c
+
+
+@njit(cache=True)
+def _gp_user(yr, yi, n, S):
+    """GP@n of one list; NaN without a rated item."""
+    c = _cutoff_grade(yi, n)
+    if c == 0:
+        return np.nan
+    sc = S[c]
+    total = 0.0
+    for p in range(min(n, yr.shape[0])):
+        g = np.int64(yr[p])
+        if g > 0:
+            total += S[min(g, c)] / sc
+    return total / n
+
+
+@njit(cache=True)
+def _gr_user(yr, n, S):
+    """GR@n of one list; NaN without a rated item."""
+    z = 0.0
+    top = 0.0
+    m = yr.shape[0]
+    for p in range(m):
+        v = S[np.int64(yr[p])]
+        z += v
+        if p < n:
+            top += v
+    if z <= 0.0:
+        return np.nan
+    return top / z
+
+
+@njit(parallel=True, cache=True)
+def _gap_parallel(offsets, ratings, scores, which, k, S, T, ymax, n_blocks, max_len):
+    """which: 0 = GAP / GAP@k, 1 = GP@k, 2 = GR@k."""
+    n_users = offsets.shape[0] - 1
+    out = np.empty(n_users)
+    status = np.zeros(n_users, np.int8)
+    for b in prange(n_blocks):
+        sc = _scratch(max_len)
+        yr = np.empty(max_len)
+        yi = np.empty(max_len)
+        counts = np.empty(MAX_TABLE_GRADE + 1, np.int64)
+        inner = np.empty(S.shape[0] + 8)
+        u0, u1 = _block_bounds(b, n_blocks, n_users)
+        for u in range(u0, u1):
+            lo = offsets[u]
+            n = offsets[u + 1] - lo
+            out[u] = np.nan
+            if n == 0:
+                continue
+            st, gmax = _prepare_user(ratings[lo:lo + n], scores[lo:lo + n], sc, yr, yi, counts, True, True, ymax)
+            if st != OK:
+                status[u] = st
+                continue
+            if which == 0:
+                out[u] = _gap_user(yr[:n], yi[:n], k, S, T, inner, gmax)
+            elif which == 1:
+                out[u] = _gp_user(yr[:n], yi[:n], k, S)
+            else:
+                out[u] = _gr_user(yr[:n], k, S)
+    return out, status
+
+
+def _gap_lists(offsets, ratings, scores, which=0, k=None, ymax=5):
+    """Per-user GAP (which=0), GP@k (1) or GR@k (2) of a CSR batch (per-family parallel path)."""
+    kk = check_k(k, "k" if which == 0 else "n", allow_none=(which == 0))
+    ym = check_ymax(ymax)
+    bt = Batch(offsets, ratings, scores)
+    with bt.threads():
+        out, status = _gap_parallel(bt.offsets, bt.ratings, bt.scores, which, kk, S_TABLE, T_TABLE, float(ym),
+                                    *bt.scratch_args())
+    bt.raise_for(status, ym)
+    return out
+
+
+def _one(ratings, scores, ymax):
+    ym = check_ymax(ymax)
+    y, s = check_list(ratings, scores)
+    check_grades(y, ym)
+    if y.shape[0] == 0:
+        return y, y, -1
+    yr, yi, _, gmax = ranked(y, s)
+    return yr, yi, gmax
+
+
+def gap(ratings, scores, ymax=5, k=None) -> float:
+    """Graded Average Precision of one candidate list (GAPfm eqs 2-5).
+
+    .. math::
+
+        \\mathrm{GAP} = \\frac{1}{Z} \\sum_i \\frac{I_i}{R_i} \\sum_{j:\\, R_j \\le R_i} I_j\\,
+        \\beta_{ij}, \\quad \\beta_{ij} = \\sum_{l \\le \\min(y_i, y_j)} \\delta_l, \\quad
+        Z = \\sum_{l=1}^{y_{max}} n_l \\sum_{k \\le l} \\delta_k
+
+    with :math:`\\delta_l = (2^l - 1)/2^{y_{max}}` for :math:`y_{max} > 1` and :math:`\\delta_1 = 1`
+    for :math:`y_{max} = 1` (eq 5), :math:`I_i = 1` when candidate ``i`` is rated (grade >= 1),
+    :math:`R_i` its predicted position (pessimistic tie rule) and :math:`n_l` the number of candidates
+    with grade ``l``. A perfect ranking scores exactly 1.
+
+    **GAP@k** (``k`` given; GAPfm reports GAP@5 without defining it): the outer sum is restricted to
+    :math:`R_i \\le k` and divided by the same sum for the ideal order (grades descending), which is
+    :math:`\\sum` of :math:`S(y)` over the ``k`` highest grades; so a perfect top ``k`` scores 1.
+
+    Parameters
+    ----------
+    ratings : array_like, shape (n,)
+        Integer grades ``0..ymax`` (0 = unrated, irrelevant); integral floats are accepted.
+    scores : array_like, shape (n,)
+        Predicted scores, higher = earlier; no NaN.
+    ymax : int, default 5
+        Highest grade of the scale (at most 50): grades above it are rejected. It sets the common
+        factor 1 / 2^ymax of the :math:`\\delta_l`, which cancels in the ratio, so the value of GAP
+        does not depend on it.
+    k : int or None, default None
+        Optional cutoff (see GAP@k above).
+
+    Returns
+    -------
+    float
+        In [0, 1]; NaN when the list is skipped: no rated candidate (Z = 0, GAP undefined).
+
+    Raises
+    ------
+    DataError
+        Non-integer grades or grades above ``ymax`` (and the usual length / NaN checks).
+    ParameterError
+        ``ymax`` not a positive integer, ``k`` not a positive integer or None.
+
+    Examples
+    --------
+    >>> gap([3, 1, 0], [0.9, 0.5, 0.1], ymax=5)
+    1.0
+    """
+    kk = check_k(k)
+    yr, yi, gmax = _one(ratings, scores, ymax)
+    if yr.shape[0] == 0:
+        return float("nan")
+    return float(_gap_user(yr, yi, kk, S_TABLE, T_TABLE, np.empty(S_TABLE.shape[0] + 8), gmax))
+
+
+def graded_precision(ratings, scores, n=5, ymax=5) -> float:
+    """Graded precision GP@n of one candidate list (GAPfm appendix D).
+
+    .. math::
+
+        \\mathrm{GP@n} = \\frac{1}{n} \\sum_{i:\\, R_i \\le n} I_i\\, \\xi_i, \\qquad
+        \\xi_i = \\frac{\\min(S(y_i), S(c_n))}{S(c_n)}, \\quad S(y) = \\sum_{l \\le y} \\delta_l
+
+    where :math:`c_n` is the grade of the ``n``-th candidate in the ideal order (grades descending).
+    When fewer than ``n`` candidates are rated, :math:`c_n` is the grade of the last rated one (the
+    lowest rated grade), so that :math:`c_n \\ge 1` and the ratio is defined. The divisor is always
+    ``n``: a list with fewer than ``n`` rated candidates cannot reach 1.
+
+    Parameters
+    ----------
+    ratings : array_like, shape (m,)
+        Integer grades ``0..ymax`` (0 = unrated).
+    scores : array_like, shape (m,)
+        Predicted scores; no NaN; ties broken pessimistically.
+    n : int, default 5
+        Cutoff (positive integer).
+    ymax : int, default 5
+        Highest grade (sets :math:`\\delta_l`).
+
+    Returns
+    -------
+    float
+        In [0, 1]; NaN when the list is skipped: no rated candidate (:math:`c_n` undefined).
+    """
+    nn = check_k(n, "n", allow_none=False)
+    yr, yi, _ = _one(ratings, scores, ymax)
+    if yr.shape[0] == 0:
+        return float("nan")
+    return float(_gp_user(yr, yi, nn, S_TABLE))
+
+
+def graded_recall(ratings, scores, n=5, ymax=5) -> float:
+    """Graded recall GR@n of one candidate list (GAPfm appendix D).
+
+    .. math::
+
+        \\mathrm{GR@n} = \\frac{1}{Z} \\sum_{i:\\, R_i \\le n} I_i\\, S(y_i), \\qquad
+        Z = \\sum_i I_i\\, S(y_i)
+
+    (the GAP normaliser of eq 3). Parameters as :func:`graded_precision`.
+
+    Returns
+    -------
+    float
+        In [0, 1]; NaN when the list is skipped: no rated candidate (Z = 0).
+    """
+    nn = check_k(n, "n", allow_none=False)
+    yr, _, _ = _one(ratings, scores, ymax)
+    if yr.shape[0] == 0:
+        return float("nan")
+    return float(_gr_user(yr, nn, S_TABLE))

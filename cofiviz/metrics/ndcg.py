@@ -1,0 +1,141 @@
+"""NDCG@k (CofiRank, Weimer et al. 2007/2008, §2 "Ranking and NDCG"; design.md, Metrics).
+
+.. math::
+
+    \\mathrm{DCG@k} = \\sum_{p=1}^{\\min(k, n)} \\frac{2^{y_{(p)}} - 1}{\\log_2(1 + p)}, \\qquad
+    \\mathrm{NDCG@k} = \\frac{\\mathrm{DCG@k}}{\\mathrm{DCG@k}(\\text{ideal})}
+
+where :math:`y_{(p)}` is the true rating of the candidate ranked at position ``p`` (positions from 1,
+ties in the scores broken pessimistically, see :mod:`cofiviz.metrics`) and the ideal DCG uses the
+true ratings of the *same candidate list* sorted descending. The CofiRank copies print the discount
+as ``log(i+2)`` (0-based) in one and ``log(i+1)`` in the other; this standard 1-based form is the one
+used everywhere in cofiviz.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from ._validation import check_k, check_list
+from .ranking import MAX_TABLE_GRADE, OK, Batch, _block_bounds, _prepare_user, _scratch, ranked
+
+__all__ = ["ndcg"]
+
+
+def discounts(n: int) -> np.ndarray:
+    """``1 / log2(1 + p)`` for positions p = 1..n."""
+    return 1.0 / np.log2(np.arange(2, n + 2, dtype=np.float64))
+
+
+#: ``2^g - 1`` for the integer grades g = 0..MAX_TABLE_GRADE (looked up instead of computed).
+GAINS = 2.0 ** np.arange(MAX_TABLE_GRADE + 1, dtype=np.float64) - 1.0
+
+
+@njit(cache=True)
+def _ndcg_user(yr, yi, k, disc, gain, gmax):
+    """NDCG@k of one list from its ratings in ranked (``yr``) and ideal (``yi``) order; k <= 0 means
+    the whole list. ``disc`` = :func:`discounts`; ``gain`` = :data:`GAINS`, looked up when the list's
+    ratings are integers <= gmax (gmax >= 0), else 2^r - 1 is computed. NaN when the ideal DCG is 0
+    (no rating above 0) or the list is empty."""
+    n = yr.shape[0]
+    kk = n if (k <= 0 or k > n) else k
+    dcg = 0.0
+    idcg = 0.0
+    if gmax >= 0:
+        for p in range(kk):
+            w = disc[p]
+            dcg += gain[np.int64(yr[p])] * w
+            idcg += gain[np.int64(yi[p])] * w
+    else:
+        for p in range(kk):
+            w = disc[p]
+            dcg += (2.0 ** yr[p] - 1.0) * w
+            idcg += (2.0 ** yi[p] - 1.0) * w
+    if idcg <= 0.0:
+        return np.nan
+    return dcg / idcg
+
+
+@njit(parallel=True, cache=True)
+def _ndcg_parallel(offsets, ratings, scores, k, disc, gain, n_blocks, max_len):
+    n_users = offsets.shape[0] - 1
+    out = np.empty(n_users)
+    status = np.zeros(n_users, np.int8)
+    for b in prange(n_blocks):
+        sc = _scratch(max_len)
+        yr = np.empty(max_len)
+        yi = np.empty(max_len)
+        counts = np.empty(MAX_TABLE_GRADE + 1, np.int64)
+        u0, u1 = _block_bounds(b, n_blocks, n_users)
+        for u in range(u0, u1):
+            lo = offsets[u]
+            n = offsets[u + 1] - lo
+            out[u] = np.nan
+            if n == 0:
+                continue
+            st, gmax = _prepare_user(ratings[lo:lo + n], scores[lo:lo + n], sc, yr, yi, counts, True, False, 0.0)
+            if st != OK:
+                status[u] = st
+                continue
+            out[u] = _ndcg_user(yr[:n], yi[:n], k, disc, gain, gmax)
+    return out, status
+
+
+def _ndcg_lists(offsets, ratings, scores, k=10):
+    """Per-user NDCG@k of a CSR batch (the per-family parallel path; :func:`score_lists` fuses it)."""
+    kk = check_k(k)
+    bt = Batch(offsets, ratings, scores)
+    with bt.threads():
+        out, status = _ndcg_parallel(bt.offsets, bt.ratings, bt.scores, kk, discounts(max(bt.max_len, 1)), GAINS,
+                                     *bt.scratch_args())
+    bt.raise_for(status)
+    return out
+
+
+def ndcg(ratings, scores, k=10) -> float:
+    """Normalized discounted cumulative gain at ``k`` of one candidate list.
+
+    .. math::
+
+        \\mathrm{NDCG@k} = \\frac{\\sum_{p \\le k} (2^{y_{(p)}} - 1) / \\log_2(1 + p)}
+                               {\\sum_{p \\le k} (2^{y^*_{(p)}} - 1) / \\log_2(1 + p)}
+
+    with :math:`y_{(p)}` the true rating at predicted position ``p`` (from 1) and :math:`y^*` the same
+    ratings sorted descending (the ideal order of this candidate list). Source: CofiRank (papers 000
+    and 001, §2); gain ``2^r - 1`` and the standard discount ``1/log2(1 + p)`` (design.md, Metrics).
+
+    Parameters
+    ----------
+    ratings : array_like, shape (n,)
+        True graded relevance of each candidate, >= 0 (0 = unrated, irrelevant).
+    scores : array_like, shape (n,)
+        Predicted scores, higher = ranked earlier; no NaN. Ties are broken pessimistically (lower true
+        rating first), so a tie never raises the score.
+    k : int or None, default 10
+        Cutoff. ``None`` means the whole list; a ``k`` larger than the list uses the whole list.
+
+    Returns
+    -------
+    float
+        NDCG@k in [0, 1], or NaN when the list is skipped: the list is empty or has no rating above 0
+        (its ideal DCG is 0, so NDCG is undefined).
+
+    Raises
+    ------
+    DataError
+        Lengths differ, NaN scores, non-finite or negative ratings.
+    ParameterError
+        ``k`` is not a positive integer or None.
+
+    Examples
+    --------
+    >>> round(ndcg([3, 2, 0], [0.9, 0.5, 0.1], k=10), 6)
+    1.0
+    """
+    kk = check_k(k)
+    y, s = check_list(ratings, scores)
+    if y.shape[0] == 0:
+        return float("nan")
+    yr, yi, _, gmax = ranked(y, s)
+    return float(_ndcg_user(yr, yi, kk, discounts(y.shape[0]), GAINS, gmax))

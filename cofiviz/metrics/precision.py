@@ -1,0 +1,205 @@
+"""Binary-relevance metrics: average precision (AP, AP@k), precision at k (P@k) and reciprocal rank.
+
+A candidate is *relevant* when its true rating is ``>= threshold`` (default 4; GAPfm §5.1 uses 5 for
+P@5, the highest MovieLens rating). LCR (paper 002, §5.1) defines AP as the area under the
+precision-recall curve, the mean of the precision at each relevant position; GAPfm (paper 004, §5.1)
+reports P@5. Positions come from the pessimistic tie rule (see :mod:`cofiviz.metrics`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from ._validation import check_k, check_list, check_real
+from .ranking import MAX_TABLE_GRADE, OK, Batch, _block_bounds, _prepare_user, _scratch, ranked
+
+__all__ = ["average_precision", "precision_at_k", "mrr"]
+
+
+@njit(cache=True)
+def _ap_user(yr, k, threshold):
+    """AP (k <= 0) or AP@k of one list from its ratings in ranked order; NaN without a relevant item.
+    One pass without data-dependent branches."""
+    n = yr.shape[0]
+    kk = n if (k <= 0 or k > n) else k
+    hits = 0.0
+    total = 0.0
+    for p in range(n):
+        rel = 1.0 if yr[p] >= threshold else 0.0
+        hits += rel
+        if p < kk:
+            total += rel * hits / (p + 1.0)
+    if hits == 0.0:
+        return np.nan
+    if k <= 0:
+        return total / hits
+    return total / min(k, hits)
+
+
+@njit(cache=True)
+def _precision_user(yr, k, threshold):
+    """P@k = (relevant among the first min(k, n)) / k; NaN for an empty list."""
+    n = yr.shape[0]
+    if n == 0:
+        return np.nan
+    kk = min(k, n)
+    hits = 0
+    for p in range(kk):
+        if yr[p] >= threshold:
+            hits += 1
+    return hits / k
+
+
+@njit(cache=True)
+def _rr_user(yr, threshold):
+    """1 / position of the first relevant candidate; NaN without a relevant item."""
+    for p in range(yr.shape[0]):
+        if yr[p] >= threshold:
+            return 1.0 / (p + 1.0)
+    return np.nan
+
+
+@njit(parallel=True, cache=True)
+def _precision_parallel(offsets, ratings, scores, which, k, threshold, n_blocks, max_len):
+    """which: 0 = AP/AP@k, 1 = P@k, 2 = reciprocal rank."""
+    n_users = offsets.shape[0] - 1
+    out = np.empty(n_users)
+    status = np.zeros(n_users, np.int8)
+    for b in prange(n_blocks):
+        sc = _scratch(max_len)
+        yr = np.empty(max_len)
+        yi = np.empty(1)
+        counts = np.empty(MAX_TABLE_GRADE + 1, np.int64)
+        u0, u1 = _block_bounds(b, n_blocks, n_users)
+        for u in range(u0, u1):
+            lo = offsets[u]
+            n = offsets[u + 1] - lo
+            out[u] = np.nan
+            if n == 0:
+                continue
+            st, _ = _prepare_user(ratings[lo:lo + n], scores[lo:lo + n], sc, yr, yi, counts, False, False, 0.0)
+            if st != OK:
+                status[u] = st
+                continue
+            if which == 0:
+                out[u] = _ap_user(yr[:n], k, threshold)
+            elif which == 1:
+                out[u] = _precision_user(yr[:n], k, threshold)
+            else:
+                out[u] = _rr_user(yr[:n], threshold)
+    return out, status
+
+
+def _precision_lists(offsets, ratings, scores, which, k, threshold):
+    """Per-user AP (which=0), P@k (1) or RR (2) of a CSR batch (per-family parallel path)."""
+    kk = check_k(k, allow_none=(which != 1))
+    t = check_real(threshold, "threshold", positive=True)
+    bt = Batch(offsets, ratings, scores)
+    with bt.threads():
+        out, status = _precision_parallel(bt.offsets, bt.ratings, bt.scores, which, kk, t, *bt.scratch_args())
+    bt.raise_for(status)
+    return out
+
+
+def _one(ratings, scores):
+    y, s = check_list(ratings, scores)
+    return ranked(y, s)[0] if y.shape[0] else y
+
+
+def average_precision(ratings, scores, threshold=4, k=None) -> float:
+    """Average precision (optionally AP@k) of one candidate list, binary relevance ``rating >= threshold``.
+
+    .. math::
+
+        \\mathrm{AP} = \\frac{1}{|\\mathcal R|} \\sum_{p:\\, y_{(p)} \\ge t} \\mathrm{P@}p, \\qquad
+        \\mathrm{AP@k} = \\frac{1}{\\min(k, |\\mathcal R|)} \\sum_{p \\le k:\\, y_{(p)} \\ge t} \\mathrm{P@}p
+
+    where :math:`\\mathcal R` is the set of relevant candidates and P@p the fraction of relevant
+    candidates among the first ``p``. Source: LCR (paper 002, §5.1: area under the precision-recall
+    curve); the AP@k normalisation ``min(k, |R|)`` makes a perfect top-k score 1.
+
+    Parameters
+    ----------
+    ratings : array_like, shape (n,)
+        True ratings, >= 0 (0 = unrated, irrelevant).
+    scores : array_like, shape (n,)
+        Predicted scores, higher = earlier; no NaN; ties broken pessimistically.
+    threshold : float, default 4
+        A candidate is relevant when its rating is ``>= threshold`` (must be > 0).
+    k : int or None, default None
+        Optional cutoff; ``None`` = the whole list.
+
+    Returns
+    -------
+    float
+        In [0, 1]; NaN when the list is skipped: it has no relevant candidate (AP is undefined).
+
+    Examples
+    --------
+    >>> average_precision([5, 0, 4], [0.9, 0.5, 0.1])  # relevant at positions 1 and 3
+    0.8333333333333333
+    """
+    kk = check_k(k)
+    t = check_real(threshold, "threshold", positive=True)
+    yr = _one(ratings, scores)
+    if yr.shape[0] == 0:
+        return float("nan")
+    return float(_ap_user(yr, kk, t))
+
+
+def precision_at_k(ratings, scores, k=5, threshold=4) -> float:
+    """Precision at ``k``: relevant candidates (rating >= threshold) among the first ``k``, divided by ``k``.
+
+    .. math:: \\mathrm{P@k} = \\frac{1}{k} \\sum_{p=1}^{\\min(k, n)} \\mathbb I(y_{(p)} \\ge t)
+
+    Source: GAPfm (paper 004, §5.1), which reports P@5 with threshold 5. The divisor is always ``k``
+    (as in trec_eval), so a list shorter than ``k`` cannot reach 1.
+
+    Parameters
+    ----------
+    ratings, scores : array_like, shape (n,)
+        True ratings (>= 0) and predicted scores (no NaN; ties broken pessimistically).
+    k : int, default 5
+        Cutoff (positive integer; required).
+    threshold : float, default 4
+        Relevance threshold (> 0).
+
+    Returns
+    -------
+    float
+        In [0, 1]. Defined for every list with at least one candidate, including lists without any
+        relevant candidate (P@k = 0); NaN only for an empty list.
+    """
+    kk = check_k(k, allow_none=False)
+    t = check_real(threshold, "threshold", positive=True)
+    yr = _one(ratings, scores)
+    if yr.shape[0] == 0:
+        return float("nan")
+    return float(_precision_user(yr, kk, t))
+
+
+def mrr(ratings, scores, threshold=4) -> float:
+    """Reciprocal rank of the first relevant candidate (rating >= threshold) of one list.
+
+    .. math:: \\mathrm{RR} = 1 / \\min\\{p : y_{(p)} \\ge t\\}
+
+    Averaged over users this is the mean reciprocal rank (MRR).
+
+    Parameters
+    ----------
+    ratings, scores : array_like, shape (n,)
+        True ratings (>= 0) and predicted scores (no NaN; ties broken pessimistically).
+    threshold : float, default 4
+        Relevance threshold (> 0).
+
+    Returns
+    -------
+    float
+        In (0, 1]; NaN when the list is skipped: it has no relevant candidate.
+    """
+    t = check_real(threshold, "threshold", positive=True)
+    yr = _one(ratings, scores)
+    if yr.shape[0] == 0:
+        return float("nan")
+    return float(_rr_user(yr, t))
