@@ -15,6 +15,13 @@ Subclasses implement
 - ``_scores(users, items) -> ndarray``: scores of (user, item) index pairs;
 - ``_state() -> dict[str, ndarray]`` / ``_set_state(dict)``: the learned arrays, for save/load and
   for keeping the best iterate during early stopping.
+
+and may set the class attributes ``iterative = False`` (closed-form: ``fit`` runs one step) and
+``has_loss = False`` (``_step`` returns ``nan``). A concrete subclass registers itself under its
+lower-case class name (``PopRec`` → ``"poprec"``, :meth:`Model.model_name`), which is also every
+instance's ``name``; mark base classes with param's ``__abstract = True`` and test helpers with
+``register = False`` to keep them out of the registry. A model module may define a module-level
+``warmup()`` that compiles its numba kernels on tiny inputs; :func:`cofiviz.warmup` calls it.
 """
 
 from __future__ import annotations
@@ -31,7 +38,8 @@ import param
 from ..errors import DataError, ModelFitError, ParameterError
 from ..ratings import Ratings
 
-__all__ = ["Model", "IterationInfo", "MODEL_REGISTRY", "get_model_class", "available_models", "make_model"]
+__all__ = ["Model", "IterationInfo", "NotFittedError", "MODEL_REGISTRY", "get_model_class", "available_models",
+           "make_model"]
 
 MODEL_REGISTRY: dict[str, type["Model"]] = {}
 FORMAT_VERSION = 1
@@ -132,6 +140,7 @@ class Model(param.Parameterized):
         self.train_: Ratings | None = None
         self.fit_seconds_: float = float("nan")
         self.stopped_reason_: str = ""
+        self.best_iteration_: int | None = None
 
     # ------------------------------------------------------------------ parameters
     @classmethod
@@ -143,11 +152,16 @@ class Model(param.Parameterized):
         return {p: getattr(self, p) for p in self.param_names()}
 
     def set_params(self, **params) -> "Model":
-        """Change parameters in place (validated like the constructor's); returns ``self``."""
+        """Change parameters in place (validated like the constructor's); returns ``self``.
+
+        All or nothing: when one value is refused, none is changed. A fitted model keeps its learned
+        state; the new values apply from the next ``fit``.
+        """
         unknown = sorted(set(params) - set(self.param_names()))
         if unknown:
             raise ParameterError(f"{type(self).__name__} has no parameter(s) {', '.join(map(repr, unknown))}; "
                                  f"valid parameters: {', '.join(self.param_names())}")
+        type(self)(**{**self.get_params(), **params})  # validates every value before any is set
         try:
             self.param.update(**params)
         except (ValueError, TypeError) as exc:
@@ -290,41 +304,67 @@ class Model(param.Parameterized):
 
     def _mean_metrics(self, ratings: Ratings, metrics: Iterable[str]) -> dict[str, float]:
         from ..evaluation import mean_metrics
-        return mean_metrics(self, ratings, list(metrics), train=self.train_, _raw=True)
+        return mean_metrics(self, ratings, list(metrics), train=self.train_)
 
     # ------------------------------------------------------------------ scoring
     def _require_fitted(self) -> None:
         if self.train_ is None:
-            raise DataError(f"{type(self).__name__} is not fitted yet: call fit(train) or load(path) first")
+            raise NotFittedError(f"{type(self).__name__} is not fitted yet: call fit(train) or "
+                                 f"{type(self).__name__}.load(path) first")
+
+    @property
+    def is_fitted(self) -> bool:
+        return self.train_ is not None
 
     def score(self, users, items) -> np.ndarray:
         """Scores of (user, item) index pairs; ``users`` and ``items`` broadcast against each other.
 
         Higher means ranked earlier. Indices are positions in the training table's index space
         (``train.user_ids`` / ``train.item_ids``).
+
+        Raises
+        ------
+        ParameterError
+            Indices that are not integers, out of range, or shapes that do not broadcast.
         """
         self._require_fitted()
-        users, items = np.broadcast_arrays(np.asarray(users, dtype=np.int64), np.asarray(items, dtype=np.int64))
+        users = _as_index(users, "users")
+        items = _as_index(items, "items")
+        try:
+            users, items = np.broadcast_arrays(users, items)
+        except ValueError:
+            raise ParameterError(f"users (shape {users.shape}) and items (shape {items.shape}) do not "
+                                 "broadcast against each other") from None
         for label, idx, n in (("users", users, self.train_.n_users), ("items", items, self.train_.n_items)):
             if idx.size and (idx.min() < 0 or idx.max() >= n):
                 bad = idx[(idx < 0) | (idx >= n)][0]
                 raise ParameterError(f"{label} holds index {bad}, expected 0 <= index < {n}")
         shape = users.shape
-        out = self._scores(users.ravel().astype(np.int32), items.ravel().astype(np.int32))
+        if users.size == 0:
+            return np.zeros(shape, dtype=np.float64)
+        out = self._scores(np.ascontiguousarray(users.ravel(), dtype=np.int32),
+                           np.ascontiguousarray(items.ravel(), dtype=np.int32))
         return np.asarray(out, dtype=np.float64).reshape(shape)
 
     def recommend(self, user: int, k: int = 10, exclude_seen: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """Top ``k`` item indices for user index ``user`` and their scores, best first.
 
         Items the user rated in training are left out when ``exclude_seen`` is true. Ties are
-        broken by item index (lower first), so the result is deterministic.
+        broken by item index (lower first), so the result is deterministic. Fewer than ``k`` items
+        come back when fewer are left to recommend.
+
+        Raises
+        ------
+        ParameterError
+            ``user`` is not a user index or ``k`` is not a positive integer.
         """
         self._require_fitted()
         n_users, n_items = self.train_.n_users, self.train_.n_items
-        if not (0 <= int(user) < n_users):
-            raise ParameterError(f"user {user} is not a user index, expected 0 <= user < {n_users}")
-        if int(k) < 1:
-            raise ParameterError(f"k must be a positive number of items, got {k}")
+        if isinstance(user, (bool, np.bool_)) or not isinstance(user, (int, np.integer)) \
+                or not (0 <= int(user) < n_users):
+            raise ParameterError(f"user {user!r} is not a user index, expected an integer 0 <= user < {n_users}")
+        if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or int(k) < 1:
+            raise ParameterError(f"k must be a positive integer number of items, got {k!r}")
         items = np.arange(n_items)
         scores = self.score(np.full(n_items, int(user)), items)
         if exclude_seen:
@@ -337,37 +377,58 @@ class Model(param.Parameterized):
 
     # ------------------------------------------------------------------ persistence
     def save(self, path) -> Path:
-        """Save to ``path`` (``.npz`` arrays) and ``path`` with ``.json`` (parameters, ids, history).
+        """Save to ``path`` with suffix ``.npz`` (arrays) and ``.json`` (parameters, ids, history).
 
-        No pickle is used: learned arrays and the training table go into the ``.npz``; class name,
-        parameters and history into the JSON.
+        No pickle is used: learned arrays and the training table go into the ``.npz`` (numbers and
+        fixed-width strings only, readable with ``np.load(..., allow_pickle=False)``); the model
+        name, class, parameters and history into the JSON. Returns the ``.npz`` path.
         """
         self._require_fitted()
         path = Path(path)
         npz = path.with_suffix(".npz")
         npz.parent.mkdir(parents=True, exist_ok=True)
         arrays = {f"state__{k}": np.asarray(v) for k, v in self._state().items()}
+        for k, v in arrays.items():
+            if v.dtype.kind == "O":
+                raise TypeError(f"{type(self).__name__}._state()[{k[7:]!r}] is an object array; "
+                                "save needs numeric or string arrays")  # pragma: no cover
         t = self.train_
         arrays.update(train__users=t.users, train__items=t.items, train__ratings=t.ratings,
                       train__user_ids=t.user_ids, train__item_ids=t.item_ids)
         np.savez(npz, **arrays)
-        meta = {"format": FORMAT_VERSION, "model": self.name, "class": type(self).__name__,
-                "params": self.get_params(), "scale": list(t.scale), "history": self.history_,
-                "fit_seconds": self.fit_seconds_, "extra": self._extra_meta()}
-        npz.with_suffix(".json").write_text(json.dumps(meta, indent=2, default=float))
+        meta = {"format": FORMAT_VERSION, "model": self.model_name(), "class": type(self).__name__,
+                "params": _jsonable(self.get_params()), "scale": list(t.scale),
+                "history": _jsonable(self.history_), "fit_seconds": self.fit_seconds_,
+                "stopped_reason": self.stopped_reason_, "extra": _jsonable(self._extra_meta())}
+        npz.with_suffix(".json").write_text(json.dumps(meta, indent=2))
         return npz
 
     @classmethod
     def load(cls, path) -> "Model":
-        """Load a model written by :meth:`save` (call on :class:`Model` or on the right subclass)."""
+        """Load a model written by :meth:`save` (call on :class:`Model` or on the right subclass).
+
+        Raises
+        ------
+        DataError
+            Missing files, an unknown model name, or a model of another class than ``cls``.
+        """
         path = Path(path)
         npz, js = path.with_suffix(".npz"), path.with_suffix(".json")
         if not npz.exists() or not js.exists():
             raise DataError(f"expected {npz} and {js} written by Model.save")
-        meta = json.loads(js.read_text())
-        klass = MODEL_REGISTRY.get(meta.get("model", ""))
+        try:
+            meta = json.loads(js.read_text())
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{js}: not a model description written by Model.save ({exc})") from None
+        if cls is not Model and meta.get("class") == cls.__name__:
+            klass = cls  # also covers unregistered subclasses
+        else:
+            klass = MODEL_REGISTRY.get(meta.get("model", ""))
+            if klass is None:
+                from . import _load_all  # noqa: F401
+                klass = MODEL_REGISTRY.get(meta.get("model", ""))
         if klass is None:
-            raise DataError(f"{js}: unknown model {meta.get('model')!r}; known: {sorted(MODEL_REGISTRY)}")
+            raise DataError(f"{js}: unknown model {meta.get('model')!r}; known: {', '.join(sorted(MODEL_REGISTRY))}")
         if cls is not Model and not issubclass(klass, cls):
             raise DataError(f"{js} holds a {klass.__name__}, not a {cls.__name__}")
         model = klass(**meta["params"])
@@ -381,6 +442,7 @@ class Model(param.Parameterized):
         model._set_state(state)
         model.history_ = meta.get("history", [])
         model.fit_seconds_ = meta.get("fit_seconds", float("nan"))
+        model.stopped_reason_ = meta.get("stopped_reason", "")
         return model
 
     def _extra_meta(self) -> dict:
@@ -404,6 +466,37 @@ class Model(param.Parameterized):
 
     def _set_state(self, state: dict[str, np.ndarray]) -> None:
         raise TypeError(f"{type(self).__name__} does not define _set_state()")  # pragma: no cover
+
+
+class NotFittedError(DataError):
+    """A model was used (scored, saved, asked to recommend) before ``fit`` or ``load``."""
+
+
+def _as_index(values, label: str) -> np.ndarray:
+    arr = np.asarray(values)
+    if arr.dtype.kind == "b" or arr.dtype.kind not in "iuf":
+        if arr.size == 0:
+            return arr.astype(np.int64)
+        raise ParameterError(f"{label} must be integer indices, got an array of dtype {arr.dtype}")
+    if arr.dtype.kind == "f":
+        if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
+            raise ParameterError(f"{label} must be integer indices, got non-integer values")
+    return arr.astype(np.int64)
+
+
+def _jsonable(obj):
+    """Plain JSON types (NumPy scalars and arrays converted); NaN stays NaN (JSON's extension)."""
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _jsonable(obj.tolist())
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return obj
+    return str(obj)
 
 
 def _lower_is_better(metric: str) -> bool:
