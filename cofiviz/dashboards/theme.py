@@ -10,8 +10,8 @@ ABOUT = ("cofiviz — a lab for collaborative ranking: models that learn to rank
          "evaluated with NDCG, AP and GAP.")
 
 
-def page(title: str, main) -> pn.template.FastListTemplate:
-    """A FastListTemplate titled ``cofiviz · title`` holding ``main``."""
-    return pn.template.FastListTemplate(title=f"cofiviz · {title}", main=[main], header_background="#2f4f6f",
-                                        accent_base_color="#2f4f6f", theme_toggle=False,
-                                        sidebar=[pn.pane.Markdown(ABOUT)], collapsed_sidebar=True)
+def page(title: str, main) -> pn.template.BootstrapTemplate:
+    """A BootstrapTemplate titled ``cofiviz · title`` holding ``main``."""
+    return pn.template.BootstrapTemplate(title=f"cofiviz · {title}", main=[main], header_background="#2f4f6f",
+                                         theme_toggle=False,
+                                         sidebar=[pn.pane.Markdown(ABOUT)], collapsed_sidebar=True)
