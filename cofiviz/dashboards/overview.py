@@ -9,6 +9,7 @@ it inline.
 from __future__ import annotations
 
 import holoviews as hv
+import holoviews.plotting.bokeh  # noqa: F401  (registers the Bokeh backend so .opts works anywhere)
 import numpy as np
 import pandas as pd
 import panel as pn

@@ -13,5 +13,4 @@ ABOUT = ("cofiviz — a lab for collaborative ranking: models that learn to rank
 def page(title: str, main) -> pn.template.BootstrapTemplate:
     """A BootstrapTemplate titled ``cofiviz · title`` holding ``main``."""
     return pn.template.BootstrapTemplate(title=f"cofiviz · {title}", main=[main], header_background="#2f4f6f",
-                                         theme_toggle=False,
                                          sidebar=[pn.pane.Markdown(ABOUT)], collapsed_sidebar=True)
