@@ -5,6 +5,7 @@ name the command line and the dashboards use.
 """
 
 from .base import IterationInfo, Model, available_models, get_model_class, make_model
+from .cofirank import CofiRank
 from .popularity import ItemMean, PopRec
 
-__all__ = ["Model", "IterationInfo", "available_models", "get_model_class", "make_model", "PopRec", "ItemMean"]
+__all__ = ["Model", "IterationInfo", "available_models", "get_model_class", "make_model", "PopRec", "ItemMean", "CofiRank"]

@@ -1,3 +1,4 @@
 """Importing this module imports every model module, so that all of them are registered."""
 
 from . import popularity  # noqa: F401
+from . import cofirank  # noqa: F401

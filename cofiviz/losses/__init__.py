@@ -1,0 +1,45 @@
+"""CofiRank's losses (Weimer et al., papers 000/001 and appendix A), each with value, subgradient
+and — where it has one — a vectorised shape for plots.
+
+==============  =====================================================  ===============================
+loss            per-user value and subgradient                         shape for plots
+==============  =====================================================  ===============================
+``ndcg``        :func:`ndcg_loss` (eq 4, linear assignment)              :func:`structured_loss_curve`
+``eru``         :func:`eru_loss` (appendix A.4)                          :func:`structured_loss_curve`
+``ordinal``     :func:`ordinal_loss` (Algorithm 2, O(n log n))           :func:`hinge_shape`
+``preference``  :func:`preference_loss` (Algorithm 3), :func:`pairs_loss`  :func:`hinge_shape`
+``regression``  :func:`regression_loss` (appendix A.1)                   :func:`squared_shape`
+==============  =====================================================  ===============================
+
+The numba kernels behind them (``*_loss_grad``) work on one user's arrays; :mod:`.collab` packs a
+whole ratings table and dispatches per user, for kernels that run in parallel over users.
+"""
+
+from .collab import LOSS_CODES, LOSS_NAMES, build_loss_data, loss_workspace, total_loss_grad, user_loss_grad
+from .pairwise import PAIR_COSTS, hinge_shape, ordinal_loss, pairs_loss, preference_loss
+from .regression import regression_loss, squared_shape
+from .structured import (REFERENCE_ORDERS, eru_loss, eru_regret, ndcg_loss, ndcg_regret,
+                         structured_loss_curve)
+
+__all__ = ["LOSS_CODES", "LOSS_NAMES", "PAIR_COSTS", "REFERENCE_ORDERS", "build_loss_data", "loss_workspace",
+           "total_loss_grad", "user_loss_grad", "ndcg_loss", "eru_loss", "ndcg_regret", "eru_regret",
+           "ordinal_loss", "pairs_loss", "preference_loss", "regression_loss", "hinge_shape", "squared_shape",
+           "structured_loss_curve", "warmup"]
+
+
+def warmup() -> None:
+    """Compile (or load from numba's cache) every loss kernel on a tiny input."""
+    import numpy as np
+
+    f = np.array([0.3, -0.2, 0.1])
+    y = np.array([5.0, 3.0, 4.0])
+    ndcg_loss(f, y, k=2)
+    eru_loss(f, y, k=2)
+    ordinal_loss(f, y)
+    pairs_loss(f, y)
+    preference_loss(f, [[1, 0]])
+    regression_loss(f, y)
+    ndcg_regret(f, y)
+    indptr = np.array([0, 3])
+    for name in LOSS_NAMES:
+        total_loss_grad(build_loss_data(indptr, y, name), f)

@@ -1,0 +1,180 @@
+"""Per-user losses of a whole ratings table, packed for numba kernels that run over users.
+
+:func:`build_loss_data` turns a per-user CSR table (``indptr``, ``ratings`` in stored item order)
+and a loss choice into a tuple of arrays (precomputed gains, reference positions, rating levels,
+position weights); :func:`user_loss_grad` evaluates one user's loss and subgradient with respect
+to that user's scores from it, dispatching on the loss code. Every kernel that loops over users
+(the user phase's per-user BMRM, the item phase's loss oracle) calls it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from ..errors import ParameterError
+from .pairwise import level_costs, ordinal_loss_grad, pairs_loss_grad
+from .regression import regression_loss_grad
+from .structured import (REFERENCE_CODES, REFERENCE_ORDERS, _reference_weights_inplace, c_vector,
+                         eru_discounts, ndcg_discounts, structured_loss_grad)
+
+__all__ = ["LOSS_CODES", "LOSS_NAMES", "build_loss_data", "user_loss_grad", "loss_workspace",
+           "total_loss_grad"]
+
+LOSS_CODES = {"ndcg": 0, "ordinal": 1, "preference": 2, "regression": 3, "eru": 4}
+LOSS_NAMES = tuple(LOSS_CODES)
+NDCG, ORDINAL, PREFERENCE, REGRESSION, ERU = range(5)
+
+
+@njit(cache=True, parallel=True)
+def _prepare_structured(indptr, y, a, c, kind, neutral, ref_mode, b, w, dconst):
+    n_users = indptr.shape[0] - 1
+    for u in prange(n_users):
+        lo, hi = indptr[u], indptr[u + 1]
+        n = hi - lo
+        if n == 0:
+            dconst[u] = 0.0
+            continue
+        yy = y[lo:hi]
+        raw = np.empty(n)
+        for j in range(n):
+            if kind == 0:
+                raw[j] = 2.0 ** yy[j] - 1.0
+            else:
+                v = yy[j] - neutral
+                raw[j] = v if v > 0.0 else 0.0
+        s = np.sort(raw)
+        ideal = 0.0
+        for p in range(n):
+            if a[p] == 0.0:
+                break
+            ideal += a[p] * s[n - 1 - p]
+        if ideal > 0.0:
+            dconst[u] = 1.0
+            for j in range(n):
+                b[lo + j] = raw[j] / ideal
+        else:
+            dconst[u] = 0.0
+            for j in range(n):
+                b[lo + j] = 0.0
+        _reference_weights_inplace(yy, c, ref_mode, w[lo:hi])
+
+
+def build_loss_data(indptr, ratings, loss: str = "ndcg", *, k: int = 10, c_exponent: float = -0.25,
+                    reference: str = "rating", pair_cost: str = "uniform", normalize_pairs: bool = True,
+                    eru_neutral: float = 3.0, eru_halflife: float = 5.0, rating_values=None) -> tuple:
+    """Pack per-user loss inputs for :func:`user_loss_grad`.
+
+    Parameters
+    ----------
+    indptr : (n_users + 1,) int
+        CSR offsets of each user's ratings.
+    ratings : (nnz,) float
+        Ratings in stored order (increasing item index within a user for :class:`cofiviz.Ratings`).
+    loss : {"ndcg", "ordinal", "preference", "regression", "eru"}
+    k, c_exponent, reference
+        Truncation, exponent of ``c_p = (p+1)^e`` and ⟨c, f⟩ reference order of the structured
+        losses (see :mod:`cofiviz.losses.structured`).
+    pair_cost, normalize_pairs
+        Level costs and ``1/M`` normalisation of the pairwise losses (:mod:`cofiviz.losses.pairwise`).
+    eru_neutral, eru_halflife
+        ERU's neutral vote ``d`` and half-life ``α``.
+    rating_values : array, optional
+        The rating levels of the pairwise losses (default: the distinct ratings present).
+
+    Returns
+    -------
+    tuple
+        ``(code, indptr, y, b, w, dconst, level, a, c, C, normalize)`` — arrays only, ready for numba
+        (``b`` normalised gains and ``w`` reference weights of the structured losses, ``level`` rating
+        levels of the pairwise ones).
+    """
+    if loss not in LOSS_CODES:
+        raise ParameterError(f"loss must be one of {LOSS_NAMES}, got {loss!r}")
+    if reference not in REFERENCE_ORDERS:
+        raise ParameterError(f"reference must be one of {REFERENCE_ORDERS}, got {reference!r}")
+    if int(k) < 1:
+        raise ParameterError(f"the truncation k must be >= 1, got {k}")
+    indptr = np.ascontiguousarray(indptr, dtype=np.int64)
+    y = np.ascontiguousarray(ratings, dtype=np.float64)
+    code = LOSS_CODES[loss]
+    counts = np.diff(indptr)
+    max_n = int(counts.max()) if len(counts) else 0
+    nnz = len(y)
+    c = c_vector(max(max_n, 1), c_exponent)
+    b = np.zeros(nnz if code in (NDCG, ERU) else 0)
+    w = np.zeros(nnz if code in (NDCG, ERU) else 0)
+    dconst = np.zeros(len(indptr) - 1)
+    if code in (NDCG, ERU):
+        a = (ndcg_discounts(max(max_n, 1), k) if code == NDCG
+             else eru_discounts(max(max_n, 1), k, eru_halflife))
+        _prepare_structured(indptr, y, a, c, 0 if code == NDCG else 1, float(eru_neutral),
+                            REFERENCE_CODES[reference], b, w, dconst)
+    else:
+        a = np.zeros(1)
+    if code in (ORDINAL, PREFERENCE):
+        values = np.unique(y) if rating_values is None else np.asarray(rating_values, dtype=np.float64)
+        level = np.searchsorted(values, y).astype(np.int32)
+        if nnz and (level.max() >= len(values) or np.any(values[level] != y)):
+            raise ParameterError("some ratings are not among rating_values")
+        C = level_costs(values, pair_cost)
+    else:
+        level = np.zeros(0, dtype=np.int32)
+        C = np.zeros((1, 1))
+    return (code, indptr, y, b, w, dconst, level, a, c, C, bool(normalize_pairs))
+
+
+def loss_workspace(data) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(col4row, wf, wi)`` scratch arrays large enough for any user of ``data``."""
+    indptr, C = data[1], data[9]
+    max_n = int(np.diff(indptr).max()) if len(indptr) > 1 else 1
+    n = max(max_n, 1)
+    L = max(C.shape[0], 1)
+    return (np.empty(n, dtype=np.int64), np.empty(3 * n, dtype=np.float64),
+            np.empty(max(5 * n, 2 * L), dtype=np.int64))
+
+
+@njit(cache=True, nogil=True)
+def user_loss_grad(data, u, f, g, col4row, wf, wi):
+    """Loss of user ``u`` at scores ``f`` (its ``n`` items in stored order); writes ``∂_f`` into ``g``."""
+    code, indptr, y, b, w, dconst, level, a, c, C, normalize = data
+    lo = indptr[u]
+    hi = indptr[u + 1]
+    n = hi - lo
+    if n == 0:
+        return 0.0
+    if code == 0 or code == 4:
+        return structured_loss_grad(f, b[lo:hi], w[lo:hi], a, c, dconst[u], g, col4row, wf, wi)
+    if code == 1:
+        return ordinal_loss_grad(f, level[lo:hi], C, normalize, g, wf, wi)
+    if code == 2:
+        return pairs_loss_grad(f, level[lo:hi], C, normalize, g)
+    return regression_loss_grad(f, y[lo:hi], g)
+
+
+@njit(cache=True, parallel=True)
+def _total_loss_grad(data, F, G, losses):
+    indptr = data[1]
+    n_users = indptr.shape[0] - 1
+    max_n = 1
+    for u in range(n_users):
+        if indptr[u + 1] - indptr[u] > max_n:
+            max_n = indptr[u + 1] - indptr[u]
+    L = data[9].shape[0]
+    for u in prange(n_users):
+        col4row = np.empty(max_n, dtype=np.int64)
+        wf = np.empty(3 * max_n)
+        wi = np.empty(max(5 * max_n, 2 * L), dtype=np.int64)
+        lo, hi = indptr[u], indptr[u + 1]
+        losses[u] = user_loss_grad(data, u, F[lo:hi], G[lo:hi], col4row, wf, wi)
+
+
+def total_loss_grad(data, scores) -> tuple[np.ndarray, np.ndarray]:
+    """Per-user losses and the per-rating subgradient of every user at ``scores`` (one per rating)."""
+    F = np.ascontiguousarray(scores, dtype=np.float64)
+    if F.shape != data[2].shape:
+        raise ParameterError(f"scores must have one entry per rating ({data[2].shape[0]}), got {F.shape}")
+    G = np.empty_like(F)
+    losses = np.empty(len(data[1]) - 1)
+    _total_loss_grad(data, F, G, losses)
+    return losses, G

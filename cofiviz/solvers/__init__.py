@@ -1,0 +1,24 @@
+"""Numerical solvers under cofiviz's models.
+
+- :func:`linear_sum_assignment` (:mod:`.lap`): exact linear assignment in numba (shortest augmenting
+  paths, Jonker–Volgenant / Crouse), a drop-in for SciPy's; :func:`~.lap.lap_rank2` solves CofiRank's
+  rank-two NDCG cost without building the matrix.
+- :func:`bmrm` (:mod:`.bmrm`): the bundle method for regularised risk minimisation (CofiRank
+  Algorithm 1) with an SMO solver for its dual QP; its numba helpers also run inside kernels.
+- :mod:`.alternating`: CofiRank's user phase (one BMRM per user, in parallel) and item-phase oracle.
+"""
+
+from .bmrm import BMRMResult, bmrm
+from .lap import linear_sum_assignment
+
+__all__ = ["linear_sum_assignment", "bmrm", "BMRMResult", "warmup"]
+
+
+def warmup() -> None:
+    """Compile (or load from numba's cache) the assignment and BMRM kernels on tiny problems."""
+    # ``bmrm`` the function shadows ``bmrm`` the module in this package, so import the helpers by name
+    from .bmrm import warmup as _bmrm_warmup
+    from .lap import warmup as _lap_warmup
+
+    _lap_warmup()
+    _bmrm_warmup()
