@@ -1,0 +1,548 @@
+"""numba kernels shared by GCR, LCR, LLORMA and RegSVD (Lee et al., WWW 2014; paper 002).
+
+Nothing here knows about models, pandas or files: every kernel takes flat NumPy arrays.
+
+Notation. A training table has ``nnz`` entries ``p`` = (u_p, i_p, M_p), stored by user (``indptr``,
+``items``, ``ratings``, and ``users`` per entry); ``item_indptr`` / ``item_pos`` list the entries of
+each item. There are ``q`` local models ``t`` with factors ``U[t] (m × r)``, ``V[t] (n × r)`` and
+(optionally) item offsets ``B[t] (n)``; their kernel weights are ``Ku[t, u] = K(u_t, u)`` and
+``Ki[t, i] = K(i_t, i)``. GCR is the case ``q = 1``, ``Ku = Ki = 1``.
+
+Estimation step (Algorithm 1, lines 9-18; prediction, Algorithm 2 and eq 15)
+    :func:`combine` computes the kernel-weighted convex combination of the local models,
+    ``f̂_p = Σ_t α_t(p) ([U_t V_tᵀ]_{u,i} + B[t, i])`` with ``α_t(p) = Ku[t,u] Ki[t,i] / w_p`` and
+    ``w_p = Σ_s Ku[s,u] Ki[s,i]`` (a point no anchor reaches, ``w_p = 0``, takes the plain mean of the
+    local models: ``α_t = 1/q``), and :func:`pair_pass` the pairwise objective of eq (14) and its
+    derivative with respect to every combined prediction, ``G_p = ∂E/∂f̂_p``:
+
+        E = Σ_u (1/s_u) Σ_{(i,j): M_ui > M_uj} L(ΔM_uij, f̂_ui − f̂_uj)
+        G_p = (1/s_u) [ Σ_{j: M_up > M_uj} L'(·) − Σ_{j: M_uj > M_up} L'(·) ]
+
+    with ``s_u`` the number of such pairs of user ``u`` (ties dropped; each pair used once).
+
+Update step (Algorithm 1, lines 19-30; eqs 17-18 through eq 15)
+    Because E depends on the factors only through the combined predictions, the chain rule gives
+
+        ∂E/∂U_t[u] = Σ_{p ∈ u} G_p α_t(p) V_t[i_p] + λ U_t[u]
+        ∂E/∂V_t[i] = Σ_{p ∈ i} G_p α_t(p) U_t[u_p] + λ V_t[i]
+
+    which is Algorithm 1's pair loop (the ``ΔU``/``ΔV`` accumulations over pairs with
+    ``∂g/∂[U_t]_u = α_t(u,i) [V_t]_i − α_t(u,j) [V_t]_j`` and ``∂g/∂[V_t]_i = α_t(u,i) [U_t]_u``)
+    regrouped by entry: the pair sums are done once, in the estimation step, instead of once per
+    local model, so the update costs O(nnz · r) per local model instead of O(pairs · r). Entries
+    with zero kernel weight for model ``t`` are skipped. :func:`lcr_gradients` runs in parallel
+    over (local model, user) and (local model, item) — every local model at once, on frozen
+    combined predictions, as §4.3.1 prescribes — and :func:`apply_step` takes the gradient step.
+
+LLORMA (eq 2) and RegSVD
+    :func:`wals_half` solves, for every local model and every row in parallel, the kernel-weighted
+    ridge regression of one side of ``M ≈ offset + U Vᵀ (+ biases)`` with the other side fixed
+    (weighted alternating least squares); :func:`weighted_sq_loss` evaluates eq (2) per local model;
+    :func:`sgd_epoch` is one epoch of the biased regularised SVD's stochastic gradient descent.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from ..losses.surrogates import surrogate_value_deriv
+
+__all__ = ["combine", "pair_pass", "lcr_gradients", "apply_step", "apply_adagrad", "model_weights", "wals_half", "weighted_sq_loss",
+           "sgd_epoch", "item_index", "kernel_matrix", "KERNELS", "DISTANCES", "warmup"]
+
+KERNELS = ("epanechnikov", "epanechnikov_paper", "triangular", "uniform")
+DISTANCES = ("arccos_scaled", "arccos")
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+def item_index(items: np.ndarray, n_items: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(item_indptr, item_pos)``: the positions of each item's entries (stable order)."""
+    pos = np.argsort(items, kind="stable").astype(np.int64)
+    counts = np.bincount(items, minlength=n_items)
+    indptr = np.zeros(n_items + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    return indptr, pos
+
+
+def kernel_matrix(X: np.ndarray, anchors: np.ndarray, bandwidth: float, kernel: str = "epanechnikov",
+                  distance: str = "arccos_scaled") -> np.ndarray:
+    """``K[t, x] = K(anchor_t, x)`` for every anchor row ``anchors[t]`` and every row ``x`` of ``X``.
+
+    Distance (§4.3.2): the angle between the latent vectors, ``arccos(x·y / (‖x‖ ‖y‖))``;
+    ``"arccos_scaled"`` multiplies it by 2/π so that it lies in [0, 2] (what the authors' toolkit does,
+    and the scale on which their bandwidth 0.8 was chosen), ``"arccos"`` leaves it in radians.
+    A zero vector is at distance 1 (scaled) / π/2 from everything but itself.
+
+    Kernels of the distance ``d`` with bandwidth ``h``: ``"epanechnikov"`` ``¾ (1 − (d/h)²)₊`` (the
+    standard form and the toolkit's); ``"epanechnikov_paper"`` ``¾ (1 − d²) 1[d < h]`` (as printed in
+    §4.3.2); ``"triangular"`` ``(1 − d/h)₊``; ``"uniform"`` ``1[d < h]``.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    norms = np.sqrt(np.einsum("ij,ij->i", X, X))
+    safe = np.where(norms > 0, norms, 1.0)
+    Xn = X / safe[:, None]
+    cos = np.clip(Xn[anchors] @ Xn.T, -1.0, 1.0)
+    zero = norms == 0
+    cos[:, zero] = 0.0
+    cos[zero[anchors], :] = 0.0
+    cos[np.arange(len(anchors)), anchors] = 1.0
+    d = np.arccos(cos)
+    if distance == "arccos_scaled":
+        d *= 2.0 / np.pi
+    h = float(bandwidth)
+    inside = d < h
+    if kernel == "epanechnikov":
+        K = 0.75 * (1.0 - (d / h) ** 2)
+    elif kernel == "epanechnikov_paper":
+        K = 0.75 * (1.0 - d ** 2)
+    elif kernel == "triangular":
+        K = 1.0 - d / h
+    else:
+        K = np.ones_like(d)
+    K = np.where(inside & (K > 0), K, 0.0)
+    return np.ascontiguousarray(K)
+
+
+# ---------------------------------------------------------------------------------------------- estimation
+@njit(cache=True, parallel=True)
+def combine(users, items, Ku, Ki, U, V, B, offset, out_f, out_w):
+    """Combined predictions (eq 15 / Algorithm 2) of the pairs ``(users[p], items[p])``.
+
+    Writes ``out_f[p] = offset + Σ_t α_t(p) (U[t,u]·V[t,i] + B[t,i])`` and the total kernel weight
+    ``out_w[p] = w_p``; where ``w_p = 0`` the local models are averaged with equal weights.
+    """
+    q = U.shape[0]
+    r = U.shape[2]
+    n = users.shape[0]
+    for p in prange(n):
+        u = users[p]
+        i = items[p]
+        s = 0.0
+        w = 0.0
+        for t in range(q):
+            k = Ku[t, u] * Ki[t, i]
+            if k > 0.0:
+                d = B[t, i]
+                for c in range(r):
+                    d += U[t, u, c] * V[t, i, c]
+                s += k * d
+                w += k
+        if w > 0.0:
+            out_f[p] = offset + s / w
+        else:
+            for t in range(q):
+                d = B[t, i]
+                for c in range(r):
+                    d += U[t, u, c] * V[t, i, c]
+                s += d
+            out_f[p] = offset + s / q
+        out_w[p] = w
+
+
+@njit(cache=True, parallel=True)
+def pair_pass(indptr, ratings, f, code, gamma, G, user_loss, user_err, user_pairs):
+    """Pairwise objective and its derivative in the combined predictions ``f`` (eqs 7, 9, 14).
+
+    For each user ``u`` (in parallel) and each pair of its entries with different ratings, oriented
+    so that ``M_i > M_j``: ``user_loss[u] = (1/s_u) Σ L(ΔM, f_i − f_j)``, ``user_err[u]`` the
+    fraction of those pairs with ``f_i − f_j ≤ 0`` (the zero-one error of eq 6 on the training
+    pairs, ties counted as errors), ``user_pairs[u] = s_u``, and ``G[p] = ∂E/∂f_p``. Users without
+    such a pair get zeros.
+    """
+    m = indptr.shape[0] - 1
+    for u in prange(m):
+        a0 = indptr[u]
+        a1 = indptr[u + 1]
+        for p in range(a0, a1):
+            G[p] = 0.0
+        s = 0
+        loss = 0.0
+        err = 0
+        for a in range(a0, a1):
+            ra = ratings[a]
+            fa = f[a]
+            for b in range(a + 1, a1):
+                rb = ratings[b]
+                if ra == rb:
+                    continue
+                if ra > rb:
+                    dm = ra - rb
+                    g = fa - f[b]
+                    v, d = surrogate_value_deriv(code, dm, g, gamma)
+                    G[a] += d
+                    G[b] -= d
+                else:
+                    dm = rb - ra
+                    g = f[b] - fa
+                    v, d = surrogate_value_deriv(code, dm, g, gamma)
+                    G[b] += d
+                    G[a] -= d
+                loss += v
+                if g <= 0.0:
+                    err += 1
+                s += 1
+        if s > 0:
+            inv = 1.0 / s
+            for p in range(a0, a1):
+                G[p] *= inv
+            user_loss[u] = loss * inv
+            user_err[u] = err * inv
+        else:
+            user_loss[u] = 0.0
+            user_err[u] = 0.0
+        user_pairs[u] = s
+
+
+# ---------------------------------------------------------------------------------------------- update
+@njit(cache=True, nogil=True, inline="always")
+def _alpha(ku, ki, w, inv_q):
+    if w > 0.0:
+        return ku * ki / w
+    return inv_q
+
+
+@njit(cache=True, parallel=True)
+def lcr_gradients(indptr, items, users, item_indptr, item_pos, Ku, Ki, w, G, U, V, B, lam, lam_b, gU, gV, gB):
+    """Gradients of eq (14) + Σ_t (λ_t/2)(‖U_t‖² + ‖V_t‖²) (+ (λ_b,t/2)‖B_t‖²) for every local model at once.
+
+    ``lam`` and ``lam_b`` hold one penalty per local model.
+
+    ``G`` holds ``∂E/∂f̂_p`` from :func:`pair_pass` evaluated at the frozen combined predictions of
+    the estimation step; ``w`` the total kernel weights from :func:`combine`. Runs in parallel over
+    (local model, user) for ``gU`` and (local model, item) for ``gV`` and ``gB``; entries whose
+    kernel weight for model ``t`` is zero are skipped.
+    """
+    q = U.shape[0]
+    m = U.shape[1]
+    r = U.shape[2]
+    n = V.shape[1]
+    inv_q = 1.0 / q
+    for k in prange(q * m):
+        t = k // m
+        u = k - t * m
+        ku = Ku[t, u]
+        lt = lam[t]
+        for c in range(r):
+            gU[t, u, c] = lt * U[t, u, c]
+        for p in range(indptr[u], indptr[u + 1]):
+            wp = w[p]
+            if wp > 0.0 and ku == 0.0:
+                continue
+            i = items[p]
+            a = _alpha(ku, Ki[t, i], wp, inv_q)
+            coef = G[p] * a
+            if coef == 0.0:
+                continue
+            for c in range(r):
+                gU[t, u, c] += coef * V[t, i, c]
+    for k in prange(q * n):
+        t = k // n
+        i = k - t * n
+        ki = Ki[t, i]
+        lt = lam[t]
+        for c in range(r):
+            gV[t, i, c] = lt * V[t, i, c]
+        gb = lam_b[t] * B[t, i]
+        for e in range(item_indptr[i], item_indptr[i + 1]):
+            p = item_pos[e]
+            wp = w[p]
+            if wp > 0.0 and ki == 0.0:
+                continue
+            u = users[p]
+            a = _alpha(Ku[t, u], ki, wp, inv_q)
+            coef = G[p] * a
+            if coef == 0.0:
+                continue
+            gb += coef
+            for c in range(r):
+                gV[t, i, c] += coef * U[t, u, c]
+        gB[t, i] = gb
+
+
+@njit(cache=True, parallel=True)
+def apply_step(X, gX, lr):
+    """``X[t] −= lr[t] · gX[t]`` for each local model ``t`` (leading axis), in parallel."""
+    q = X.shape[0]
+    x = X.reshape(q, -1)
+    g = gX.reshape(q, -1)
+    n = x.shape[1]
+    for k in prange(q * n):
+        t = k // n
+        j = k - t * n
+        x[t, j] -= lr[t] * g[t, j]
+
+
+@njit(cache=True, parallel=True)
+def model_weights(users, items, Ku, Ki, w, out_sum, out_count):
+    """Per local model: ``Σ_p α_t(p)`` and the number of entries with ``α_t(p) > 0`` (eq 15's weights)."""
+    q = Ku.shape[0]
+    inv_q = 1.0 / q
+    for t in prange(q):
+        s = 0.0
+        c = 0
+        for p in range(users.shape[0]):
+            a = _alpha(Ku[t, users[p]], Ki[t, items[p]], w[p], inv_q)
+            if a > 0.0:
+                s += a
+                c += 1
+        out_sum[t] = s
+        out_count[t] = c
+
+
+@njit(cache=True, parallel=True)
+def apply_adagrad(X, gX, H, lr, eps):
+    """AdaGrad step over flat arrays: ``H += g²``, ``X −= lr · g / (√H + eps)``, in parallel."""
+    x = X.reshape(-1)
+    g = gX.reshape(-1)
+    h = H.reshape(-1)
+    for k in prange(x.shape[0]):
+        gk = g[k]
+        h[k] += gk * gk
+        x[k] -= lr * gk / (math.sqrt(h[k]) + eps)
+
+
+@njit(cache=True, parallel=True)
+def sq_norms(X):
+    """``‖X[t]‖²`` for each leading index ``t`` of a 2-D or 3-D array viewed as (q, -1)."""
+    q = X.shape[0]
+    flat = X.reshape(q, -1)
+    out = np.zeros(q)
+    for t in prange(q):
+        s = 0.0
+        for k in range(flat.shape[1]):
+            s += flat[t, k] * flat[t, k]
+        out[t] = s
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- least squares
+@njit(cache=True, nogil=True)
+def _cholesky_solve(A, b, d):
+    """Solve ``A x = b`` in place (``A`` symmetric positive definite, ``d × d``); returns ``x`` in ``b``."""
+    for j in range(d):
+        s = A[j, j]
+        for k in range(j):
+            s -= A[j, k] * A[j, k]
+        if s <= 1e-300:
+            s = 1e-300
+        A[j, j] = math.sqrt(s)
+        for i in range(j + 1, d):
+            s = A[i, j]
+            for k in range(j):
+                s -= A[i, k] * A[j, k]
+            A[i, j] = s / A[j, j]
+    for i in range(d):
+        s = b[i]
+        for k in range(i):
+            s -= A[i, k] * b[k]
+        b[i] = s / A[i, i]
+    for i in range(d - 1, -1, -1):
+        s = b[i]
+        for k in range(i + 1, d):
+            s -= A[k, i] * b[k]
+        b[i] = s / A[i, i]
+
+
+@njit(cache=True, parallel=True)
+def wals_half(row_indptr, row_pos, col_of, target, Krow, Kcol, X, Y, xb, yb, offset, lam, lam_b,
+              row_bias, col_bias):
+    """One half-sweep of weighted ALS for every local model and row in parallel (LLORMA eq 2, RegSVD).
+
+    For model ``t`` and row ``a`` (a user when solving ``U``, an item when solving ``V``) with the
+    other side fixed, minimise over ``x = X[t, a]`` (and the row offset ``xb[t, a]`` when
+    ``row_bias``)
+
+        Σ_{p ∈ a} k_p (target_p − offset − yb[t, c_p] − xb[t, a] − x·Y[t, c_p])² + λ‖x‖² + λ_b xb²
+
+    with ``k_p = Krow[t, a] · Kcol[t, c_p]``; ``yb`` enters only when ``col_bias``. A row without
+    weight gets ``x = 0`` (the ridge solution).
+    """
+    q = X.shape[0]
+    nrows = X.shape[1]
+    r = X.shape[2]
+    d = r + (1 if row_bias else 0)
+    total = q * nrows
+    block = 32
+    n_blocks = (total + block - 1) // block
+    for blk in prange(n_blocks):  # buffers allocated once per block of rows, not once per row
+        A = np.empty((d, d))
+        b = np.empty(d)
+        y = np.empty(d)
+        for k in range(blk * block, min(total, (blk + 1) * block)):
+            t = k // nrows
+            a = k - t * nrows
+            A[:, :] = 0.0
+            b[:] = 0.0
+            kr = Krow[t, a]
+            if kr > 0.0:
+                for e in range(row_indptr[a], row_indptr[a + 1]):
+                    p = row_pos[e]
+                    c = col_of[p]
+                    kp = kr * Kcol[t, c]
+                    if kp == 0.0:
+                        continue
+                    z = target[p] - offset
+                    if col_bias:
+                        z -= yb[t, c]
+                    for j in range(r):
+                        y[j] = Y[t, c, j]
+                    if row_bias:
+                        y[r] = 1.0
+                    for j in range(d):
+                        kyj = kp * y[j]
+                        b[j] += kyj * z
+                        for l in range(j + 1):
+                            A[j, l] += kyj * y[l]
+            for j in range(r):
+                A[j, j] += lam
+            if row_bias:
+                A[r, r] += lam_b
+            _cholesky_solve(A, b, d)
+            for j in range(r):
+                X[t, a, j] = b[j]
+            if row_bias:
+                xb[t, a] = b[r]
+
+
+@njit(cache=True, parallel=True)
+def weighted_sq_loss(users, items, ratings, Ku, Ki, U, V, bu, bi, offset, out_sse, out_weight):
+    """Per local model: ``Σ_p k_p (M_p − f_t(p))²`` and ``Σ_p k_p`` (eq 2 without its regulariser)."""
+    q = U.shape[0]
+    r = U.shape[2]
+    n = users.shape[0]
+    for t in prange(q):
+        s = 0.0
+        sw = 0.0
+        for p in range(n):
+            u = users[p]
+            i = items[p]
+            k = Ku[t, u] * Ki[t, i]
+            if k == 0.0:
+                continue
+            f = offset + bu[t, u] + bi[t, i]
+            for c in range(r):
+                f += U[t, u, c] * V[t, i, c]
+            e = ratings[p] - f
+            s += k * e * e
+            sw += k
+        out_sse[t] = s
+        out_weight[t] = sw
+
+
+@njit(cache=True, parallel=True)
+def predict_local(users, items, Ku, Ki, U, V, bu, bi, offset, out):
+    """LLORMA's prediction (eq 3): ``offset + Σ_t α_t (bu[t,u] + bi[t,i] + U[t,u]·V[t,i])``."""
+    q = U.shape[0]
+    r = U.shape[2]
+    for p in prange(users.shape[0]):
+        u = users[p]
+        i = items[p]
+        s = 0.0
+        w = 0.0
+        for t in range(q):
+            k = Ku[t, u] * Ki[t, i]
+            if k > 0.0:
+                d = bu[t, u] + bi[t, i]
+                for c in range(r):
+                    d += U[t, u, c] * V[t, i, c]
+                s += k * d
+                w += k
+        if w > 0.0:
+            out[p] = offset + s / w
+        else:
+            for t in range(q):
+                d = bu[t, u] + bi[t, i]
+                for c in range(r):
+                    d += U[t, u, c] * V[t, i, c]
+                s += d
+            out[p] = offset + s / q
+
+
+# ---------------------------------------------------------------------------------------------- SGD
+@njit(cache=True)
+def sgd_epoch(users, items, ratings, order, P, Q, bu, bi, mu, lr, reg, reg_bias, biased):
+    """One epoch of SGD on ``Σ (M − μ − b_u − b_i − P_u·Q_i)² + reg(‖P_u‖² + ‖Q_i‖²) + reg_bias(b_u² + b_i²)``.
+
+    Visits the entries in ``order`` (a permutation drawn by the caller's seeded generator) and
+    returns the sum of squared errors seen during the epoch (before each update).
+    """
+    r = P.shape[1]
+    sse = 0.0
+    for k in range(order.shape[0]):
+        p = order[k]
+        u = users[p]
+        i = items[p]
+        f = mu
+        if biased:
+            f += bu[u] + bi[i]
+        for c in range(r):
+            f += P[u, c] * Q[i, c]
+        e = ratings[p] - f
+        sse += e * e
+        if biased:
+            bu[u] += lr * (e - reg_bias * bu[u])
+            bi[i] += lr * (e - reg_bias * bi[i])
+        for c in range(r):
+            pu = P[u, c]
+            qi = Q[i, c]
+            P[u, c] += lr * (e * qi - reg * pu)
+            Q[i, c] += lr * (e * pu - reg * qi)
+    return sse
+
+
+@njit(cache=True, parallel=True)
+def predict_mf(users, items, P, Q, bu, bi, mu, out):
+    """``μ + b_u + b_i + P_u·Q_i`` for each pair."""
+    r = P.shape[1]
+    for p in prange(users.shape[0]):
+        u = users[p]
+        i = items[p]
+        f = mu + bu[u] + bi[i]
+        for c in range(r):
+            f += P[u, c] * Q[i, c]
+        out[p] = f
+
+
+def warmup() -> None:
+    """Compile (or load from numba's cache) every kernel of this module on a tiny problem."""
+    users = np.array([0, 0, 0, 1, 1], dtype=np.int32)
+    items = np.array([0, 1, 2, 0, 2], dtype=np.int32)
+    ratings = np.array([5.0, 3.0, 1.0, 4.0, 2.0])
+    indptr = np.array([0, 3, 5], dtype=np.int64)
+    iptr, ipos = item_index(items, 3)
+    q, r = 2, 2
+    rng = np.random.default_rng(0)
+    U = rng.normal(size=(q, 2, r))
+    V = rng.normal(size=(q, 3, r))
+    B = np.zeros((q, 3))
+    Ku = np.ones((q, 2))
+    Ki = np.ones((q, 3))
+    f = np.empty(5)
+    w = np.empty(5)
+    combine(users, items, Ku, Ki, U, V, B, 0.0, f, w)
+    G = np.empty(5)
+    ul, ue, up = np.empty(2), np.empty(2), np.empty(2, dtype=np.int64)
+    pair_pass(indptr, ratings, f, 0, 0.0, G, ul, ue, up)
+    gU, gV, gB = np.empty_like(U), np.empty_like(V), np.empty_like(B)
+    lams = np.full(q, 0.1)
+    lcr_gradients(indptr, items, users, iptr, ipos, Ku, Ki, w, G, U, V, B, lams, lams, gU, gV, gB)
+    apply_step(U, gU, lams)
+    apply_step(B, gB, lams)
+    model_weights(users, items, Ku, Ki, w, np.empty(q), np.empty(q, dtype=np.int64))
+    apply_adagrad(U, gU, np.zeros_like(U), 0.1, 1e-8)
+    sq_norms(U)
+    sq_norms(B)
+    bu = np.zeros((q, 2))
+    pos = np.arange(5, dtype=np.int64)
+    wals_half(indptr, pos, items, ratings, Ku, Ki, U, V, bu, B, 3.0, 0.1, 0.1, True, True)
+    wals_half(iptr, ipos, users, ratings, Ki, Ku, V, U, B, bu, 3.0, 0.1, 0.1, False, False)
+    sse, sw = np.empty(q), np.empty(q)
+    weighted_sq_loss(users, items, ratings, Ku, Ki, U, V, bu, B, 3.0, sse, sw)
+    predict_local(users, items, Ku, Ki, U, V, bu, B, 3.0, f)
+    P, Qm = rng.normal(size=(2, r)), rng.normal(size=(3, r))
+    b1, b2 = np.zeros(2), np.zeros(3)
+    sgd_epoch(users, items, ratings, np.arange(5, dtype=np.int64), P, Qm, b1, b2, 3.0, 0.01, 0.1, 0.1, True)
+    predict_mf(users, items, P, Qm, b1, b2, 3.0, f)

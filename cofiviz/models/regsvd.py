@@ -1,0 +1,153 @@
+"""RegSVD: the biased, regularised incomplete SVD (Billsus & Pazzani; LCR §2.1, eq 1).
+
+The rating of user u on item i is predicted as
+
+    M̂_ui = μ + b_u + b_i + P_u · Q_i                                                          (1)
+
+with μ the global mean of the training ratings, and the factors minimise the squared error over the
+training entries A plus L2 penalties,
+
+    Σ_{(u,i) ∈ A} (M_ui − M̂_ui)² + λ (‖P_u‖² + ‖Q_i‖²) + λ_b (b_u² + b_i²),
+
+by stochastic gradient descent (``solver="sgd"``, one epoch per iteration over a seeded random
+permutation of the entries, the classic Funk update) or by alternating least squares
+(``solver="als"``, exact ridge solves of every user and then every item row, in parallel).
+
+It is a ranking baseline of LCR's Table 2 (issue 5) and the source of LCR's distances: the angle
+between two users' (items') rows of ``P`` (``Q``) defines the neighbourhoods of the local models
+(§4.3.2; the authors' toolkit uses one rank-10 SGD fit), see :func:`regsvd_factors`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import param
+
+from ..errors import DataError
+from ..ratings import Ratings
+from . import _local_kernels as lk
+from .base import Model
+
+__all__ = ["RegSVD", "regsvd_factors", "warmup"]
+
+
+class RegSVD(Model):
+    """Biased regularised incomplete SVD (eq 1 of LCR with user and item offsets), by SGD or ALS.
+
+    Parameters
+    ----------
+    rank : int
+        Latent dimension r (LCR Table 2 searched 10…50; LCR's distances use 10).
+    reg : float
+        λ, the L2 penalty of the factors.
+    reg_bias : float
+        λ_b, the L2 penalty of the offsets.
+    lr : float
+        SGD learning rate (unused by ALS).
+    solver : {"sgd", "als"}
+    biased : bool
+        Learn the user and item offsets b_u, b_i.
+    center : bool
+        Use the global mean μ (False: ``M̂ = P_u·Q_i`` (+ offsets), the SVD of the raw ratings, whose
+        first direction then carries the mean rating).
+    init_scale : float
+        Standard deviation of the initial factors (normal, seeded).
+    tol : float
+        Stop when the training RMSE improves by less than this (0: never).
+    max_iter : int
+        Epochs (SGD) or sweeps (ALS) at most.
+    """
+
+    rank = param.Integer(default=10, bounds=(1, 2000), doc="Latent dimension r.")
+    reg = param.Number(default=0.05, bounds=(0.0, None), doc="L2 penalty λ of the factors.")
+    reg_bias = param.Number(default=0.05, bounds=(0.0, None), doc="L2 penalty of the user and item offsets.")
+    lr = param.Number(default=0.01, bounds=(0.0, None), inclusive_bounds=(False, True),
+                      doc="SGD learning rate (not used by ALS).")
+    solver = param.Selector(default="sgd", objects=["sgd", "als"], doc="Stochastic gradient descent or ALS.")
+    biased = param.Boolean(default=True, doc="Learn user and item offsets.")
+    center = param.Boolean(default=True, doc="Predict around the global mean μ (False: μ = 0, plain SVD of the ratings).")
+    init_scale = param.Number(default=0.1, bounds=(0.0, None), inclusive_bounds=(False, True),
+                              doc="Standard deviation of the random initial factors.")
+    tol = param.Number(default=1e-4, bounds=(0.0, None), doc="Stop when the training RMSE improves by less.")
+    max_iter = param.Integer(default=60, bounds=(1, 100_000), doc="Epochs (SGD) or sweeps (ALS) at most.")
+
+    def _setup(self, train: Ratings, rng: np.random.Generator) -> None:
+        m, n, r = train.n_users, train.n_items, int(self.rank)
+        self.P_ = rng.normal(0.0, self.init_scale, (m, r))
+        self.Q_ = rng.normal(0.0, self.init_scale, (n, r))
+        self.bu_ = np.zeros(m)
+        self.bi_ = np.zeros(n)
+        self.mu_ = np.array([train.global_mean if self.center else 0.0])
+        self._users = np.ascontiguousarray(train.users, dtype=np.int32)
+        self._items = np.ascontiguousarray(train.items, dtype=np.int32)
+        self._ratings = np.ascontiguousarray(train.ratings, dtype=np.float64)
+        self._rng = rng
+        self._rmse: list[float] = []
+        if self.solver == "als":
+            self._indptr = train.indptr
+            self._upos = np.arange(len(train), dtype=np.int64)
+            self._iptr, self._ipos = lk.item_index(self._items, n)
+            self._ones_u = np.ones((1, m))
+            self._ones_i = np.ones((1, n))
+
+    def _step(self, iteration: int) -> float:
+        mu = float(self.mu_[0])
+        if self.solver == "sgd":
+            order = self._rng.permutation(len(self._ratings)).astype(np.int64)
+            lk.sgd_epoch(self._users, self._items, self._ratings, order, self.P_, self.Q_, self.bu_, self.bi_,
+                         mu, float(self.lr), float(self.reg), float(self.reg_bias), bool(self.biased))
+        else:
+            P, Q = self.P_[None], self.Q_[None]
+            bu, bi = self.bu_[None], self.bi_[None]
+            b = bool(self.biased)
+            lk.wals_half(self._indptr, self._upos, self._items, self._ratings, self._ones_u, self._ones_i, P, Q,
+                         bu, bi, mu, float(self.reg), float(self.reg_bias), b, b)
+            lk.wals_half(self._iptr, self._ipos, self._users, self._ratings, self._ones_i, self._ones_u, Q, P,
+                         bi, bu, mu, float(self.reg), float(self.reg_bias), b, b)
+        pred = np.empty(len(self._ratings))
+        lk.predict_mf(self._users, self._items, self.P_, self.Q_, self.bu_, self.bi_, mu, pred)
+        mse = float(np.mean((self._ratings - pred) ** 2))
+        self._rmse.append(np.sqrt(mse))
+        return mse
+
+    def _converged(self, iteration: int) -> bool:
+        if self.tol <= 0 or len(self._rmse) < 2:
+            return False
+        return self._rmse[-2] - self._rmse[-1] < self.tol
+
+    def _scores(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
+        out = np.empty(len(users))
+        lk.predict_mf(users, items, self.P_, self.Q_, self.bu_, self.bi_, float(self.mu_[0]), out)
+        return out
+
+    def _state(self) -> dict[str, np.ndarray]:
+        return {"P": self.P_, "Q": self.Q_, "bu": self.bu_, "bi": self.bi_, "mu": self.mu_}
+
+    def _set_state(self, state: dict[str, np.ndarray]) -> None:
+        P, Q = np.asarray(state["P"], dtype=np.float64), np.asarray(state["Q"], dtype=np.float64)
+        if P.ndim != 2 or Q.ndim != 2 or P.shape[1] != Q.shape[1]:
+            raise DataError(f"RegSVD state needs P and Q with the same number of columns, got {P.shape}, {Q.shape}")
+        self.P_, self.Q_ = np.ascontiguousarray(P), np.ascontiguousarray(Q)
+        self.bu_ = np.ascontiguousarray(state["bu"], dtype=np.float64)
+        self.bi_ = np.ascontiguousarray(state["bi"], dtype=np.float64)
+        self.mu_ = np.asarray(state["mu"], dtype=np.float64).reshape(1)
+
+
+def regsvd_factors(train: Ratings, rank: int = 10, seed: int = 0, **params) -> tuple[np.ndarray, np.ndarray]:
+    """User and item factors ``(P, Q)`` of a :class:`RegSVD` fitted on ``train`` (LCR's distance source).
+
+    ``params`` are further :class:`RegSVD` parameters (``reg``, ``lr``, ``max_iter``, ``solver``...).
+    """
+    model = RegSVD(rank=rank, seed=seed, **params).fit(train)
+    return model.P_, model.Q_
+
+
+def warmup() -> None:
+    """Compile (or load) the kernels: a 2-epoch fit with each solver on a tiny table."""
+    lk.warmup()
+    users = np.repeat(np.arange(4), 3)
+    items = np.array([0, 1, 2, 1, 2, 3, 0, 2, 3, 0, 1, 3])
+    ratings = np.array([5, 3, 1, 4, 2, 5, 1, 3, 4, 2, 5, 3], dtype=float)
+    train = Ratings(users, items, ratings, user_ids=np.arange(4), item_ids=np.arange(4), scale=(1, 5))
+    for solver in ("sgd", "als"):
+        RegSVD(rank=2, max_iter=2, solver=solver).fit(train).score([0, 1], [1, 2])

@@ -1,0 +1,81 @@
+"""RegSVD (biased regularised incomplete SVD, LCR §2.1): the model contract, SGD and ALS both fit the
+training ratings, ALS rows are exact ridge solutions, and the factors LCR's distances come from."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cofiviz import protocols
+from cofiviz.datasets import synthetic
+from cofiviz.evaluation import mean_metrics
+from cofiviz.models import ItemMean
+from cofiviz.models.regsvd import RegSVD, regsvd_factors
+
+from contract import ModelContract, planted
+
+
+class TestRegSVDContract(ModelContract):
+    bad_params = [{"seed": -1}, {"rank": 0}, {"lr": 0.0}, {"reg": -1.0}, {"solver": "lbfgs"}]
+
+    def make_model(self, **params):
+        return RegSVD(**{"rank": 3, "max_iter": 20, **params})
+
+
+class TestRegSVDALSContract(ModelContract):
+    bad_params = [{"seed": -1}, {"init_scale": 0.0}]
+
+    def make_model(self, **params):
+        return RegSVD(**{"rank": 3, "max_iter": 5, "solver": "als", "reg": 2.0, **params})
+
+
+@pytest.fixture(scope="module")
+def low_rank():
+    r = synthetic("low_rank", n_users=200, n_items=150, density=0.3, rank=3, noise=0.1, item_bias=0.3, seed=2)
+    return protocols.fixed_ratio(r, 0.7, seed=0)
+
+
+@pytest.mark.parametrize("solver, params", [("sgd", {"lr": 0.02, "reg": 0.02}), ("als", {"reg": 1.0})])
+def test_fits_low_rank_ratings_and_beats_the_item_mean(low_rank, solver, params):
+    s = low_rank
+    m = RegSVD(rank=3, solver=solver, max_iter=60, tol=0, **params).fit(s.train)
+    losses = [h["loss"] for h in m.history_]
+    assert losses[-1] < 0.6 * losses[0]
+    rmse = np.sqrt(np.mean((m.score(s.test.users, s.test.items) - s.test.ratings) ** 2))
+    base = ItemMean().fit(s.train)
+    rmse_base = np.sqrt(np.mean((base.score(s.test.users, s.test.items) - s.test.ratings) ** 2))
+    assert rmse < rmse_base
+    assert mean_metrics(m, s.test, ["ndcg@10"])["ndcg@10"] > mean_metrics(base, s.test, ["ndcg@10"])["ndcg@10"]
+
+
+def test_als_rows_are_ridge_solutions():
+    s = planted(seed=1)
+    m = RegSVD(rank=2, solver="als", reg=0.5, reg_bias=0.7, max_iter=3, tol=0).fit(s.train)
+    t = s.train
+    # the last half-sweep solved item rows: [Q_i, b_i] given [P_u, 1] and targets r - mu - b_u
+    i = int(t.items[0])
+    rows = np.flatnonzero(t.items == i)
+    X = np.column_stack([m.P_[t.users[rows]], np.ones(len(rows))])
+    y = t.ratings[rows] - m.mu_[0] - m.bu_[t.users[rows]]
+    A = X.T @ X + np.diag([0.5, 0.5, 0.7])
+    np.testing.assert_allclose(np.append(m.Q_[i], m.bi_[i]), np.linalg.solve(A, X.T @ y), rtol=1e-8, atol=1e-10)
+
+
+def test_unbiased_uncentred_svd_for_distances():
+    s = planted(seed=0)
+    P, Q = regsvd_factors(s.train, rank=4, seed=1, biased=False, center=False)
+    assert P.shape == (s.train.n_users, 4) and Q.shape == (s.train.n_items, 4)
+    m = RegSVD(rank=4, biased=False, center=False).fit(s.train)
+    assert m.mu_[0] == 0.0 and not m.bu_.any() and not m.bi_.any()
+    # the rows share the direction that carries the mean rating: most user pairs are within 72 degrees
+    Pn = P / np.linalg.norm(P, axis=1, keepdims=True)
+    assert np.mean(Pn @ Pn.T > np.cos(0.4 * np.pi)) > 0.8
+
+
+def test_sgd_is_seeded():
+    s = planted(seed=2)
+    a = RegSVD(rank=3, seed=5, max_iter=5).fit(s.train)
+    b = RegSVD(rank=3, seed=5, max_iter=5).fit(s.train)
+    c = RegSVD(rank=3, seed=6, max_iter=5).fit(s.train)
+    np.testing.assert_array_equal(a.P_, b.P_)
+    assert not np.array_equal(a.P_, c.P_)
