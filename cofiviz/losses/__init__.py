@@ -1,5 +1,6 @@
-"""CofiRank's losses (Weimer et al., papers 000/001 and appendix A), each with value, subgradient
-and — where it has one — a vectorised shape for plots.
+"""Ranking losses, each with value, (sub)gradient and — where it has one — a vectorised shape for plots.
+
+CofiRank's losses (Weimer et al., papers 000/001 and appendix A):
 
 ==============  =====================================================  ===============================
 loss            per-user value and subgradient                         shape for plots
@@ -11,6 +12,9 @@ loss            per-user value and subgradient                         shape for
 ``regression``  :func:`regression_loss` (appendix A.1)                   :func:`squared_shape`
 ==============  =====================================================  ===============================
 
+LCR's pairwise surrogates (Lee et al., WWW 2014, Table 1) live in :mod:`.surrogates`
+(:func:`surrogate_shape`, :func:`figure4_frame`); GAPfm's smoothed GAP in :mod:`.smoothed_gap`.
+
 The numba kernels behind them (``*_loss_grad``) work on one user's arrays; :mod:`.collab` packs a
 whole ratings table and dispatches per user, for kernels that run in parallel over users.
 """
@@ -18,13 +22,16 @@ whole ratings table and dispatches per user, for kernels that run in parallel ov
 from .collab import LOSS_CODES, LOSS_NAMES, build_loss_data, loss_workspace, total_loss_grad, user_loss_grad
 from .pairwise import PAIR_COSTS, hinge_shape, ordinal_loss, pairs_loss, preference_loss
 from .regression import regression_loss, squared_shape
+from .surrogates import (SURROGATE_LABELS, SURROGATES, figure4_frame, surrogate_shape, surrogate_slope,
+                         zero_one_shape)
 from .structured import (REFERENCE_ORDERS, eru_loss, eru_regret, ndcg_loss, ndcg_regret,
                          structured_loss_curve)
 
 __all__ = ["LOSS_CODES", "LOSS_NAMES", "PAIR_COSTS", "REFERENCE_ORDERS", "build_loss_data", "loss_workspace",
            "total_loss_grad", "user_loss_grad", "ndcg_loss", "eru_loss", "ndcg_regret", "eru_regret",
            "ordinal_loss", "pairs_loss", "preference_loss", "regression_loss", "hinge_shape", "squared_shape",
-           "structured_loss_curve", "warmup"]
+           "structured_loss_curve", "SURROGATES", "SURROGATE_LABELS", "figure4_frame", "surrogate_shape",
+           "surrogate_slope", "zero_one_shape", "warmup"]
 
 
 def warmup() -> None:
@@ -43,3 +50,6 @@ def warmup() -> None:
     indptr = np.array([0, 3])
     for name in LOSS_NAMES:
         total_loss_grad(build_loss_data(indptr, y, name), f)
+    from . import surrogates
+
+    surrogates.warmup()

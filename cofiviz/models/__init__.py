@@ -5,7 +5,15 @@ name the command line and the dashboards use.
 """
 
 from .base import IterationInfo, Model, available_models, get_model_class, make_model
+from .bpmf import BPMF
 from .cofirank import CofiRank
+from .gapfm import GAPfm
+from .gcr import GCR
+from .lcr import LCR
+from .llorma import LLORMA
+from .nmf import NMF
 from .popularity import ItemMean, PopRec
+from .regsvd import RegSVD
 
-__all__ = ["Model", "IterationInfo", "available_models", "get_model_class", "make_model", "PopRec", "ItemMean", "CofiRank"]
+__all__ = ["Model", "IterationInfo", "available_models", "get_model_class", "make_model", "PopRec", "ItemMean", "CofiRank", "GCR",
+           "LCR", "LLORMA", "RegSVD", "GAPfm", "NMF", "BPMF"]
