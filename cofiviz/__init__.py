@@ -10,10 +10,12 @@ from .errors import CofivizError, DataError, DataSourceError, ModelFitError, Par
 from .ratings import Ratings, Split
 from . import datasets, metrics, models, protocols
 from .evaluation import evaluate, Evaluation
+from .experiment import Experiment, Results
+from .store import ResultsStore
 from .warmup import warmup
 
 __version__ = "0.1.0"
 
-__all__ = ["Ratings", "Split", "datasets", "metrics", "models", "protocols", "evaluate", "Evaluation",
+__all__ = ["Ratings", "Split", "datasets", "metrics", "models", "protocols", "evaluate", "Evaluation", "Experiment", "Results", "ResultsStore",
            "warmup", "CofivizError", "DataError", "DataSourceError", "ModelFitError", "ParameterError",
            "__version__"]

@@ -1,0 +1,192 @@
+"""Experiment: expansion into cells, running, tidy tables, YAML / TOML configurations, errors."""
+
+from __future__ import annotations
+
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cofiviz.errors import DataError, ParameterError
+from cofiviz.experiment import Cell, Experiment, cell_key, run_cell
+
+DATA = {"name": "synthetic", "kind": "popularity", "n_users": 120, "n_items": 80, "density": 0.3}
+PROTOCOL = {"name": "weak", "n_train": 5, "n_valid": 3, "min_test": 5}
+
+
+def small(**kw):
+    cfg = dict(models=[{"model": "itemmean", "params": {"damping": [1.0, 5.0]}}, "poprec",
+                       {"model": "regsvd", "label": "SVD", "params": {"rank": 3, "max_iter": 3}}],
+               data=DATA, protocol=PROTOCOL, seeds=[0, 1], metrics=["ndcg@10", "ap"])
+    cfg.update(kw)
+    return Experiment(**cfg)
+
+
+def test_cells_expand_grid_protocol_and_seeds():
+    exp = small(protocol={**PROTOCOL, "n_train": [4, 5]})
+    cells = exp.cells()
+    assert len(cells) == (2 + 1 + 1) * 2 * 2 == len(exp)
+    assert {c.protocol_params["n_train"] for c in cells} == {4, 5}
+    # the model seed follows the cell seed
+    assert all(c.params["seed"] == c.seed for c in cells)
+    # keys are stable and distinct
+    keys = [k for _, k in exp.keys()]
+    assert len(set(keys)) == len(keys)
+    assert keys == [k for _, k in small(protocol={**PROTOCOL, "n_train": [4, 5]}).keys()]
+
+
+def test_key_depends_on_config_data_and_version():
+    c = small().cells()[0]
+    k = c.key("v1")
+    assert k == c.key("v1") and k != c.key("v2")
+    assert cell_key(c.config(), "v1", version="0.0.0") != k
+    other = Cell.from_config({**c.config(), "seed": 7})
+    assert other.key("v1") != k
+    assert Cell.from_config(c.config()).key("v1") == k
+
+
+def test_run_gives_tidy_results_traces_and_per_user():
+    exp = small(trace={"parts": ["valid", "test"], "metrics": ["ndcg@10"]}, per_user=True, seeds=[0])
+    res = exp.run()
+    r = res.results
+    assert set(r["part"]) == {"test", "valid"}
+    assert len(r) == len(exp) * 2 * 2          # cells x parts x metrics
+    assert r.groupby(["cell", "part", "metric"]).size().max() == 1
+    assert r["value"].between(0, 1).all()
+    assert {"model.damping", "protocol.n_train", "label", "seed", "fit_seconds"} <= set(r.columns)
+    assert set(r["label"]) == {"itemmean", "poprec", "SVD"}
+    t = res.traces
+    svd = t[t["label"] == "SVD"]
+    assert sorted(svd[(svd["metric"] == "loss")]["iteration"]) == [1, 2, 3]
+    assert set(svd["part"]) == {"train", "valid", "test"}
+    assert len(svd[(svd["part"] == "test") & (svd["metric"] == "ndcg@10")]) == 3
+    assert {"iteration", "seconds", "elapsed", "loss", "value"} <= set(t.columns)
+    pu = res.per_user
+    assert set(pu["metric"]) == {"ndcg@10", "ap"} and pu["cell"].nunique() == len(exp)
+    # the per-user mean is the summary's mean
+    c0 = r[(r["part"] == "test") & (r["metric"] == "ap")].iloc[0]
+    assert np.isclose(pu[(pu["cell"] == c0["cell"]) & (pu["metric"] == "ap")]["value"].mean(), c0["value"])
+    s = res.summary("ap")
+    assert len(s) == 4 and (s["count"] == 1).all()
+
+
+def test_test_traces_only_when_asked():
+    exp = small(models=[{"model": "regsvd", "params": {"rank": 3, "max_iter": 2}}], seeds=[0])
+    t = exp.run().traces
+    assert set(t["part"]) == {"train", "valid"}
+
+
+def test_run_cell_is_deterministic():
+    cell = small(models=["itemmean"], seeds=[3]).cells()[0]
+    a, b = run_cell(cell), run_cell(cell)
+    cols = ["cell", "part", "metric", "value"]
+    pd.testing.assert_frame_equal(a.results[cols], b.results[cols])
+
+
+def test_from_yaml_and_toml(tmp_path):
+    y = tmp_path / "e.yaml"
+    y.write_text("""
+name: demo
+data: {name: synthetic, kind: popularity, n_users: 120, n_items: 80, density: 0.3}
+protocol: {name: weak, n_train: [4, 5], n_valid: 3, min_test: 5}
+seeds: [0, 1]
+metrics: [ndcg@10, ap]
+models:
+  - poprec
+  - {model: itemmean, params: {damping: [1.0, 5.0]}}
+""")
+    t = tmp_path / "e.toml"
+    t.write_text("""
+name = "demo"
+seeds = [0, 1]
+metrics = ["ndcg@10", "ap"]
+[data]
+name = "synthetic"
+kind = "popularity"
+n_users = 120
+n_items = 80
+density = 0.3
+[protocol]
+name = "weak"
+n_train = [4, 5]
+n_valid = 3
+min_test = 5
+[[models]]
+model = "poprec"
+[[models]]
+model = "itemmean"
+params = {damping = [1.0, 5.0]}
+""")
+    a, b = Experiment.from_file(y), Experiment.from_file(t)
+    assert len(a) == len(b) == 3 * 2 * 2
+    assert [k for _, k in a.keys()] == [k for _, k in b.keys()]
+    assert a.name == "demo"
+
+
+def test_example_configs_parse():
+    from pathlib import Path
+    for path in sorted((Path(__file__).resolve().parents[1] / "experiments").glob("*.*")):
+        if path.suffix in (".yaml", ".yml", ".toml"):
+            assert len(Experiment.from_file(path)) > 0, path
+
+
+@pytest.mark.parametrize("kw, words", [
+    (dict(models=["nosuchmodel"]), ["unknown model", "poprec"]),
+    (dict(models=[{"model": "itemmean", "params": {"bogus": 1}}]), ["bogus", "damping"]),
+    (dict(protocol={"name": "nosuch"}), ["unknown protocol", "lcr-weak"]),
+    (dict(protocol={"name": "weak", "n_trian": 3}), ["n_trian", "n_train"]),
+    (dict(metrics=["ndgc@10"]), ["ndgc"]),
+    (dict(seeds=[-1]), ["seeds"]),
+    (dict(trace={"parts": ["nope"]}), ["trace parts"]),
+])
+def test_errors_name_what_is_valid(kw, words):
+    with pytest.raises(ParameterError) as err:
+        small(**kw)
+    for w in words:
+        assert w in str(err.value)
+
+
+def test_file_errors(tmp_path):
+    with pytest.raises(DataError, match="no such"):
+        Experiment.from_file(tmp_path / "missing.yaml")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("models = [")
+    with pytest.raises(DataError, match="cannot parse"):
+        Experiment.from_file(bad)
+    unk = tmp_path / "unk.yaml"
+    unk.write_text("models: [poprec]\nmodles: 3\n")
+    with pytest.raises(ParameterError, match="modles"):
+        Experiment.from_file(unk)
+
+
+def test_a_diverging_cell_is_recorded_or_raised(monkeypatch, tmp_path):
+    from cofiviz.errors import ModelFitError
+    from cofiviz.models.base import MODEL_REGISTRY, Model
+
+    class Diverge(Model):
+        register = False
+
+        def _setup(self, train, rng):
+            self.n_items_ = train.n_items
+
+        def _step(self, iteration):
+            return float("inf")
+
+        def _scores(self, users, items):
+            return np.zeros(len(users))
+
+        def _state(self):
+            return {}
+
+        def _set_state(self, state):
+            pass
+
+    monkeypatch.setitem(MODEL_REGISTRY, "diverge", Diverge)
+    exp = small(models=["itemmean", {"model": "diverge", "params": {"max_iter": 2}}], seeds=[0])
+    with pytest.raises(ModelFitError):
+        exp.run()
+    res = exp.run(store=tmp_path, errors="record")
+    assert set(res.results["label"]) == {"itemmean"}
+    assert len(res.failed) == 1 and "diverge" in res.failed[0][1] and "infinite" in res.failed[0][2]
+    with pytest.raises(ParameterError, match="errors"):
+        exp.run(errors="ignore")

@@ -1,0 +1,98 @@
+"""`cofiviz reproduce`: registry, paper vs cofiviz table, missing methods, the HTML report, the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from cofiviz import reproduce as R
+from cofiviz.cli import main
+from cofiviz.errors import DataError, ParameterError
+
+DATA = {"name": "synthetic", "kind": "popularity", "n_users": 150, "n_items": 100, "density": 0.4}
+NAMES = ["cofirank-table2", "cofirank-table3", "lcr-table2", "lcr-figures", "gapfm-table4", "gapfm-topn"]
+
+
+def test_registry_and_paper_table():
+    assert set(NAMES) <= set(R.REPRODUCTIONS)
+    ref = R.paper_table()
+    assert {"paper", "table", "method", "metric", "n_train", "value"} <= set(ref.columns)
+    # the definitions follow the papers' protocols
+    assert R.REPRODUCTIONS["cofirank-table2"].protocol == "cofirank-weak"
+    assert R.REPRODUCTIONS["cofirank-table3"].protocol == "strong"
+    assert R.REPRODUCTIONS["lcr-table2"].protocol == "lcr-weak"
+    assert R.REPRODUCTIONS["gapfm-table4"].ns == [10, 20, 30, 40]
+    assert R.REPRODUCTIONS["gapfm-topn"].threshold == 5.0
+    # every paper row of the tables is a method of its reproduction
+    for name in ("cofirank-table2", "cofirank-table3", "lcr-table2", "gapfm-table4"):
+        rep = R.REPRODUCTIONS[name]
+        rows = ref[(ref["paper"] == rep.paper) & (ref["table"].astype(str) == rep.table)]
+        assert set(rows["method"]) <= {m.paper for m in rep.methods}, name
+
+
+@pytest.mark.parametrize("name", ["cofirank-table2", "lcr-table2", "gapfm-topn", "lcr-figures"])
+def test_quick_reproduction_writes_report(name, tmp_path):
+    rep = R.reproduce(name, quick=True, store=tmp_path / "store", html_path=tmp_path / "r.html", data=DATA,
+                      log=lambda m: None)
+    html = (tmp_path / "r.html").read_text()
+    assert "<script" in html and '<script src="http' not in html and "<script type=\"text/javascript\" src=" not in html
+    assert "QUICK" in " ".join(rep.notes)
+    if name == "lcr-figures":
+        assert rep.results.traces["part"].eq("test").any()
+        assert "Figure 1" in html
+        return
+    t = rep.table
+    assert {"metric", "N", "method", "paper", "cofiviz", "diff", "status"} <= set(t.columns)
+    ok = t[t["status"] == "ok"]
+    assert len(ok) and ok["cofiviz"].between(0, 1).all()
+    with_paper = ok[ok["paper"].notna()]
+    assert ((with_paper["cofiviz"] - with_paper["paper"] - with_paper["diff"]).abs() < 1e-12).all()
+    if name == "cofirank-table2":
+        assert t.loc[t["method"] == "MMMF", "status"].str.startswith("missing").all()
+        assert t.loc[t["method"] == "CofiRank-NDCG", "paper"].iloc[0] == pytest.approx(0.64)
+    if name == "gapfm-topn":
+        assert t["paper"].isna().all()       # no published MovieLens numbers for this protocol
+    # a second run reads every cell from the store
+    again = R.reproduce(name, quick=True, store=tmp_path / "store", html_path=tmp_path / "r2.html", data=DATA,
+                        log=lambda m: None)
+    pd.testing.assert_frame_equal(again.table, rep.table)
+
+
+def test_unregistered_model_is_a_missing_row(tmp_path, monkeypatch):
+    base = R.REPRODUCTIONS["gapfm-table4"]
+    rep = R.Reproduction(**{**base.__dict__, "name": "test-missing",
+                            "methods": [R.Method("GAPfm", "nosuchmodel", "GAPfm"),
+                                        R.Method("ItemMean", "itemmean", None)]})
+    monkeypatch.setitem(R.REPRODUCTIONS, "test-missing", rep)
+    out = R.reproduce("test-missing", quick=True, store=tmp_path / "s", html_path=tmp_path / "r.html", data=DATA,
+                      log=lambda m: None)
+    row = out.table[out.table["method"] == "GAPfm"].iloc[0]
+    assert row["status"] == "missing: model 'nosuchmodel' is not registered" and pd.notna(row["paper"])
+    assert (out.table[out.table["method"] == "ItemMean"]["status"] == "ok").all()
+
+
+def test_errors(tmp_path, monkeypatch):
+    with pytest.raises(ParameterError, match="lcr-table2"):
+        R.reproduce("nosuch", quick=True, store=tmp_path)
+    monkeypatch.setenv("COFIVIZ_PAPER_TABLES", str(tmp_path / "nope.csv"))
+    with pytest.raises(DataError, match="paper_tables.csv"):
+        R.reproduce("gapfm-table4", quick=True, store=tmp_path)
+
+
+def test_cli_reproduce(tmp_path, capsys):
+    assert main(["reproduce", "list"]) == 0
+    out = capsys.readouterr().out
+    for name in NAMES:
+        assert name in out
+    js = tmp_path / "t.json"
+    code = main(["reproduce", "gapfm-table4", "--quick", "--store", str(tmp_path / "s"), "--html",
+                 str(tmp_path / "g.html"), "--data", json.dumps(DATA), "--json", str(js), "--no-progress"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "ndcg@5" in out and "WLT" in out and "missing" in out and "paper" in out and "diff" in out
+    payload = json.loads(js.read_text())
+    assert payload["quick"] is True and payload["table"]
+    assert (tmp_path / "g.html").is_file()
+    assert main(["reproduce", "nosuch"]) == 2
