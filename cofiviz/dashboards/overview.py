@@ -25,6 +25,8 @@ DATASETS = {
                                                       "seed": 0}),
     "Synthetic: locally low-rank": ("synthetic", {"kind": "local_low_rank", "n_users": 1000, "n_items": 800,
                                                   "seed": 0}),
+    "Synthetic: small (300 users, 200 items)": ("synthetic", {"kind": "local_low_rank", "n_users": 300,
+                                                              "n_items": 200, "n_ratings": 12000, "seed": 0}),
 }
 
 

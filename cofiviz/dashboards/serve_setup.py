@@ -1,15 +1,31 @@
-"""Run by `panel serve --setup` before the first visitor: load the data and compile the kernels."""
+"""Run by `panel serve --setup` before the first visitor: load the data and compile the kernels.
+
+Also selects numba's thread-safe ``omp`` threading layer before any parallel kernel runs: the training
+monitor trains in one worker thread per browser session, and the default ``workqueue`` layer crashes
+when parallel kernels are launched from several threads at once.
+"""
 
 import time
 
 t0 = time.perf_counter()
+from cofiviz.dashboards._shared import load_models, use_thread_safe_numba  # noqa: E402
+
+use_thread_safe_numba()
 import cofiviz  # noqa: E402
 from cofiviz.dashboards.overview import DATASETS, load_dataset  # noqa: E402
 
+load_models()
 cofiviz.warmup()
 for label in DATASETS:
     try:
         load_dataset(label)
     except Exception as exc:  # a dataset that cannot load is reported in its page
         print(f"cofiviz: could not preload {label}: {exc}")
+
+try:  # build each dashboard once so that every module, plot and kernel they need is loaded and compiled
+    from cofiviz.dashboards.warm import warm_dashboards
+
+    warm_dashboards()
+except Exception as exc:  # a dashboard that cannot warm up still reports its own errors in its page
+    print(f"cofiviz: dashboard warm-up failed: {exc}")
 print(f"cofiviz: server warm-up took {time.perf_counter() - t0:.1f} s")

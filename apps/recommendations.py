@@ -1,0 +1,10 @@
+"""Recommendations per user with their popularity lean: `panel serve apps/recommendations.py`."""
+
+import panel as pn
+
+from cofiviz.dashboards.recommendations import Recommendations
+from cofiviz.dashboards.theme import page
+
+pn.extension(sizing_mode="stretch_width")
+
+page("Recommendations", Recommendations()).servable()

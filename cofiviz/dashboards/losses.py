@@ -1,0 +1,224 @@
+"""Loss shapes: what the models actually minimise, drawn against what they are meant to optimise.
+
+Three panels, all computed by :mod:`cofiviz.losses`:
+
+- **LCR Figure 4** — each pairwise surrogate of Local Collaborative Ranking (Table 1) against
+  Δf = f_ui − f_uj for ΔM = 1…4, with the margin γ and the loss family adjustable, over the zero-one
+  pair loss it bounds (:func:`cofiviz.losses.surrogates.figure4_frame`).
+- **CofiRank's convex bound** — the NDCG@k loss of eq 4 against the true regret 1 − NDCG@k on a small
+  list whose scores the visitor edits, along the line where one item's score moves
+  (:func:`cofiviz.losses.structured_loss_curve`).
+- **GAPfm's logistic smoothing** — the rank indicator I(R_j ≤ R_i) ≈ g(Δf) (eq 6) and 1/R_i ≈ g(f_i)
+  (eq 7) against the exact terms, with a score scale c (the smoothing of c·f: large c sharpens it).
+
+``panel serve apps/losses.py`` serves it; in JupyterLab, ``LossShapes()`` shows it inline.
+"""
+
+from __future__ import annotations
+
+import holoviews as hv
+import holoviews.plotting.bokeh  # noqa: F401  (registers the Bokeh backend so .opts works anywhere)
+import numpy as np
+import pandas as pd
+import panel as pn
+import param
+
+from ..losses import structured_loss_curve
+from ..losses.smoothed_gap import gap_terms, rank_indicator_shape, reciprocal_rank_curve
+from ..losses.structured import ndcg_loss, ndcg_regret
+from ..losses.surrogates import SURROGATE_LABELS, figure4_frame
+from .playground import parse_numbers
+
+__all__ = ["LossShapes", "figure4_summary"]
+
+FAMILIES = {"Log": ("log_m", "log_a"), "Exp": ("exp_m", "exp_a"), "Hinge": ("hinge_m", "hinge_a")}
+DM_COLORS = {1.0: "#4c72b0", 2.0: "#55a868", 3.0: "#c44e52", 4.0: "#8172b2"}
+ITEMS = tuple("ABCDEF")
+
+
+def figure4_summary(frame: pd.DataFrame) -> pd.DataFrame:
+    """Value of each loss at Δf = 0 (or the grid point nearest to it) per ΔM: a table for the page."""
+    at0 = frame.loc[(frame["delta_f"] - 0.0).abs() == (frame["delta_f"] - 0.0).abs().min()]
+    table = at0.pivot_table(index="label", columns="delta_m", values="value")
+    table.columns = [f"ΔM={c:g}" for c in table.columns]
+    return table.round(4).reset_index().rename(columns={"label": "loss at Δf = 0"})
+
+
+class LossShapes(pn.viewable.Viewer):
+    """LCR's surrogates (Figure 4), CofiRank's convex NDCG bound and GAPfm's logistic smoothing."""
+
+    family = param.Selector(default="Log", objects=list(FAMILIES), doc="LCR loss family (Table 1).")
+    gamma = param.Number(default=0.0, bounds=(-2.0, 3.0), step=0.1, doc="LCR margin γ.")
+    df_range = param.Number(default=4.0, bounds=(1.0, 8.0), step=0.5, doc="Δf axis from −range to +range.")
+
+    grades = param.String(default="5, 4, 3, 2, 1, 0", doc="CofiRank list: true grades of items A..F.")
+    scores = param.String(default="0.5, 0.9, 0.1, 0.3, -0.2, -0.6", doc="CofiRank list: scores of items A..F.")
+    moving = param.Selector(default="A", objects=list(ITEMS), doc="The item whose score moves along the x axis.")
+    k = param.Integer(default=5, bounds=(1, 6), doc="NDCG cutoff.")
+
+    scale = param.Number(default=1.0, bounds=(0.1, 10.0), step=0.1,
+                         doc="GAPfm: score scale c, the logistic smooths c·f (larger c = sharper).")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self._error = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
+        self._fig4 = pn.pane.HoloViews(sizing_mode="stretch_width")
+        self._fig4_table = pn.pane.DataFrame(pd.DataFrame(), index=False, sizing_mode="stretch_width",
+                                             css_classes=["cofiviz-fig4-table"])
+        self._bound = pn.pane.HoloViews(sizing_mode="stretch_width")
+        self._bound_error = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
+        self._bound_text = pn.pane.Markdown(sizing_mode="stretch_width", css_classes=["cofiviz-bound-text"])
+        self._gapfm = pn.pane.HoloViews(sizing_mode="stretch_width")
+        self._gapfm_text = pn.pane.Markdown(sizing_mode="stretch_width")
+        self._last_list = (np.array([5, 4, 3, 2, 1, 0.0]), np.array([0.5, 0.9, 0.1, 0.3, -0.2, -0.6]))
+        self._update_fig4()
+        self._update_bound()
+        self._update_gapfm()
+
+    def _show_error(self, msg: str | None):
+        self._error.object = msg or ""
+        self._error.visible = bool(msg)
+
+    # ----------------------------------------------------------------------------- LCR Figure 4
+    @param.depends("family", "gamma", "df_range", watch=True)
+    def _update_fig4(self):
+        grid = np.linspace(-self.df_range, self.df_range, 241)
+        try:
+            frame = figure4_frame(FAMILIES[self.family], delta_m=(1, 2, 3, 4), margin=float(self.gamma),
+                                  delta_f=np.unique(np.concatenate([grid, [0.0]])))
+        except Exception as exc:
+            self._show_error(f"Could not compute the LCR losses: {exc}")
+            return
+        self._show_error(None)
+        plots = []
+        for loss in FAMILIES[self.family]:
+            sub = frame[frame["loss"] == loss]
+            curves = []
+            for dm, g in sub.groupby("delta_m"):
+                v = g["value"].to_numpy()
+                curves.append(hv.Curve((g["delta_f"], np.minimum(v, 1e6)), "Δf", "loss", label=f"ΔM = {dm:g}").opts(
+                    color=DM_COLORS.get(dm, "black"), line_width=2, tools=["hover"]))
+            zo = sub[sub["delta_m"] == 1.0]
+            curves.append(hv.Curve((zo["delta_f"], zo["zero_one"]), "Δf", "loss", label="zero-one").opts(
+                color="black", line_dash="dashed", line_width=1.5))
+            ymax = 8.0 if loss.startswith("exp") else None
+            plots.append(hv.Overlay(curves).opts(
+                title=f"{SURROGATE_LABELS[loss]}, γ = {self.gamma:g}", height=320, responsive=True,
+                legend_position="top_right", ylim=(-0.2, ymax) if ymax else (-0.2, None), toolbar="above"))
+        self._fig4.object = hv.Layout(plots).cols(2).opts(shared_axes=False)
+        self._fig4_table.object = figure4_summary(frame)
+
+    # ----------------------------------------------------------------------------- CofiRank bound
+    def _parse_list(self):
+        y = np.asarray(parse_numbers(self.grades, 6, "Grades", integers=True, low=0, high=10), dtype=np.float64)
+        f = np.asarray(parse_numbers(self.scores, 6, "Scores"), dtype=np.float64)
+        if not np.any(y > 0):
+            raise ValueError("Grades: at least one grade must be above 0 (otherwise NDCG is undefined)")
+        return y, f
+
+    @param.depends("grades", "scores", "moving", "k", watch=True)
+    def _update_bound(self):
+        try:
+            y, f = self._parse_list()
+        except ValueError as exc:
+            self._bound_error.object = str(exc)
+            self._bound_error.visible = True
+            return
+        self._bound_error.visible = False
+        i = ITEMS.index(self.moving)
+        direction = np.zeros(len(f))
+        direction[i] = 1.0
+        ts = np.linspace(-3.0, 3.0, 241) - 0.0
+        ts = np.unique(np.concatenate([ts, [0.0]]))
+        loss, regret = structured_loss_curve(y, f, direction, ts, k=self.k)
+        x = f[i] + ts
+        here_loss = ndcg_loss(f, y, k=self.k)[0]
+        here_regret = ndcg_regret(f, y, k=self.k)
+        curves = hv.Overlay([
+            hv.Curve((x, loss), f"score of {self.moving}", "loss", label="convex bound (eq 4)").opts(
+                color="#c44e52", line_width=2, tools=["hover"]),
+            hv.Curve((x, regret), f"score of {self.moving}", "loss", label=f"1 − NDCG@{self.k}").opts(
+                color="#4c72b0", line_width=2, interpolation="steps-mid", tools=["hover"]),
+            hv.Scatter([(f[i], here_loss), (f[i], here_regret)], f"score of {self.moving}", "loss",
+                       label="current scores").opts(color="black", size=8),
+        ]).opts(title=f"CofiRank NDCG@{self.k} loss while item {self.moving}'s score moves", height=340,
+                responsive=True, legend_position="top_left", toolbar="above")
+        self._bound.object = curves
+        order = np.argsort(-f, kind="stable")
+        self._bound_text.object = (
+            f"Current order: **{' '.join(ITEMS[j] for j in order)}** (grades {' '.join(str(int(y[j])) for j in order)}). "
+            f"Convex bound **{here_loss:.4f}** ≥ true regret 1 − NDCG@{self.k} = **{here_regret:.4f}**. "
+            "The bound is piecewise linear and convex in the scores; the regret is a staircase that only changes "
+            "when two items swap places, which is why CofiRank minimises the bound instead.")
+
+    # ----------------------------------------------------------------------------- GAPfm smoothing
+    @param.depends("scale", "grades", "scores", watch=True)
+    def _update_gapfm(self):
+        c = float(self.scale)
+        d = np.linspace(-6.0, 6.0, 241)
+        exact_ind, smooth_ind = rank_indicator_shape(c * d)
+        ind = hv.Overlay([
+            hv.Curve((d, exact_ind), "Δf = f_j − f_i", "value", label="I(R_j ≤ R_i) exact").opts(
+                color="black", interpolation="steps-mid", line_width=2),
+            hv.Curve((d, smooth_ind), "Δf = f_j − f_i", "value", label=f"g({c:g}·Δf) (eq 6)").opts(
+                color="#c44e52", line_width=2, tools=["hover"]),
+        ]).opts(title="Rank indicator and its logistic smoothing", height=300, responsive=True,
+                legend_position="top_left", toolbar="above")
+        try:
+            y, f = self._parse_list()
+        except ValueError:
+            y, f = self._last_list
+        self._last_list = (y, f)
+        others = np.delete(f, 0)
+        grid = np.linspace(min(f.min(), -2.0) - 1.0, max(f.max(), 2.0) + 1.0, 241)
+        exact_rr, smooth_rr = reciprocal_rank_curve(c * grid, c * others)
+        _, smooth_rank = reciprocal_rank_curve(c * grid, c * others, smooth_rank=True)
+        rr = hv.Overlay([
+            hv.Curve((grid, exact_rr), "score of A", "1/R", label="1/R exact").opts(
+                color="black", interpolation="steps-mid", line_width=2),
+            hv.Curve((grid, smooth_rr), "score of A", "1/R", label=f"g({c:g}·f) (eq 7)").opts(
+                color="#c44e52", line_width=2, tools=["hover"]),
+            hv.Curve((grid, smooth_rank), "score of A", "1/R", label="1/(1 + Σ g(c·(f_j − f)))").opts(
+                color="#55a868", line_width=2, line_dash="dashed"),
+        ]).opts(title="1/R of item A (other scores fixed) and its smoothings", height=300, responsive=True,
+                legend_position="top_right", toolbar="above")
+        self._gapfm.object = hv.Layout([ind, rr]).cols(2).opts(shared_axes=False)
+        grades = np.minimum(y, 5).astype(int)
+        rated = grades >= 1  # GAPfm's sums run over the user's rated items only
+        try:
+            exact, smooth = gap_terms(c * f[rated], grades[rated], ymax=5)
+            self._gapfm_text.object = (
+                f"On the rated items of the list above (grades capped at 5) with scale c = {c:g}: exact Z·GAP = **{exact.sum():.4f}**, "
+                f"smoothed GAP (eq 8) = **{smooth.sum():.4f}**. Eq 7 replaces 1/R by g(f), which ignores the "
+                "other items entirely: it only tracks 1/R when scores are spread over a wide range.")
+        except Exception as exc:  # e.g. a list with no rated item
+            self._gapfm_text.object = f"Smoothed GAP is not defined for this list: {exc}"
+
+    def __panel__(self):
+        fig4_controls = pn.Param(self.param, parameters=["family", "gamma", "df_range"], show_name=False,
+                                 widgets={"family": pn.widgets.RadioButtonGroup,
+                                          "gamma": {"type": pn.widgets.EditableFloatSlider, "name": "γ (margin)",
+                                                    "css_classes": ["cofiviz-gamma"]},
+                                          "df_range": pn.widgets.FloatSlider},
+                                 sizing_mode="stretch_width")
+        bound_controls = pn.Param(self.param, parameters=["grades", "scores", "moving", "k"], show_name=False,
+                                  widgets={"moving": pn.widgets.RadioButtonGroup, "k": pn.widgets.IntSlider,
+                                           "grades": {"type": pn.widgets.TextInput, "css_classes": ["cofiviz-grades"]},
+                                           "scores": {"type": pn.widgets.TextInput, "css_classes": ["cofiviz-scores"]}},
+                                  sizing_mode="stretch_width")
+        gap_controls = pn.Param(self.param, parameters=["scale"], show_name=False,
+                                widgets={"scale": {"type": pn.widgets.EditableFloatSlider, "name": "Scale c"}},
+                                sizing_mode="stretch_width")
+        return pn.Column(
+            self._error,
+            pn.pane.Markdown("## LCR Figure 4: pairwise surrogates against Δf for ΔM = 1…4"),
+            pn.Row(pn.Column(fig4_controls, self._fig4_table, width=340), self._fig4, sizing_mode="stretch_width"),
+            pn.pane.Markdown("## CofiRank: convex upper bound vs the true NDCG regret"),
+            pn.Row(pn.Column(bound_controls, width=340), pn.Column(self._bound_error, self._bound, self._bound_text,
+                                                                  sizing_mode="stretch_width"),
+                   sizing_mode="stretch_width"),
+            pn.pane.Markdown("## GAPfm: logistic smoothing of the rank terms"),
+            pn.Row(pn.Column(gap_controls, width=340), pn.Column(self._gapfm, self._gapfm_text,
+                                                                sizing_mode="stretch_width"),
+                   sizing_mode="stretch_width"),
+            sizing_mode="stretch_width")

@@ -1,0 +1,43 @@
+"""Warm-up for the dashboards: build each one once and run its code paths on tiny inputs.
+
+Called by ``serve_setup.py`` (``panel serve --setup``) so that the first visitor of each app finds its
+modules imported, its numba kernels compiled and its shared data cached.
+"""
+
+from __future__ import annotations
+
+import time
+
+__all__ = ["warm_dashboards"]
+
+
+def warm_dashboards(verbose: bool = True) -> float:
+    """Build every dashboard once (and train the monitor's default model for two iterations).
+
+    Returns
+    -------
+    float
+        Seconds taken.
+    """
+    t0 = time.perf_counter()
+    from .losses import LossShapes
+    from .monitor import TrainingMonitor
+    from .playground import MetricPlayground
+
+    MetricPlayground().__panel__()
+    LossShapes().__panel__()
+    mon = TrainingMonitor(max_iter=2)
+    mon.__panel__()
+    mon._on_run()
+    if mon._worker is not None:
+        mon._worker.join(120)
+    try:
+        from .recommendations import warm as warm_recommendations
+
+        warm_recommendations()
+    except ImportError:
+        pass
+    seconds = time.perf_counter() - t0
+    if verbose:
+        print(f"cofiviz: dashboards warmed in {seconds:.1f} s")
+    return seconds

@@ -1,0 +1,90 @@
+"""The loss-shapes dashboard: its numbers, and the app in a real headless Chromium."""
+
+import re
+import time
+
+import pytest
+
+from conftest import PanelServer, screenshot
+from cofiviz.dashboards.losses import LossShapes
+from cofiviz.losses.surrogates import surrogate_shape
+
+
+def test_viewer_follows_gamma_and_reports_bad_lists():
+    v = LossShapes()
+    before = v._fig4_table.object.copy()
+    v.gamma = 1.0
+    after = v._fig4_table.object
+    row = after[after["loss at Δf = 0"] == "Log[M]"].iloc[0]
+    assert row["ΔM=2"] == pytest.approx(float(surrogate_shape("log_m", 0.0, 2.0, 1.0)), abs=1e-4)
+    assert not after.equals(before)
+    v.scores = "1, 2"
+    assert v._bound_error.visible and "expected 6 numbers" in v._bound_error.object
+    v.scores = "1, 2, 3, 4, 5, 6"
+    assert not v._bound_error.visible and "F E D C B A" in v._bound_text.object
+    v.grades = "0 0 0 0 0 0"
+    assert v._bound_error.visible
+    v.family = "Hinge"
+    assert set(v._fig4_table.object["loss at Δf = 0"]) == {"Hinge[M]", "Hinge[A]"}
+    v.__panel__()
+
+
+@pytest.fixture(scope="module")
+def server():
+    srv = PanelServer(["apps/losses.py"])
+    yield srv
+    srv.close()
+
+
+def _canvases(page) -> int:
+    return page.evaluate("""() => {
+        const walk = (root) => { let n = root.querySelectorAll('canvas').length;
+            root.querySelectorAll('*').forEach(e => { if (e.shadowRoot) n += walk(e.shadowRoot); }); return n; };
+        return walk(document); }""")
+
+
+def _table_numbers(page):
+    cells = page.locator(".cofiviz-fig4-table td")
+    cells.first.wait_for(timeout=30_000)
+    return [float(x) for x in re.findall(r"-?\d+\.\d+", " ".join(cells.all_inner_texts()))]
+
+
+@pytest.mark.browser
+def test_losses_gamma_changes_the_curves(server, chromium, page_errors):
+    page = page_errors(chromium.new_page(viewport={"width": 1400, "height": 1200}))
+    t0 = time.monotonic()
+    page.goto(f"{server.url}/losses", wait_until="networkidle")
+    page.locator(".cofiviz-fig4-table td").first.wait_for(timeout=30_000)
+    first_view = time.monotonic() - t0
+    page.wait_for_function("""() => {
+        const walk = (root) => { let n = root.querySelectorAll('canvas').length;
+            root.querySelectorAll('*').forEach(e => { if (e.shadowRoot) n += walk(e.shadowRoot); }); return n; };
+        return walk(document) >= 3; }""", timeout=30_000)
+    assert _canvases(page) >= 3
+    before = _table_numbers(page)
+    assert 0.6931 in before  # Log[M] at Δf = 0, ΔM = 1, γ = 0: log 2
+    screenshot(page, "losses-gamma0")
+
+    # γ = 1 through the slider's text box: the curves' values at Δf = 0 change
+    box = page.locator(".cofiviz-gamma input").first
+    box.fill("1")
+    box.press("Enter")
+    deadline = time.monotonic() + 30
+    while _table_numbers(page) == before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    after = _table_numbers(page)
+    assert after != before and 1.3133 in after  # Log[M] at γ = 1: log(1 + e)
+    page.wait_for_timeout(1000)
+    screenshot(page, "losses-gamma1")
+
+    # a malformed score list shows a message, and the page keeps working
+    scores = page.locator(".cofiviz-scores input").first
+    scores.fill("1, 2, three")
+    scores.press("Enter")
+    page.get_by_text("is not a number").first.wait_for(timeout=30_000)
+    scores.fill("1, 2, 3, 4, 5, 6")
+    scores.press("Enter")
+    page.get_by_text("F E D C B A").first.wait_for(timeout=30_000)
+    screenshot(page, "losses-bound")
+    assert page_errors.errors == [], page_errors.errors
+    assert first_view < 15, f"first view took {first_view:.1f} s"

@@ -1,0 +1,109 @@
+"""The metric playground: its numbers against the library, and the app in a real headless Chromium."""
+
+import re
+import time
+
+import numpy as np
+import pytest
+
+from conftest import PanelServer, screenshot
+from cofiviz import metrics as M
+from cofiviz.dashboards.playground import METRICS, PRESETS, MetricPlayground, contributions, metric_values
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+@pytest.mark.parametrize("k,threshold", [(1, 4), (5, 4), (8, 1), (3, 5)])
+def test_contributions_add_up_to_the_library_metrics(name, k, threshold):
+    grades, scores = PRESETS[name]
+    values = metric_values(grades, scores, k, threshold)
+    _, terms, _ = contributions(grades, scores, k, threshold)
+    for m in METRICS:
+        if np.isnan(values[m]):
+            assert np.all(np.isnan(terms[m]))
+        else:
+            assert np.sum(terms[m]) == pytest.approx(values[m], abs=1e-12), m
+
+
+def test_ndcg_gap_preset_disagrees_with_the_real_metrics():
+    (ga, sa), (gb, sb) = PRESETS["NDCG vs GAP: A (NDCG@5 prefers)"], PRESETS["NDCG vs GAP: B (GAP prefers)"]
+    assert M.ndcg(ga, sa, k=5) > M.ndcg(gb, sb, k=5) + 0.1
+    assert M.gap(ga, sa, ymax=5) + 0.1 < M.gap(gb, sb, ymax=5)
+
+
+def test_viewer_moves_and_rejects_bad_text():
+    p = MetricPlayground()
+    before = p._values.object
+    first = int(M.rank_order(np.array(p.grades, float), np.array(p.scores, float))[0])
+    p.move(first, +1)
+    assert p._values.object != before
+    assert int(M.rank_order(np.array(p.grades, float), np.array(p.scores, float))[1]) == first
+    p._grades_in.value = "1, 2"
+    assert p._error.visible and "expected 8 numbers" in p._error.object
+    p._scores_in.value = "1 1 1 1 2 2 2 2"
+    assert not p._error.visible and p.scores == (1, 1, 1, 1, 2, 2, 2, 2)
+    assert "Tie rule" in p._rows.objects[-1].object
+
+
+@pytest.fixture(scope="module")
+def server():
+    srv = PanelServer(["apps/playground.py"])
+    yield srv
+    srv.close()
+
+
+def _ndcg(page):
+    """NDCG@5 as shown in the values table (its first number), or None before it renders."""
+    cells = page.locator(".cofiviz-metric-values td")
+    cells.first.wait_for(timeout=30_000)
+    nums = re.findall(r"\d+\.\d{3}", " ".join(cells.all_inner_texts()))
+    return nums[0] if nums else None
+
+
+def _canvases(page) -> int:
+    return page.evaluate("""() => {
+        const walk = (root) => { let n = root.querySelectorAll('canvas').length;
+            root.querySelectorAll('*').forEach(e => { if (e.shadowRoot) n += walk(e.shadowRoot); }); return n; };
+        return walk(document); }""")
+
+
+@pytest.mark.browser
+def test_playground_moving_an_item_changes_ndcg(server, chromium, page_errors):
+    page = page_errors(chromium.new_page(viewport={"width": 1400, "height": 1100}))
+    t0 = time.monotonic()
+    page.goto(f"{server.url}/playground", wait_until="networkidle")
+    page.locator(".cofiviz-metric-values").first.wait_for(timeout=30_000)
+    first_view = time.monotonic() - t0
+    page.wait_for_function("""() => {
+        const walk = (root) => { let n = root.querySelectorAll('canvas').length;
+            root.querySelectorAll('*').forEach(e => { if (e.shadowRoot) n += walk(e.shadowRoot); }); return n; };
+        return walk(document) >= 1; }""", timeout=30_000)
+    assert _canvases(page) >= 1
+    assert _ndcg(page) == "0.542"  # NDCG@5 of the default preset
+    screenshot(page, "playground-initial")
+
+    # move the item at position 1 down: NDCG@5 changes from 0.542
+    page.get_by_role("button", name="▼").first.click()
+    deadline = time.monotonic() + 30
+    while _ndcg(page) == "0.542" and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _ndcg(page) not in ("0.542", None)
+    page.wait_for_timeout(1500)  # let the bar charts redraw before the screenshot
+    screenshot(page, "playground-moved")
+
+    # a preset with ties highlights them and states the rule
+    page.locator("select").first.select_option(label="Ties")
+    page.get_by_text("Tie rule").first.wait_for(timeout=30_000)
+    screenshot(page, "playground-ties")
+
+    # bad input: a clear message, and the app keeps working
+    box = page.locator("input[type=text]").first
+    box.fill("1, 2")
+    box.press("Enter")
+    page.get_by_text("expected 8 numbers").first.wait_for(timeout=30_000)
+    page.locator("select").first.select_option(label="Ideal order")
+    deadline = time.monotonic() + 30
+    while _ndcg(page) != "1.000" and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _ndcg(page) == "1.000"
+    assert page_errors.errors == [], page_errors.errors
+    assert first_view < 15, f"first view took {first_view:.1f} s"
