@@ -122,7 +122,8 @@ def test_paper_eq10_and_eq11_as_printed_agree_with_the_derived_gradient():
     f = V @ Um
     lam = 0.0
     eq10 = sum(gp(f[i]) * sum(B[i, j] * g(f[j] - f[i]) for j in range(n)) * V[i]
-               + g(f[i]) * sum(B[i, j] * gp(f[j] - f[i]) * (V[j] - V[i]) for j in range(n)) for i in range(n)) - lam * Um
+               + g(f[i]) * sum(B[i, j] * gp(f[j] - f[i]) * (V[j] - V[i]) for j in range(n))
+               for i in range(n)) - lam * Um
     eq11 = np.array([(gp(f[i]) * sum(B[i, j] * g(f[j] - f[i]) for j in range(n))
                       + sum((B[j, i] * g(f[j]) - B[i, j] * g(f[i])) * gp(f[j] - f[i]) for j in range(n))) * Um
                      for i in range(n)])
@@ -383,7 +384,8 @@ def test_gp_and_gr_objectives_learn_the_planted_popularity():
 
     split = planted(seed=2)
     for kind in ("gp", "gr"):
-        model = GAPfm(rank=3, reg=0.001, learning_rate=1.0, init_scale=1.0, max_iter=100, objective=kind).fit(split.train)
+        model = GAPfm(rank=3, reg=0.001, learning_rate=1.0, init_scale=1.0, max_iter=100, objective=kind)
+        model.fit(split.train)
         assert mean_metrics(model, split.test, ["ndcg@10"])["ndcg@10"] > random_ndcg(split) + 0.03
 
 
@@ -411,3 +413,22 @@ def test_cutoff_grade_per_user():
         for m in range(r.n_users):
             g_sorted = np.sort(r.ratings[r.user_slice(m)])[::-1]
             assert p.shift[m] == g_sorted[min(n, len(g_sorted)) - 1]
+
+
+def test_adaptive_selection_matches_a_direct_implementation_of_algorithm1():
+    rng = np.random.default_rng(16)
+    for _ in range(300):
+        n = int(rng.integers(2, 40))
+        k_sel = int(rng.integers(1, n + 3))
+        f = rng.normal(size=n)
+        y = rng.integers(1, 6, n)
+        keys = rng.random(n)
+        # r: midranks of -y; r_hat: ranks of -f; K largest |r - r_hat|, ties by the smallest key
+        r = np.array([np.sum(y > y[k]) + (np.sum(y == y[k]) + 1) / 2 for k in range(n)])
+        r_hat = np.empty(n)
+        r_hat[np.argsort(-f)] = np.arange(1, n + 1)
+        dist = np.abs(r - r_hat)
+        expect = set(range(n)) if n <= k_sel else set(np.lexsort((keys, -dist))[:k_sel].tolist())
+        idx = np.empty(n, np.int64)
+        q = K.select_items(K.SELECT_ADAPTIVE, k_sel, f, y, keys, 5, idx)
+        assert set(idx[:q].tolist()) == expect

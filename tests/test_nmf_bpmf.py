@@ -8,11 +8,10 @@ import pytest
 
 from cofiviz import Ratings
 from cofiviz.errors import DataError, ParameterError
-from cofiviz.evaluation import mean_metrics
 from cofiviz.models.bpmf import BPMF, _sample_rows, sample_hyper, sample_wishart
 from cofiviz.models.nmf import NMF, _multiplicative
 
-from contract import ModelContract, random_ndcg
+from contract import ModelContract
 
 
 def _table(seed=0, n_users=8, n_items=10, per_user=5) -> Ratings:

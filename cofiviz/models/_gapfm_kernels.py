@@ -38,8 +38,12 @@ def select_items(mode, K, f, grades, keys, ymax, idx):
     numbers in [0, 1) (one per item) that break ties. When the user has at most K items all are kept
     ("if Σ_i I_mi ≤ K then T_m = N_m"). Adaptive: ``r`` = rank by grade, descending, with tied grades
     sharing their mean rank (midrank: a 4 among positions 5..15 has r = 10); ``r̂`` = rank by score,
-    descending; the K largest ``|r − r̂|`` are chosen, ties in the distance at random. Random: the K
-    items with the smallest keys.
+    descending; the K largest ``|r − r̂|`` are chosen, ties in the distance by the smallest keys.
+    Random: the K items with the smallest keys.
+
+    Cost: one sort of the scores (for ``r̂``) and a counting pass over the distances (they are
+    multiples of ½, so ``2 |r − r̂|`` is an integer in 0..2n); only the items tied at the threshold
+    distance are sorted by key.
     """
     n = f.shape[0]
     if mode == SELECT_ALL or n <= K:
@@ -51,30 +55,49 @@ def select_items(mode, K, f, grades, keys, ymax, idx):
         for k in range(K):
             idx[k] = order[k]
         return K
-    # predicted ranks (1-based; equal scores in list order)
-    neg = np.empty(n)
-    for k in range(n):
-        neg[k] = -f[k]
-    of = np.argsort(neg, kind="mergesort")
-    rhat = np.empty(n)
+    # 2 r̂: predicted rank by descending score (1-based), doubled
+    of = np.argsort(f)
+    d2 = np.empty(n, np.int64)
     for p in range(n):
-        rhat[of[p]] = p + 1.0
-    # midranks by grade, descending
+        d2[of[p]] = 2 * (n - p)
+    # 2 r: midrank by descending grade, doubled: 2 (#items with a higher grade) + (#items with this grade) + 1
     cnt = np.zeros(ymax + 2, np.int64)
     for k in range(n):
         cnt[grades[k]] += 1
-    above = np.zeros(ymax + 2, np.int64)      # above[g] = # items with grade > g
+    above = np.zeros(ymax + 2, np.int64)
     for g in range(ymax - 1, -1, -1):
         above[g] = above[g + 1] + cnt[g + 1]
-    key = np.empty(n)
+    hist = np.zeros(2 * n + 1, np.int64)
     for k in range(n):
         g = grades[k]
-        r = above[g] + (cnt[g] + 1) * 0.5
-        # distances are multiples of 1/2, so 4·dist separates them by >= 2 > the tie key's range
-        key[k] = -4.0 * abs(r - rhat[k]) + keys[k]
-    order = np.argsort(key)
-    for k in range(K):
-        idx[k] = order[k]
+        d = abs(2 * above[g] + cnt[g] + 1 - d2[k])
+        d2[k] = d
+        hist[d] += 1
+    # threshold: every item farther than tau is taken, and `need` of those at exactly tau
+    taken = 0
+    tau = 0
+    for t in range(2 * n, -1, -1):
+        if taken + hist[t] >= K:
+            tau = t
+            break
+        taken += hist[t]
+    need = K - taken
+    q = 0
+    tie_keys = np.empty(hist[tau])
+    tie_pos = np.empty(hist[tau], np.int64)
+    c = 0
+    for k in range(n):
+        if d2[k] > tau:
+            idx[q] = k
+            q += 1
+        elif d2[k] == tau:
+            tie_keys[c] = keys[k]
+            tie_pos[c] = k
+            c += 1
+    order = np.argsort(tie_keys)
+    for a in range(need):
+        idx[q] = tie_pos[order[a]]
+        q += 1
     return K
 
 
