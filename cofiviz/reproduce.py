@@ -38,6 +38,7 @@ settings, a few iterations) meant for tests and a first look; its numbers are no
 from __future__ import annotations
 
 import html
+import json
 import math
 import os
 import sys
@@ -135,24 +136,39 @@ class Method:
     """One row of a paper's table.
 
     ``model=None`` marks a method of the paper that cofiviz does not implement (reported missing).
-    ``grid`` values are lists searched on validation; ``quick`` replaces ``fixed`` and ``grid``
-    entries for the quick version (a list there is still a grid axis).
+    ``grid`` values are lists searched on validation; a list of such dicts is the union of their
+    grids (each combined with ``fixed``). ``quick`` replaces ``fixed`` and ``grid`` entries for the
+    quick version (a list there is still a grid axis). ``stop_per_metric`` fits each setting once per
+    table metric with early stopping watching that metric (``valid_metric``), and each metric's
+    column is chosen among the fits that watched it.
     """
 
     label: str
     model: str | None
     paper: str | None = None
     fixed: dict = field(default_factory=dict)
-    grid: dict = field(default_factory=dict)
+    grid: dict | list = field(default_factory=dict)
     quick: dict = field(default_factory=dict)
     note: str = ""
+    stop_per_metric: bool = False
+
+    def grids(self, quick: bool, metrics: list | None = None) -> list[dict]:
+        """The parameter grids (one dict per part of the union), ready for :class:`Experiment`."""
+        parts = self.grid if isinstance(self.grid, list) else [self.grid]
+        out = []
+        for g in (parts[:1] if quick else parts):
+            p = {**self.fixed, **g}
+            if quick:
+                p = {k: (v[:1] if isinstance(v, list) else v) for k, v in p.items()}
+                p.update(self.quick)
+            if self.stop_per_metric and metrics:
+                p["valid_metric"] = list(metrics[:1] if quick else metrics)
+            out.append(p)
+        return out
 
     def params(self, quick: bool) -> dict:
-        out = {**self.fixed, **self.grid}
-        if quick:
-            out = {k: (v[:1] if isinstance(v, list) else v) for k, v in out.items()}
-            out.update(self.quick)
-        return out
+        """The first grid (the whole grid when it is not a union)."""
+        return self.grids(quick)[0]
 
 
 @dataclass
@@ -188,7 +204,8 @@ class Reproduction:
             protocol = {"name": self.protocol, **self.protocol_params}
             if self.n_param:
                 protocol[self.n_param] = ns
-            exps.append((m, Experiment(models=[{"model": m.model, "label": m.label, "params": m.params(quick)}],
+            models = [{"model": m.model, "label": m.label, "params": g} for g in m.grids(quick, self.metrics)]
+            exps.append((m, Experiment(models=models,
                                        data=data, protocol=protocol, seeds=seeds, metrics=self.metrics,
                                        trace=self.trace or None, threshold=self.threshold,
                                        name=f"{self.name}{'-quick' if quick else ''}")))
@@ -227,15 +244,24 @@ _LCR_METHODS = [
     Method("LLORMA", "llorma", "LLORMA", {"patience": 3, "max_iter": 20, "n_local": 50},
            {"rank": [5, 10, 20], "reg": [3.0, 10.0, 30.0]}, quick={"rank": 5, "n_local": 4, "max_iter": 2}),
     Method("GCR", "gcr", "GCR", {"patience": 20, "init_scale": 0.5, "rank": 10},
-           {"loss": ["log_m", "log_a", "hinge_a"], "lr": [0.03, 0.1, 0.3, 1.0], "reg": [0.1, 0.3, 1.0]},
-           quick={"max_iter": 3}),
-    Method("LCR", "lcr", "LCR", {"patience": 20, "n_local": 50, "init_scale": 0.5, "rank": 10},
-           {"loss": ["log_m", "log_a", "hinge_a"], "lr": [3.0, 10.0, 30.0], "reg": [0.001, 0.003, 0.01]},
-           quick={"n_local": 4, "rank": 5, "max_iter": 2}),
+           {"loss": ["log_m", "log_a", "hinge_a"], "lr": [0.03, 0.1, 0.3], "reg": [0.1, 0.3, 1.0]},
+           quick={"max_iter": 3}, stop_per_metric=True),
+    Method("LCR", "lcr", "LCR", {"patience": 20, "n_local": 50, "init_scale": 0.5, "reg": 0.1},
+           {"loss": ["log_m", "log_a", "hinge_a"], "rank": [5, 10, 20], "lr": [0.1, 0.3, 1.0],
+            "bandwidth": [0.8, 1.0]},
+           quick={"n_local": 4, "rank": 5, "max_iter": 2}, stop_per_metric=True),
+    Method("LCR+offset", "lcr", None, {"patience": 20, "n_local": 50, "init": "normal", "init_scale": 0.05,
+                                       "rank": 10},
+           {"item_prior": [1.0, 2.0], "loss": ["log_m", "log_a"], "lr": [0.3, 1.0], "reg": [0.03, 0.1]},
+           quick={"n_local": 4, "max_iter": 2}, stop_per_metric=True,
+           note="cofiviz's LCR with item offsets started from the damped item mean (not in the paper)"),
     Method("ItemMean", "itemmean", None, {}, {"damping": [10.0, 0.0, 2.0, 5.0, 20.0, 50.0]}),
 ]
 
-_FIG_TRAINING = {"lr": 10.0, "reg": 0.003, "init_scale": 0.5, "margin": 0.0}
+#: the settings of ``benchmarks/reproduce_lcr.py figures`` (FIGURE_TRAINING, FIGURE_LR_OVERRIDE)
+_FIG_TRAINING = {"lr": 0.3, "reg": 0.1, "init_scale": 0.5, "margin": 0.0}
+#: Exp losses diverge at the shared learning rate (the paper calls them sensitive to it)
+_FIG_LR_OVERRIDE = {"exp_m": 0.03, "exp_a": 0.01}
 
 REPRODUCTIONS: dict[str, Reproduction] = {}
 
@@ -268,14 +294,18 @@ _register(Reproduction(
            "ratings where the method has patience); for each metric the setting with the best mean validation "
            "value over seeds is chosen, and its test values are reported (mean ± std over seeds).",
            "AP with relevance threshold 4.",
-           "Early stopping watches the validation NDCG@10 for both columns (one fit per setting; "
-           "benchmarks/reproduce_lcr.py refits with valid_metric=ap for the AP column and searches on seed 0 only)."]))
+           "Methods with early stopping are fitted once per column, watching that column's metric "
+           "(valid_metric = ap for the AP column, ndcg@10 for the NDCG column).",
+           "LCR+offset is cofiviz's LCR with item offsets started from the damped item mean; the paper has no "
+           "such row."]))
 
 _register(Reproduction(
-    "gapfm-table4", "GAPfm (Shi et al., SIGIR 2013) Table 4: ranking rated items on MovieLens 100K",
+    "gapfm-table4", "GAPfm (Shi et al., CIKM 2013) Table 4: ranking rated items on MovieLens 100K",
     "gapfm", "4", "lcr-weak", "n_train", [10, 20, 30, 40], [0, 1, 2], ["ndcg@1", "ndcg@3", "ndcg@5"],
-    [Method("GAPfm", "gapfm", "GAPfm", {"max_iter": 300},
-            {"rank": [10, 20], "reg": [0.1, 0.3], "learning_rate": [0.1, 0.3], "init_scale": [0.1, 0.3]},
+    [Method("GAPfm", "gapfm", "GAPfm", {"max_iter": 600},
+            [{"rank": [10, 20], "reg": 0.1, "learning_rate": 0.1, "init_scale": [0.1, 0.3]},
+             {"rank": [10, 20], "reg": [0.01, 0.03], "learning_rate": [0.5, 1.0], "init_scale": 0.3,
+              "normalize": True}],
             quick={"rank": 10, "max_iter": 3}),
      Method("WLT", None, "WLT", note="WLT (Volkovs & Zemel) is not in cofiviz"),
      Method("ItemMean", "itemmean", None, {}, {"damping": [10.0, 0.0, 2.0, 5.0, 20.0, 50.0]})],
@@ -285,7 +315,7 @@ _register(Reproduction(
            "validation ratings (mean over seeds)."]))
 
 _register(Reproduction(
-    "gapfm-topn", "GAPfm (SIGIR 2013) §5.1 top-N protocol on MovieLens 100K",
+    "gapfm-topn", "GAPfm (CIKM 2013) §5.1 top-N protocol on MovieLens 100K",
     "gapfm", None, "gapfm-top-n", "n_train", [10, 20, 30, 50], [0, 1, 2], ["gap@5", "ndcg@5", "p@5"],
     [Method("GAPfm", "gapfm", "GAPfm", {"max_iter": 150, "rank": 10, "init_scale": 0.01},
             {"reg": [0.03, 0.1, 0.3], "learning_rate": [0.01, 0.02, 0.05]}, quick={"max_iter": 3}),
@@ -305,7 +335,8 @@ _register(Reproduction(
     "lcr-www14", None, "fixed-ratio", "", [], [0], ["zero_one", "ap", "ndcg@10"], [], selection="none",
     protocol_params={"train_ratio": 0.5},
     trace={"parts": ["test"], "metrics": ["zero_one", "ap", "ndcg@10"], "every": 1},
-    notes=["Training settings shared by the runs: lr 10, reg 0.003, init_scale 0.5, margin 0; no early stopping "
+    notes=["Training settings shared by the runs: lr 0.3 (Exp[M] 0.03), reg 0.1, init_scale 0.5, margin 0; "
+           "no early stopping "
            "(the curves show the overfitting the paper discusses). Test metrics after every iteration."],
     figures={"1": ("rank", [5, 10, 15, 20], {"n_local": 10, "loss": "log_m"}, 200),
              "2": ("n_local", [10, 20, 30, 40, 50], {"rank": 5, "loss": "log_m"}, 150),
@@ -331,7 +362,13 @@ def _figure_experiments(rep: Reproduction, quick: bool, data) -> tuple[list, lis
             params["n_local"] = 3
             params["rank"] = params["rank"] if not isinstance(params["rank"], list) else params["rank"][:2]
         m = Method(f"Figure {fig}", "lcr", None)
-        exps.append((m, Experiment(models=[{"model": "lcr", "label": f"Figure {fig}", "params": params}],
+        if vary == "loss":      # one entry per loss: the Exp losses need their own learning rate
+            models = [{"model": "lcr", "label": f"Figure {fig}",
+                       "params": {**params, "loss": v, "lr": _FIG_LR_OVERRIDE.get(v, params["lr"])}}
+                      for v in params["loss"]]
+        else:
+            models = [{"model": "lcr", "label": f"Figure {fig}", "params": params}]
+        exps.append((m, Experiment(models=models,
                                    data=data, protocol={"name": rep.protocol, **rep.protocol_params},
                                    seeds=rep.seeds[:1], metrics=rep.metrics, trace=trace,
                                    name=f"{rep.name}{'-quick' if quick else ''}")))
@@ -401,6 +438,9 @@ def compare(rep: Reproduction, results: Results, missing: list, paper: pd.DataFr
                 sub = r[(r["label"] == m.label)] if len(r) else r
                 if len(sub) and n_col in sub.columns:
                     sub = sub[sub[n_col] == n]
+                if m.stop_per_metric and len(sub):
+                    watched = sub["setting"].map(lambda text: json.loads(text).get("valid_metric"))
+                    sub = sub[watched == metric]
                 if not len(sub):
                     fails = [e for _, what, e in results.failed if what.startswith(f"{m.label}(")
                              and f"{rep.n_param}={n}" in what]

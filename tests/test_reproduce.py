@@ -96,3 +96,30 @@ def test_cli_reproduce(tmp_path, capsys):
     assert payload["quick"] is True and payload["table"]
     assert (tmp_path / "g.html").is_file()
     assert main(["reproduce", "nosuch"]) == 2
+
+
+def test_union_grid_and_per_metric_early_stopping(tmp_path, monkeypatch):
+    """A method's grid may be a union of grids; with stop_per_metric each column is chosen among the fits
+    whose early stopping watched that column's metric."""
+    m = R.Method("GCR", "gcr", "GCR", {"patience": 2, "max_iter": 4, "rank": 5, "loss": "log_m"},
+                 [{"lr": [0.1]}, {"lr": [0.3], "reg": [0.3]}], stop_per_metric=True)
+    grids = m.grids(quick=False, metrics=["ap", "ndcg@10"])
+    assert len(grids) == 2 and grids[1]["reg"] == [0.3] and "reg" not in grids[0]
+    assert all(g["valid_metric"] == ["ap", "ndcg@10"] for g in grids)
+    base = R.REPRODUCTIONS["lcr-table2"]
+    rep = R.Reproduction(**{**base.__dict__, "name": "test-union", "ns": [10], "seeds": [0], "methods": [m]})
+    monkeypatch.setitem(R.REPRODUCTIONS, "test-union", rep)
+    out = R.reproduce("test-union", store=tmp_path / "s", html_path=tmp_path / "r.html", data=DATA,
+                      log=lambda msg: None)
+    res = out.results.results
+    assert res["cell"].nunique() == 4           # 2 grids x 2 watched metrics
+    for metric in ("ap", "ndcg@10"):
+        row = out.table[out.table["metric"] == metric].iloc[0]
+        assert row["status"] == "ok"
+        assert json.loads(row["setting"])["valid_metric"] == metric
+        # the reported value is the test value of the fit chosen on validation among those watching `metric`
+        fits = res[res["setting"].map(lambda s: json.loads(s)["valid_metric"] == metric)]
+        valid = fits[(fits["part"] == "valid") & (fits["metric"] == metric)].set_index("setting")["value"]
+        best = valid.idxmax()
+        test = fits[(fits["part"] == "test") & (fits["metric"] == metric) & (fits["setting"] == best)]["value"]
+        assert row["cofiviz"] == pytest.approx(float(test.iloc[0]))
