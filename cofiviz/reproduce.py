@@ -54,7 +54,7 @@ from .errors import DataError, ParameterError
 from .experiment import EXTRA_PROTOCOLS, Experiment, Results, resolve_model
 
 __all__ = ["REPRODUCTIONS", "Reproduction", "Method", "reproduce", "paper_tables_path", "paper_table",
-           "ReproductionReport"]
+           "ReproductionReport", "ReproductionStatus", "status", "compute_cell"]
 
 PAPER_SETTINGS = {"rank": 100, "reg": 10.0, "k": 10, "c_exponent": -0.25, "max_iter": 31}
 
@@ -611,6 +611,90 @@ def write_html(path: Path, rep: Reproduction, table: pd.DataFrame, results: Resu
 
 
 # ====================================================================== running
+@dataclass
+class ReproductionStatus:
+    """What the results store already holds of one reproduction (see :func:`status`); nothing is run.
+
+    Attributes
+    ----------
+    reproduction : Reproduction
+    cells : list of (Cell, str, bool)
+        Every cell of the reproduction with its store key and whether the store has it.
+    results : Results
+        The stored cells' results.
+    table : DataFrame
+        :func:`compare` of the stored cells (``status`` "not run" where a cell is missing); for the
+        figures, :func:`figure_summary`.
+    missing : list of Method
+        Methods of the paper that cofiviz does not implement.
+    version : str
+        The data version (hash) the keys were computed with.
+    """
+
+    reproduction: Reproduction
+    quick: bool
+    cells: list
+    results: Results
+    table: pd.DataFrame
+    missing: list
+    version: str
+
+    @property
+    def pending(self) -> list:
+        """``(cell, key)`` of the cells the store does not have yet."""
+        return [(c, k) for c, k, done in self.cells if not done]
+
+    @property
+    def n_done(self) -> int:
+        return sum(1 for *_, done in self.cells if done)
+
+
+def _resolve(name: str) -> Reproduction:
+    key = str(name).strip().lower()
+    if key not in REPRODUCTIONS:
+        raise ParameterError(f"unknown reproduction {name!r}; valid: {', '.join(REPRODUCTIONS)}")
+    return REPRODUCTIONS[key]
+
+
+def status(name: str, *, quick: bool = False, store=None, data: Any = "movielens-100k",
+           paper_path: str | os.PathLike | None = None) -> ReproductionStatus:
+    """The part of a reproduction already in the results store, compared with the paper; runs nothing.
+
+    Parameters are those of :func:`reproduce`. Used by the Comparisons dashboard and the notebooks to
+    show cached results at once and list the cells still to compute (:func:`compute_cell`).
+    """
+    from .experiment import data_version
+    from .store import ResultsStore
+
+    rep = _resolve(name)
+    store = store if isinstance(store, ResultsStore) else ResultsStore(store or Path("cofiviz-results") / "store")
+    if rep.figures is not None:
+        exps, missing = _figure_experiments(rep, quick, data)
+    else:
+        exps, missing = rep.experiments(quick, data)
+    done = set(store.done_keys())
+    cells = [(c, k, k in done) for _, exp in exps for c, k in exp.keys()]
+    results = Results.concat(store.read(k) for _, k, d in cells if d)
+    if rep.figures is not None:
+        table = figure_summary(results)
+    else:
+        table = compare(rep, results, missing, paper_table(paper_path), quick)
+    version = data_version(exps[0][1].data) if exps else ""
+    return ReproductionStatus(rep, quick, cells, results, table, missing, version)
+
+
+def compute_cell(cell, key: str, store, version: str | None = None) -> Results:
+    """Run one cell of a reproduction and write it into the store (the dashboards' "compute" button)."""
+    from .experiment import data_version, run_cell
+    from .store import ResultsStore
+
+    store = store if isinstance(store, ResultsStore) else ResultsStore(store)
+    version = version or data_version(cell.data)
+    res = run_cell(cell, key, expected_version=version)
+    store.write(key, res, cell.config(), version)
+    return res
+
+
 def reproduce(name: str, *, quick: bool = False, store=None, html_path: str | os.PathLike | None = None,
               data: Any = "movielens-100k", workers: int = 0, scheduler: str | None = None,
               paper_path: str | os.PathLike | None = None, progress: bool = False,
@@ -646,10 +730,7 @@ def reproduce(name: str, *, quick: bool = False, store=None, html_path: str | os
     if log is None:
         def log(msg):
             print(msg, file=sys.stderr, flush=True)
-    key = str(name).strip().lower()
-    if key not in REPRODUCTIONS:
-        raise ParameterError(f"unknown reproduction {name!r}; valid: {', '.join(REPRODUCTIONS)}")
-    rep = REPRODUCTIONS[key]
+    rep = _resolve(name)
     paper = paper_table(paper_path)
     store = store if isinstance(store, ResultsStore) else ResultsStore(store or Path("cofiviz-results") / "store")
     t0 = time.perf_counter()

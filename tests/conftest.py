@@ -28,7 +28,7 @@ def _free_port() -> int:
 class PanelServer:
     """`panel serve` on a free localhost port, stopped when the test module ends."""
 
-    def __init__(self, apps: list[str], setup: bool = True, timeout: float = 180.0):
+    def __init__(self, apps: list[str], setup: bool = True, timeout: float = 180.0, env: dict | None = None):
         self.port = _free_port()
         self.log = ARTIFACTS / f"panel-serve-{self.port}.log"
         ARTIFACTS.mkdir(exist_ok=True)
@@ -37,7 +37,8 @@ class PanelServer:
         if setup:
             cmd += ["--setup", str(ROOT / "cofiviz" / "dashboards" / "serve_setup.py")]
         self._logf = open(self.log, "w")
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self._logf, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self._logf, stderr=subprocess.STDOUT,
+                                     env={**os.environ, **(env or {})})
         deadline = time.monotonic() + timeout
         first = Path(apps[0]).stem
         while time.monotonic() < deadline:
@@ -100,3 +101,11 @@ def screenshot(page, name: str) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(out), full_page=True)
     return out
+
+
+def count_canvases(page) -> int:
+    """Canvases in the page, shadow roots included (every Bokeh plot draws into one)."""
+    return page.evaluate("""() => {
+        const walk = (root) => { let n = root.querySelectorAll('canvas').length;
+            root.querySelectorAll('*').forEach(e => { if (e.shadowRoot) n += walk(e.shadowRoot); }); return n; };
+        return walk(document); }""")

@@ -20,11 +20,13 @@ def warm_dashboards(verbose: bool = True) -> float:
         Seconds taken.
     """
     t0 = time.perf_counter()
+    from .comparisons import Comparisons
     from .losses import LossShapes
     from .monitor import TrainingMonitor
     from .playground import MetricPlayground
 
     MetricPlayground().__panel__()
+    Comparisons.from_environment().__panel__()
     LossShapes().__panel__()
     mon = TrainingMonitor(max_iter=2)
     mon.__panel__()

@@ -1,0 +1,10 @@
+"""Comparisons: the papers' tables and figures from the results store: `panel serve apps/comparisons.py`."""
+
+import panel as pn
+
+from cofiviz.dashboards.comparisons import Comparisons
+from cofiviz.dashboards.theme import page
+
+pn.extension("tabulator", sizing_mode="stretch_width")
+
+page("Comparisons", Comparisons.from_environment()).servable()

@@ -1,0 +1,335 @@
+"""Comparisons: the papers' tables and figures, paper beside cofiviz, from the results store.
+
+One page for every reproduction of :mod:`cofiviz.reproduce`: CofiRank's NDCG / ordinal / regression
+losses (Tables 2 and 3), LCR against its baselines (Table 2) and over rank × number of local models ×
+loss (Figures 1, 2, 3 and 5: curves over iterations and a heatmap of the final values), GAPfm against
+CofiRank and PopRec (Table 4 and the top-N protocol). The paper's numbers are drawn beside ours.
+
+Nothing is computed to show a page: :func:`cofiviz.reproduce.status` reads the cells already in the
+store (written by ``cofiviz reproduce NAME`` or by a sweep), so cached results show at once. The cells
+still missing are listed; "Compute" runs the chosen one (or all, one after another) in a worker thread
+of the visitor's session, writes it into the store and redraws. Stop takes effect after the current
+cell; closing the tab stops the worker. ``panel serve apps/comparisons.py`` serves it;
+``Comparisons()`` shows it inline in JupyterLab.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from functools import partial
+from pathlib import Path
+
+import pandas as pd
+import panel as pn
+import param
+
+from ..reproduce import REPRODUCTIONS
+
+__all__ = ["Comparisons", "default_store"]
+
+_FIGURES = ("Figure 1", "Figure 2", "Figure 3", "Figure 5")
+_TABLE_COLUMNS = ["N", "method", "paper", "cofiviz", "cofiviz_std", "diff", "seeds", "status", "setting"]
+
+
+def default_store() -> Path:
+    """``$COFIVIZ_STORE`` or ``cofiviz-results/store`` (where ``cofiviz reproduce`` writes)."""
+    return Path(os.environ.get("COFIVIZ_STORE") or Path("cofiviz-results") / "store")
+
+
+def _describe(cell) -> str:
+    text = cell.describe()
+    return text if len(text) < 150 else text[:147] + "…"
+
+
+class Comparisons(pn.viewable.Viewer):
+    """The papers' comparisons, paper beside cofiviz, from the results store; missing cells computable."""
+
+    reproduction = param.Selector(default="lcr-figures", objects=list(REPRODUCTIONS),
+                                  doc="The paper's table or figures.")
+    metric = param.Selector(default="ndcg@10", objects=["ndcg@10"], doc="Metric shown.")
+    figure = param.Selector(default="Figure 1", objects=list(_FIGURES), doc="LCR figure (lcr-figures only).")
+    quick = param.Boolean(default=False, doc="The reduced (quick) versions of the reproductions.")
+    store = param.String(default="", doc="Results store directory (default $COFIVIZ_STORE or "
+                                         "cofiviz-results/store).")
+    data = param.Parameter(default="movielens-100k", doc="Data spec of the reproductions.")
+
+    @classmethod
+    def from_environment(cls, **params) -> "Comparisons":
+        """A Comparisons page configured from the environment (as ``apps/comparisons.py`` builds it).
+
+        ``COFIVIZ_STORE`` (the store directory), ``COFIVIZ_QUICK=1`` (the quick versions) and
+        ``COFIVIZ_COMPARISONS_DATA`` (a JSON data spec, e.g. a small synthetic set) override the defaults.
+        """
+        from ..errors import ParameterError
+
+        env = os.environ
+        if env.get("COFIVIZ_QUICK", "").strip() not in ("", "0"):
+            params.setdefault("quick", True)
+        if env.get("COFIVIZ_COMPARISONS_DATA"):
+            try:
+                params.setdefault("data", json.loads(env["COFIVIZ_COMPARISONS_DATA"]))
+            except json.JSONDecodeError as exc:
+                raise ParameterError(f"COFIVIZ_COMPARISONS_DATA is not JSON: {exc}") from None
+        return cls(**params)
+
+    def __init__(self, **params):
+        if not params.get("store"):
+            params["store"] = str(default_store())
+        super().__init__(**params)
+        self._error = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
+        self._summary = pn.pane.Markdown("", css_classes=["cofiviz-comparisons-status"],
+                                         sizing_mode="stretch_width")
+        self._plots = pn.pane.HoloViews(None, sizing_mode="stretch_width", min_height=320)
+        self._table = pn.widgets.Tabulator(pd.DataFrame(columns=_TABLE_COLUMNS), disabled=True, show_index=False,
+                                           height=300, sizing_mode="stretch_width", pagination=None)
+        self._notes = pn.pane.Markdown("", sizing_mode="stretch_width")
+        self._pending_select = pn.widgets.Select(name="Missing cells", options={}, sizing_mode="stretch_width")
+        self._compute = pn.widgets.Button(label="Compute selected", color="primary", width=160)
+        self._compute_all = pn.widgets.Button(label="Compute all missing", width=170)
+        self._stop_btn = pn.widgets.Button(label="Stop", color="danger", width=80, disabled=True)
+        self._progress = pn.pane.Markdown("", css_classes=["cofiviz-comparisons-progress"],
+                                          sizing_mode="stretch_width")
+        self._compute.on_click(partial(self._on_compute, False))
+        self._compute_all.on_click(partial(self._on_compute, True))
+        self._stop_btn.on_click(self._on_stop)
+        self._figure_widget = pn.widgets.Select.from_param(self.param.figure, name="Figure (LCR figures)",
+                                                           sizing_mode="stretch_width")
+        self._status = None
+        self._stop = threading.Event()
+        self._worker: threading.Thread | None = None
+        self._doc = None
+        self._destroy_hooked = False
+        self._refresh()
+
+    # ------------------------------------------------------------------ reading the store
+    @param.depends("reproduction", "quick", "store", "data", watch=True)
+    def _refresh(self):
+        from ..reproduce import status
+
+        rep = REPRODUCTIONS[self.reproduction]
+        t0 = time.perf_counter()
+        try:
+            self._status = status(rep.name, quick=self.quick, store=self.store, data=self.data)
+        except Exception as exc:  # a missing paper table, an unreadable store, bad data: said in the page
+            self._status = None
+            self._show_error(f"Cannot read the results of {rep.name}: {exc}")
+            self._summary.object = f"### {rep.title}"
+            self._plots.object = None
+            return
+        self._show_error(None)
+        self._figure_widget.visible = rep.figures is not None
+        metrics = list(rep.metrics)
+        self.param.metric.objects = metrics
+        if self.metric not in metrics:
+            self.metric = metrics[-1] if "ndcg@10" not in metrics else "ndcg@10"
+        st = self._status
+        n, done = len(st.cells), st.n_done
+        where = f"`{self.store}`"
+        self._summary.object = (
+            f"### {rep.title}\n{done} of {n} cells are in the results store {where}"
+            f"{' (quick versions)' if self.quick else ''}; read in {time.perf_counter() - t0:.2f} s. "
+            + ("Every cell is there." if done == n else
+               f"**{n - done} missing**: compute them below, or run `cofiviz reproduce {rep.name}"
+               f"{' --quick' if self.quick else ''}`."))
+        notes = list(rep.notes) + [f"{m.label}: {m.note or 'not in cofiviz'}" for m in st.missing]
+        if rep.figures is not None:
+            from ..reproduce import figure_trends
+
+            notes += figure_trends(st.table)      # the trends the paper states, against the stored runs
+        self._notes.object = "\n".join(f"- {x}" for x in notes)
+        pending = st.pending
+        self._pending_select.options = {f"{i + 1}. {_describe(c)}": i for i, (c, _) in enumerate(pending[:500])}
+        busy = self._worker is not None and self._worker.is_alive()
+        self._compute.disabled = self._compute_all.disabled = busy or not pending
+        self._draw()
+
+    @param.depends("metric", "figure", watch=True)
+    def _draw(self):
+        st = self._status
+        if st is None:
+            return
+        if st.reproduction.figures is not None:
+            self._plots.object = self._figure_plot(st)
+            summary = st.table
+            if len(summary):
+                s = summary[(summary["figure"] == self.figure) & (summary["metric"] == self.metric)]
+                self._table.value = s[["run", "final", "best", "best_iteration", "iterations"]].round(4) \
+                    .reset_index(drop=True)
+            else:
+                self._table.value = pd.DataFrame(columns=["run", "final", "best", "best_iteration", "iterations"])
+            return
+        t = st.table
+        t = t[t["metric"] == self.metric] if len(t) else t
+        self._plots.object = self._table_plot(t)
+        cols = [c for c in _TABLE_COLUMNS if c in t.columns]
+        self._table.value = t[cols].round(4).reset_index(drop=True) if len(t) else \
+            pd.DataFrame(columns=_TABLE_COLUMNS)
+
+    def _table_plot(self, t: pd.DataFrame):
+        """Grouped bars per N: the paper's value beside cofiviz's for every method."""
+        import holoviews as hv
+
+        frames = []
+        for source in ("paper", "cofiviz"):
+            if len(t):
+                frames.append(t.assign(source=source, value=t[source])[["N", "method", "source", "value"]])
+        df = pd.concat(frames) if frames else pd.DataFrame(columns=["N", "method", "source", "value"])
+        df = df[df["value"].notna()]
+        if df.empty:
+            return hv.Div("<p>No result in the store yet for this metric: compute a cell below.</p>")
+        lo = max(0.0, float(df["value"].min()) - 0.05)
+        hi = min(1.0, float(df["value"].max()) + 0.03)
+        plots = [hv.Bars(g, kdims=["method", "source"], vdims=("value", self.metric)).opts(
+                 title=f"{self.metric}, N = {n}", height=320, responsive=True, min_width=300, xrotation=35,
+                 ylim=(lo, hi), tools=["hover"], cmap={"paper": "#999999", "cofiviz": "#c44e52"},
+                 color="source", show_legend=False)
+                 for n, g in df.groupby("N", sort=True)]
+        return hv.Layout(plots).cols(min(3, len(plots))).opts(shared_axes=False)
+
+    def _figure_plot(self, st):
+        """LCR figures: test curves over iterations per run; Figure 5 adds the final-value heatmap."""
+        import holoviews as hv
+
+        from ..reproduce import _short_labels
+
+        t = st.results.traces
+        if t.empty or not (t["label"] == self.figure).any():
+            return hv.Div(f"<p>No run of {self.figure} in the store yet: compute its cells below.</p>")
+        g = t[(t["label"] == self.figure) & (t["part"] == "test") & (t["metric"] == self.metric)]
+        if g.empty:
+            return hv.Div(f"<p>{self.figure} has no test {self.metric} trace.</p>")
+        short = _short_labels(g["setting"].unique())
+        curves = {short[s]: hv.Curve(gs.sort_values("iteration"), "iteration", ("value", f"test {self.metric}"))
+                  for s, gs in g.groupby("setting", sort=False)}
+        overlay = hv.NdOverlay(curves, kdims="run").opts(
+            title=f"LCR {self.figure}: test {self.metric} over iterations", height=380, responsive=True,
+            legend_position="right", tools=["hover"])
+        if self.figure != "Figure 5":
+            return overlay
+        summ = st.table
+        s = summ[(summ["figure"] == "Figure 5") & (summ["metric"] == self.metric)].copy()
+        s["rank"] = s["setting"].map(lambda x: json.loads(x).get("rank"))
+        s["n_local"] = s["setting"].map(lambda x: json.loads(x).get("n_local"))
+        heat = hv.HeatMap(s, ["n_local", "rank"], ("final", f"final test {self.metric}")).opts(
+            title=f"Figure 5: final test {self.metric}, rank × number of local models", height=380,
+            responsive=True, colorbar=True, tools=["hover"], cmap="viridis")
+        labels = hv.Labels(s.assign(text=s["final"].map(lambda v: f"{v:.3f}")), ["n_local", "rank"], "text").opts(
+            text_color="white", text_font_size="9pt")
+        return hv.Layout([heat * labels, overlay]).cols(1).opts(shared_axes=False)
+
+    def _show_error(self, msg: str | None):
+        self._error.object = msg or ""
+        self._error.visible = bool(msg)
+
+    # ------------------------------------------------------------------ computing missing cells
+    def _on_compute(self, all_cells: bool, event=None):
+        if self._worker is not None and self._worker.is_alive() or self._status is None:
+            return
+        pending = self._status.pending
+        if not pending:
+            return
+        if all_cells:
+            todo = pending
+        else:
+            i = self._pending_select.value
+            if i is None or i >= len(pending):
+                self._show_error("Choose a missing cell first.")
+                return
+            todo = [pending[i]]
+        self._doc = pn.state.curdoc
+        if self._doc is not None and self._doc.session_context is not None and not self._destroy_hooked:
+            try:
+                pn.state.on_session_destroyed(self._on_destroyed)
+                self._destroy_hooked = True
+            except Exception as exc:  # the Stop button still works
+                print(f"cofiviz comparisons: could not watch the session's end: {exc}")
+        self._stop.clear()
+        self._compute.disabled = self._compute_all.disabled = True
+        self._stop_btn.disabled = False
+        self._progress.object = f"Computing {len(todo)} cell(s) …"
+        self._worker = threading.Thread(target=self._run_cells, args=(todo, self._status.version), daemon=True,
+                                        name=f"cofiviz-compare-{id(self):x}")
+        self._worker.start()
+
+    def _on_stop(self, event=None):
+        self._stop.set()
+        self._progress.object = "Stopping after the current cell …"
+
+    def _on_destroyed(self, session_context):
+        self._stop.set()
+
+    def wait(self, timeout: float = 300.0) -> bool:
+        """Wait for the compute worker; True when none is running any more."""
+        if self._worker is not None:
+            self._worker.join(timeout)
+            return not self._worker.is_alive()
+        return True
+
+    def _schedule(self, fn, *args):
+        doc = self._doc
+        if doc is not None and doc.session_context is not None:
+            try:
+                doc.add_next_tick_callback(partial(fn, *args))
+            except Exception:  # the session is gone
+                self._stop.set()
+        else:
+            fn(*args)
+
+    def _run_cells(self, todo, version):
+        from ..reproduce import compute_cell
+        from ._shared import KERNEL_LOCK, kernels_need_lock
+
+        try:
+            import numba
+
+            numba.set_num_threads(max(1, numba.config.NUMBA_NUM_THREADS - 1))  # a core for the event loop
+        except Exception:
+            pass
+        error, ran = None, 0
+        for cell, key in todo:
+            if self._stop.is_set():
+                break
+            t0 = time.perf_counter()
+            try:
+                if kernels_need_lock():
+                    with KERNEL_LOCK:
+                        compute_cell(cell, key, self.store, version)
+                else:
+                    compute_cell(cell, key, self.store, version)
+            except Exception as exc:  # shown in the page; the other cells still run
+                error = f"Cell {_describe(cell)} failed: {exc}"
+                continue
+            ran += 1
+            self._schedule(self._cell_done, ran, len(todo), _describe(cell), time.perf_counter() - t0)
+        self._schedule(self._finish, ran, len(todo), error)
+
+    def _cell_done(self, ran, total, what, seconds):
+        self._progress.object = f"Computed {ran} of {total}: {what} ({seconds:.1f} s)."
+        self._refresh()
+
+    def _finish(self, ran, total, error):
+        self._stop_btn.disabled = True
+        self._progress.object = (f"Done: {ran} of {total} cell(s) computed"
+                                 f"{' (stopped)' if self._stop.is_set() and ran < total else ''}.")
+        self._refresh()
+        if error:
+            self._show_error(error)
+
+    # ------------------------------------------------------------------ layout
+    def __panel__(self):
+        names = {f"{r.name} — {r.title}": r.name for r in REPRODUCTIONS.values()}
+        controls = pn.Column(
+            pn.widgets.Select.from_param(self.param.reproduction, options=names, name="Reproduction",
+                                         sizing_mode="stretch_width"),
+            pn.widgets.Select.from_param(self.param.metric, name="Metric", sizing_mode="stretch_width"),
+            self._figure_widget, sizing_mode="stretch_width")
+        compute = pn.Column(pn.pane.Markdown("#### Missing cells"), self._pending_select,
+                            pn.Row(self._compute, self._compute_all, self._stop_btn), self._progress,
+                            sizing_mode="stretch_width")
+        left = pn.Column(controls, compute, width=360)
+        right = pn.Column(self._summary, self._plots, pn.pane.Markdown("#### Paper and cofiviz"), self._table,
+                          pn.pane.Markdown("#### Notes"), self._notes, sizing_mode="stretch_width")
+        return pn.Column(self._error, pn.Row(left, right, sizing_mode="stretch_width"), sizing_mode="stretch_width")

@@ -1,0 +1,109 @@
+"""The Comparisons dashboard: cached results from the store at once, a missing cell computed from the page."""
+
+import json
+import shutil
+import time
+
+import pytest
+
+from conftest import PanelServer, count_canvases, screenshot
+from cofiviz import reproduce as R
+from cofiviz.dashboards.comparisons import Comparisons
+from cofiviz.store import ResultsStore
+
+DATA = {"name": "synthetic", "kind": "popularity", "n_users": 150, "n_items": 100, "density": 0.4}
+
+
+def _populate(root):
+    """Quick CofiRank Table 2 and LCR figures in a store; then one cell (ItemMean's) removed again."""
+    for name in ("cofirank-table2", "lcr-figures"):
+        R.reproduce(name, quick=True, store=root, html_path=root.parent / f"{name}.html", data=DATA,
+                    log=lambda m: None)
+    st = R.status("cofirank-table2", quick=True, store=root, data=DATA)
+    cell, key, _ = next(x for x in st.cells if x[0].model == "itemmean")
+    ResultsStore(root).delete(key)
+    return cell
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    root = tmp_path_factory.mktemp("comparisons") / "store"
+    _populate(root)
+    return root
+
+
+def test_cached_results_show_and_a_missing_cell_is_computed(store, tmp_path):
+    root = tmp_path / "store"
+    shutil.copytree(store, root)
+    c = Comparisons(store=str(root), quick=True, data=DATA, reproduction="cofirank-table2")
+    t = c._table.value
+    ndcg = t[t["method"] == "CofiRank-NDCG"].iloc[0]
+    assert ndcg["status"] == "ok" and 0 < ndcg["cofiviz"] <= 1 and ndcg["paper"] == pytest.approx(0.64)
+    assert t.loc[t["method"] == "ItemMean", "status"].iloc[0] == "not run"
+    assert "**1 missing**" in c._summary.object and len(c._pending_select.options) == 1
+    # the plot draws the paper beside cofiviz
+    bars = c._plots.object
+    sources = {str(v) for el in bars for v in el.dimension_values("source")}
+    assert sources == {"paper", "cofiviz"}
+    c._pending_select.value = 0
+    c._on_compute(False)
+    assert c.wait(300)
+    assert "Every cell is there" in c._summary.object and "Done: 1 of 1" in c._progress.object
+    t = c._table.value
+    assert t.loc[t["method"] == "ItemMean", "status"].iloc[0] == "ok"
+    # the figures: curves per run, the final values in the table
+    c.reproduction = "lcr-figures"
+    assert set(c.param.metric.objects) == {"zero_one", "ap", "ndcg@10"}
+    assert list(c._table.value["run"]) == ["rank=5", "rank=10"]
+    c.figure = "Figure 3"
+    assert len(c._table.value) == 2 and c._table.value["run"].str.contains("loss=").all()
+    c.figure = "Figure 5"     # not in the quick version: said, not drawn empty
+    assert "No run of Figure 5" in str(c._plots.object.data)
+
+
+def test_bad_input_is_a_message(tmp_path, monkeypatch):
+    c = Comparisons(store=str(tmp_path / "s"), quick=True, data={"name": "nosuchdata"},
+                    reproduction="gapfm-table4")
+    assert c._error.visible and "nosuchdata" in c._error.object and "Traceback" not in c._error.object
+    c.data = DATA          # and the page keeps working
+    assert not c._error.visible and "0 of 2 cells" in c._summary.object
+    monkeypatch.setenv("COFIVIZ_COMPARISONS_DATA", "{not json")
+    with pytest.raises(Exception, match="COFIVIZ_COMPARISONS_DATA is not JSON"):
+        Comparisons.from_environment()
+
+
+@pytest.fixture(scope="module")
+def server(store):
+    srv = PanelServer(["apps/comparisons.py"], env={"COFIVIZ_STORE": str(store), "COFIVIZ_QUICK": "1",
+                                                     "COFIVIZ_COMPARISONS_DATA": json.dumps(DATA)})
+    yield srv
+    srv.close()
+
+
+@pytest.mark.browser
+def test_comparisons_in_the_browser(server, chromium, page_errors):
+    page = page_errors(chromium.new_page(viewport={"width": 1400, "height": 1200}))
+    t0 = time.monotonic()
+    page.goto(f"{server.url}/comparisons", wait_until="domcontentloaded")
+    page.get_by_text("4 of 4 cells").first.wait_for(timeout=60_000)      # cached LCR figures, at once
+    first_view = time.monotonic() - t0
+    deadline = time.monotonic() + 30
+    while count_canvases(page) == 0 and time.monotonic() < deadline:
+        time.sleep(0.25)
+    assert count_canvases(page) > 0, "no plot canvas rendered"
+    page.get_by_text("rank=10").first.wait_for(timeout=30_000)
+    screenshot(page, "comparisons-lcr-figures")
+    # CofiRank's losses against the paper: cached rows at once, one missing cell computed from the page
+    page.locator(".bk-input-group").filter(has_text="Reproduction").locator("select").first.select_option(
+        label=next(k for k in (f"{r.name} — {r.title}" for r in R.REPRODUCTIONS.values())
+                   if k.startswith("cofirank-table2")))
+    page.get_by_text("CofiRank-Ordinal").first.wait_for(timeout=30_000)
+    page.get_by_text("1 missing").first.wait_for(timeout=30_000)
+    screenshot(page, "comparisons-cofirank-cached")
+    page.get_by_role("button", name="Compute selected").click()
+    page.get_by_text("Every cell is there").first.wait_for(timeout=120_000)
+    page.wait_for_function("() => !document.body.innerText.includes('not run')", timeout=30_000)
+    screenshot(page, "comparisons-cofirank-computed")
+    assert page_errors.errors == [], page_errors.errors
+    print(f"comparisons: first view with cached results in {first_view:.2f} s")
+    assert first_view < 15, f"first view took {first_view:.1f} s"
