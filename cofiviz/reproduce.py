@@ -513,6 +513,21 @@ def figure_trends(summary: pd.DataFrame) -> list[str]:
     if b3 and "log_a" in b3 and "log_m" in b3:
         notes.append(f"Figure 3: iteration of the best NDCG@10 by loss {b3}; paper: Log[A] peaks earlier than Log[M] "
                      f"({'yes' if b3['log_a'] < b3['log_m'] else 'no'}).")
+    best3, final3 = series("Figure 3", "loss", "ndcg@10", "best"), series("Figure 3", "loss", "ndcg@10")
+    if best3 and final3:
+        over = {k: round(best3[k] - final3[k], 4) for k in best3 if k in final3}
+        least = min(over, key=over.get)
+        text = (f"Figure 3: overfitting (best − final test NDCG@10) by loss {over}; paper: Exp[M] overfits least "
+                f"({'yes' if least == 'exp_m' else 'no: ' + least + ' does'})")
+        if "log_a" in over and "log_m" in over:
+            text += f", Log[A] more than Log[M] ({'yes' if over['log_a'] > over['log_m'] else 'no'})"
+        notes.append(text + ".")
+    s5 = summary[(summary["figure"] == "Figure 5") & (summary["metric"] == "zero_one")]
+    if len(s5):
+        q = s5.assign(n_local=[json_get(x, "n_local") for x in s5["setting"]]).groupby("n_local")["final"].mean()
+        notes.append("Figure 5: mean final zero-one over ranks by number of local models "
+                     f"{ {int(k): round(float(v), 4) for k, v in q.items()} } (paper: more local models help, "
+                     "with diminishing returns).")
     return notes
 
 
