@@ -84,7 +84,8 @@ class Comparisons(pn.viewable.Viewer):
                                          sizing_mode="stretch_width")
         self._plots = pn.pane.HoloViews(None, sizing_mode="stretch_width", min_height=320)
         self._table = pn.widgets.Tabulator(pd.DataFrame(columns=_TABLE_COLUMNS), disabled=True, show_index=False,
-                                           height=300, sizing_mode="stretch_width", pagination=None)
+                                           height=300, sizing_mode="stretch_width", pagination=None,
+                                           layout="fit_data_stretch", widths={"run": 240, "method": 170})
         self._notes = pn.pane.Markdown("", sizing_mode="stretch_width")
         self._pending_select = pn.widgets.Select(name="Missing cells", options={}, sizing_mode="stretch_width")
         self._compute = pn.widgets.Button(label="Compute selected", color="primary", width=160)
@@ -211,14 +212,18 @@ class Comparisons(pn.viewable.Viewer):
             return overlay
         summ = st.table
         s = summ[(summ["figure"] == "Figure 5") & (summ["metric"] == self.metric)].copy()
+        # categorical axes, in numeric order
         s["rank"] = s["setting"].map(lambda x: json.loads(x).get("rank"))
         s["n_local"] = s["setting"].map(lambda x: json.loads(x).get("n_local"))
+        s = s.sort_values(["n_local", "rank"]).astype({"rank": str, "n_local": str})
         heat = hv.HeatMap(s, ["n_local", "rank"], ("final", f"final test {self.metric}")).opts(
-            title=f"Figure 5: final test {self.metric}, rank × number of local models", height=380,
-            responsive=True, colorbar=True, tools=["hover"], cmap="viridis")
+            title=f"Figure 5: final test {self.metric}, rank × number of local models", height=360,
+            width=820, colorbar=True, tools=["hover"], cmap="viridis")
         labels = hv.Labels(s.assign(text=s["final"].map(lambda v: f"{v:.3f}")), ["n_local", "rank"], "text").opts(
             text_color="white", text_font_size="9pt")
-        return hv.Layout([heat * labels, overlay]).cols(1).opts(shared_axes=False)
+        # twenty runs: the hover names each curve instead of a legend taller than the plot
+        curves = overlay.opts(show_legend=False, responsive=False, width=820, height=360)
+        return hv.Layout([heat * labels, curves]).cols(1).opts(shared_axes=False)
 
     def _show_error(self, msg: str | None):
         self._error.object = msg or ""
