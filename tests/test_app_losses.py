@@ -3,6 +3,7 @@
 import re
 import time
 
+import numpy as np
 import pytest
 
 from conftest import PanelServer, screenshot
@@ -88,3 +89,70 @@ def test_losses_gamma_changes_the_curves(server, chromium, page_errors):
     screenshot(page, "losses-bound")
     assert page_errors.errors == [], page_errors.errors
     assert first_view < 15, f"first view took {first_view:.1f} s"
+
+
+# ---------------------------------------------------------------------------------------------- ties & Plackett–Luce tab
+def test_ties_tab_follows_theta_nu_and_the_list():
+    from cofiviz.losses import plackett_luce_loss
+
+    v = LossShapes()
+    table = v._ties_table.object
+    at0 = table[table["Δf"] == "0"]
+    np.testing.assert_allclose(at0[["P(win)", "P(tie)", "P(loss)"]].sum(axis=1), 1.0, atol=2e-4)  # rounded to 4 places
+    v.theta = 3.0                              # Rao–Kupper at Δf = 0: P(tie) = (θ − 1)/(θ + 1)
+    row = v._ties_table.object.iloc[0]
+    assert row["model"] == "Rao–Kupper θ=3" and row["P(tie)"] == pytest.approx(0.5)
+    v.nu = 2.0                                 # Davidson at Δf = 0: P(tie) = ν/(2 + ν)
+    dav = v._ties_table.object[v._ties_table.object["model"] == "Davidson ν=2"].iloc[0]
+    assert dav["P(tie)"] == pytest.approx(0.5)
+    before = v._pl_text.object
+    v.pl_scores = "3, 2, 1, 0, -1, -2"
+    expected = plackett_luce_loss([3, 2, 1, 0, -1, -2], [5, 4, 4, 3, 3, 1])[0]
+    assert f"{expected:.4f}" in v._pl_text.object and v._pl_text.object != before
+    v.pl_ties = "efron"
+    assert "(efron)" in v._pl_text.object
+    v.pl_grades = "5, 4, x, 3, 3, 1"
+    assert v._pl_error.visible and "is not a number" in v._pl_error.object
+    v.pl_grades = "5, 4, 4, 3, 3, 1"
+    assert not v._pl_error.visible
+    v.__panel__()
+
+
+def _ties_numbers(page):
+    cells = page.locator(".cofiviz-ties-table td")
+    cells.first.wait_for(timeout=30_000)
+    return [float(x) for x in re.findall(r"-?\d+\.\d+", " ".join(cells.all_inner_texts()))]
+
+
+@pytest.mark.browser
+def test_ties_tab_renders_and_theta_changes_the_plot(server, chromium, page_errors):
+    page = page_errors(chromium.new_page(viewport={"width": 1400, "height": 1200}))
+    page.goto(f"{server.url}/losses", wait_until="networkidle")
+    page.locator(".cofiviz-fig4-table td").first.wait_for(timeout=30_000)
+    page.get_by_text("Ties & Plackett–Luce", exact=True).first.click()
+    before = _ties_numbers(page)
+    assert 0.3333 in before                    # θ = 2 and ν = 1 at Δf = 0: a third each
+    # the tab's two plot rows (Rao–Kupper and Davidson; the Plackett–Luce curve and gradient bars) are drawn
+    page.wait_for_function("""() => {
+        const walk = (root) => { let n = root.querySelectorAll('canvas').length;
+            root.querySelectorAll('*').forEach(e => { if (e.shadowRoot) n += walk(e.shadowRoot); }); return n; };
+        return walk(document) >= 3; }""", timeout=30_000)
+    page.get_by_text("Order by score").first.wait_for(timeout=30_000)
+    screenshot(page, "losses-ties-theta2")
+
+    box = page.locator(".cofiviz-theta input").first
+    box.fill("3")
+    box.press("Enter")
+    deadline = time.monotonic() + 30
+    while _ties_numbers(page) == before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    after = _ties_numbers(page)
+    assert after != before and 0.5 in after   # Rao–Kupper θ = 3 at Δf = 0: P(tie) = 1/2
+
+    scores = page.locator(".cofiviz-pl-scores input").first
+    scores.fill("3, 2, 1, 0, -1, -2")
+    scores.press("Enter")
+    page.get_by_text("A B C D E F").first.wait_for(timeout=30_000)
+    page.wait_for_timeout(1000)
+    screenshot(page, "losses-ties-theta3")
+    assert page_errors.errors == [], page_errors.errors

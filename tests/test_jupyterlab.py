@@ -141,5 +141,5 @@ def test_notebooks_load_panel_inline():
     for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
         nb = nbformat.read(path, as_version=4)
         for cell in nb.cells:
-            for call in re.findall(r"pn\.extension\([^)]*\)", cell.source):
+            for call in re.findall(r"(?:pn|hv)\.extension\([^)]*\)", cell.source):
                 assert "inline=True" in call, f"{path.name}: {call} loads Bokeh from a CDN; add inline=True"

@@ -1,6 +1,6 @@
 """Loss shapes: what the models actually minimise, drawn against what they are meant to optimise.
 
-Three panels, all computed by :mod:`cofiviz.losses`:
+Two tabs, every curve computed by :mod:`cofiviz.losses`. The first, **Surrogates & bounds**, has three panels:
 
 - **LCR Figure 4** — each pairwise surrogate of Local Collaborative Ranking (Table 1) against
   Δf = f_ui − f_uj for ΔM = 1…4, with the margin γ and the loss family adjustable, over the zero-one
@@ -10,6 +10,12 @@ Three panels, all computed by :mod:`cofiviz.losses`:
   (:func:`cofiviz.losses.structured_loss_curve`).
 - **GAPfm's logistic smoothing** — the rank indicator I(R_j ≤ R_i) ≈ g(Δf) (eq 6) and 1/R_i ≈ g(f_i)
   (eq 7) against the exact terms, with a score scale c (the smoothing of c·f: large c sharpens it).
+
+The second tab, **Ties & Plackett–Luce** (blog post 003), draws the probabilities of a win, a tie and a
+loss against the score difference under Rao–Kupper (θ adjustable) and Davidson (ν adjustable)
+(:func:`cofiviz.losses.tie_probabilities`), and the listwise Plackett–Luce loss of a small list the
+visitor edits, with its gradient per item and the loss while one item's score moves
+(:func:`cofiviz.losses.plackett_luce_loss`, Breslow or Efron ties). Tabs are rendered when first shown.
 
 ``panel serve apps/losses.py`` serves it; in JupyterLab, ``LossShapes()`` shows it inline.
 """
@@ -27,9 +33,11 @@ from ..losses import structured_loss_curve
 from ..losses.smoothed_gap import gap_terms, rank_indicator_shape, reciprocal_rank_curve
 from ..losses.structured import ndcg_loss, ndcg_regret
 from ..losses.surrogates import SURROGATE_LABELS, figure4_frame
+from ..losses.listwise import PL_TIES, pl_list_probability, plackett_luce_loss
+from ..losses.ties import tie_probabilities
 from .playground import parse_numbers
 
-__all__ = ["LossShapes", "figure4_summary"]
+__all__ = ["LossShapes", "figure4_summary", "tie_summary"]
 
 FAMILIES = {"Log": ("log_m", "log_a"), "Exp": ("exp_m", "exp_a"), "Hinge": ("hinge_m", "hinge_a")}
 DM_COLORS = {1.0: "#4c72b0", 2.0: "#55a868", 3.0: "#c44e52", 4.0: "#8172b2"}
@@ -44,8 +52,22 @@ def figure4_summary(frame: pd.DataFrame) -> pd.DataFrame:
     return table.round(4).reset_index().rename(columns={"label": "loss at Δf = 0"})
 
 
+OUTCOME_COLORS = {"win": "#55a868", "tie": "#8172b2", "loss": "#c44e52"}
+
+
+def tie_summary(theta: float, nu: float, deltas=(0.0, 1.0, 3.0)) -> pd.DataFrame:
+    """P(win), P(tie), P(loss) of both tie-aware models at a few score differences: a table for the page."""
+    rows = []
+    for model, label, p in (("rao_kupper", f"Rao–Kupper θ={theta:g}", theta), ("davidson", f"Davidson ν={nu:g}", nu)):
+        probs = tie_probabilities(model, np.asarray(deltas, dtype=float), p)
+        for k, d in enumerate(deltas):
+            rows.append({"model": label, "Δf": f"{d:g}", "P(win)": probs["win"][k], "P(tie)": probs["tie"][k],
+                         "P(loss)": probs["loss"][k]})
+    return pd.DataFrame(rows).round(4)
+
+
 class LossShapes(pn.viewable.Viewer):
-    """LCR's surrogates (Figure 4), CofiRank's convex NDCG bound and GAPfm's logistic smoothing."""
+    """LCR's surrogates (Figure 4), CofiRank's convex NDCG bound, GAPfm's logistic smoothing; ties and Plackett–Luce."""
 
     family = param.Selector(default="Log", objects=list(FAMILIES), doc="LCR loss family (Table 1).")
     gamma = param.Number(default=0.0, bounds=(-2.0, 3.0), step=0.1, doc="LCR margin γ.")
@@ -59,6 +81,14 @@ class LossShapes(pn.viewable.Viewer):
     scale = param.Number(default=1.0, bounds=(0.1, 10.0), step=0.1,
                          doc="GAPfm: score scale c, the logistic smooths c·f (larger c = sharper).")
 
+    theta = param.Number(default=2.0, bounds=(1.01, 10.0), step=0.01, doc="Rao–Kupper threshold θ > 1.")
+    nu = param.Number(default=1.0, bounds=(0.01, 5.0), step=0.01, doc="Davidson tie propensity ν > 0.")
+    tie_range = param.Number(default=6.0, bounds=(1.0, 12.0), step=0.5, doc="Δf axis from −range to +range.")
+    pl_grades = param.String(default="5, 4, 4, 3, 3, 1", doc="Plackett–Luce list: ratings of items A..F (ties allowed).")
+    pl_scores = param.String(default="1.2, 0.4, 0.9, -0.3, 0.1, -1.0", doc="Plackett–Luce list: scores of items A..F.")
+    pl_ties = param.Selector(default="breslow", objects=list(PL_TIES), doc="Treatment of tied ratings.")
+    pl_moving = param.Selector(default="A", objects=list(ITEMS), doc="The item whose score moves along the x axis.")
+
     def __init__(self, **params):
         super().__init__(**params)
         self._error = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
@@ -71,9 +101,17 @@ class LossShapes(pn.viewable.Viewer):
         self._gapfm = pn.pane.HoloViews(sizing_mode="stretch_width")
         self._gapfm_text = pn.pane.Markdown(sizing_mode="stretch_width")
         self._last_list = (np.array([5, 4, 3, 2, 1, 0.0]), np.array([0.5, 0.9, 0.1, 0.3, -0.2, -0.6]))
+        self._ties = pn.pane.HoloViews(sizing_mode="stretch_width")
+        self._ties_table = pn.pane.DataFrame(pd.DataFrame(), index=False, sizing_mode="stretch_width",
+                                             css_classes=["cofiviz-ties-table"])
+        self._pl = pn.pane.HoloViews(sizing_mode="stretch_width")
+        self._pl_error = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
+        self._pl_text = pn.pane.Markdown(sizing_mode="stretch_width", css_classes=["cofiviz-pl-text"])
         self._update_fig4()
         self._update_bound()
         self._update_gapfm()
+        self._update_ties()
+        self._update_pl()
 
     def _show_error(self, msg: str | None):
         self._error.object = msg or ""
@@ -194,6 +232,67 @@ class LossShapes(pn.viewable.Viewer):
         except Exception as exc:  # e.g. a list with no rated item
             self._gapfm_text.object = f"Smoothed GAP is not defined for this list: {exc}"
 
+    # ----------------------------------------------------------------------------- ties (Rao–Kupper, Davidson)
+    @param.depends("theta", "nu", "tie_range", watch=True)
+    def _update_ties(self):
+        d = np.linspace(-self.tie_range, self.tie_range, 241)
+        plots = []
+        for model, title, p in (("rao_kupper", f"Rao–Kupper (1967), θ = {self.theta:g}", float(self.theta)),
+                                ("davidson", f"Davidson (1970), ν = {self.nu:g}", float(self.nu))):
+            probs = tie_probabilities(model, d, p)
+            curves = [hv.Curve((d, probs[o]), "Δf = f_i − f_j", "probability", label=f"P({o})").opts(
+                color=OUTCOME_COLORS[o], line_width=2, tools=["hover"]) for o in ("win", "tie", "loss")]
+            plots.append(hv.Overlay(curves).opts(title=title, height=320, responsive=True, ylim=(0, 1.02),
+                                                 legend_position="right", toolbar="above"))
+        self._ties.object = hv.Layout(plots).cols(2).opts(shared_axes=False)
+        self._ties_table.object = tie_summary(float(self.theta), float(self.nu))
+
+    # ----------------------------------------------------------------------------- Plackett–Luce
+    def _parse_pl(self):
+        y = np.asarray(parse_numbers(self.pl_grades, 6, "Ratings", low=0, high=10), dtype=np.float64)
+        f = np.asarray(parse_numbers(self.pl_scores, 6, "Scores"), dtype=np.float64)
+        return y, f
+
+    @param.depends("pl_grades", "pl_scores", "pl_ties", "pl_moving", watch=True)
+    def _update_pl(self):
+        try:
+            y, f = self._parse_pl()
+        except ValueError as exc:
+            self._pl_error.object = str(exc)
+            self._pl_error.visible = True
+            return
+        self._pl_error.visible = False
+        loss, grad = plackett_luce_loss(f, y, self.pl_ties)
+        i = ITEMS.index(self.pl_moving)
+        ts = np.linspace(-4.0, 4.0, 161)
+        moved = []
+        for t in ts:
+            g = f.copy()
+            g[i] += t
+            moved.append(plackett_luce_loss(g, y, self.pl_ties)[0])
+        x = f[i] + ts
+        curve = hv.Overlay([
+            hv.Curve((x, moved), f"score of {self.pl_moving}", "loss", label=f"Plackett–Luce ({self.pl_ties})").opts(
+                color="#c44e52", line_width=2, tools=["hover"]),
+            hv.Scatter([(f[i], loss)], f"score of {self.pl_moving}", "loss", label="current scores").opts(
+                color="black", size=8),
+        ]).opts(title=f"Plackett–Luce loss while item {self.pl_moving}'s score moves", height=320, responsive=True,
+                legend_position="top_right", toolbar="above")
+        bars = hv.Bars(pd.DataFrame({"item": [f"{a} ({y[k]:g})" for k, a in enumerate(ITEMS)], "gradient": grad}),
+                       "item", "gradient").opts(title="∂loss/∂f per item (rating): negative = push up", height=320,
+                                                responsive=True, color="#4c72b0", toolbar="above")
+        self._pl.object = hv.Layout([curve, bars]).cols(2).opts(shared_axes=False)
+        order = np.argsort(-f, kind="stable")
+        n_tied = int(len(y) - len(np.unique(y)))
+        self._pl_text.object = (
+            f"Order by score: **{' '.join(ITEMS[j] for j in order)}** (ratings {' '.join(f'{y[j]:g}' for j in order)}). "
+            f"Plackett–Luce loss ({self.pl_ties}) **{loss:.4f}**; likelihood of the ratings' ordering "
+            f"exp(−loss) = **{np.exp(-loss):.4f}**. The probability of the strict order by score, "
+            f"Π exp(f_i)/Σ_(j≥i) exp(f_j), is **{pl_list_probability(f[order]):.4f}**. "
+            f"{n_tied} item(s) share a rating with another: Breslow chooses every tied item from the same set, "
+            "Efron removes the group's items on average as they are chosen (closer to averaging over every order "
+            "of the tied items).")
+
     def __panel__(self):
         fig4_controls = pn.Param(self.param, parameters=["family", "gamma", "df_range"], show_name=False,
                                  widgets={"family": pn.widgets.RadioButtonGroup,
@@ -209,7 +308,39 @@ class LossShapes(pn.viewable.Viewer):
         gap_controls = pn.Param(self.param, parameters=["scale"], show_name=False,
                                 widgets={"scale": {"type": pn.widgets.EditableFloatSlider, "name": "Scale c"}},
                                 sizing_mode="stretch_width")
-        return pn.Column(
+        tie_controls = pn.Param(self.param, parameters=["theta", "nu", "tie_range"], show_name=False,
+                                widgets={"theta": {"type": pn.widgets.EditableFloatSlider, "name": "θ (Rao–Kupper)",
+                                                   "css_classes": ["cofiviz-theta"]},
+                                         "nu": {"type": pn.widgets.EditableFloatSlider, "name": "ν (Davidson)",
+                                                "css_classes": ["cofiviz-nu"]},
+                                         "tie_range": {"type": pn.widgets.FloatSlider, "name": "Δf range"}},
+                                sizing_mode="stretch_width")
+        pl_controls = pn.Param(self.param, parameters=["pl_grades", "pl_scores", "pl_ties", "pl_moving"],
+                               show_name=False,
+                               widgets={"pl_grades": {"type": pn.widgets.TextInput, "name": "Ratings of A..F",
+                                                      "css_classes": ["cofiviz-pl-grades"]},
+                                        "pl_scores": {"type": pn.widgets.TextInput, "name": "Scores of A..F",
+                                                      "css_classes": ["cofiviz-pl-scores"]},
+                                        "pl_ties": {"type": pn.widgets.RadioButtonGroup, "name": "Ties"},
+                                        "pl_moving": {"type": pn.widgets.RadioButtonGroup, "name": "Moving item"}},
+                               sizing_mode="stretch_width")
+        ties_tab = pn.Column(
+            pn.pane.Markdown(
+                "## Ties: Rao–Kupper and Davidson extensions of Bradley–Terry\n"
+                "With π = exp(f) and Δf = f_i − f_j. Rao–Kupper: P(i ≻ j) = π_i / (π_i + θ π_j), "
+                "P(tie) = (θ² − 1) π_i π_j / ((π_i + θ π_j)(π_j + θ π_i)). Davidson: "
+                "P(i ≻ j) = π_i / (π_i + π_j + ν √(π_i π_j)), P(tie) = ν √(π_i π_j) / (same). "
+                "θ = 1 or ν = 0 is Bradley–Terry, where equal ratings carry no information and are dropped."),
+            pn.Row(pn.Column(tie_controls, self._ties_table, width=340), self._ties, sizing_mode="stretch_width"),
+            pn.pane.Markdown(
+                "## Plackett–Luce: the listwise loss of one rated list\n"
+                "P(1 ≻ 2 ≻ … ≻ M) = Π_i exp(f_i) / Σ_(j ≥ i) exp(f_j) (Luce 1959, Plackett 1975); the loss is "
+                "its negative logarithm, with equal ratings treated by Breslow's or Efron's rule."),
+            pn.Row(pn.Column(pl_controls, width=340), pn.Column(self._pl_error, self._pl, self._pl_text,
+                                                                sizing_mode="stretch_width"),
+                   sizing_mode="stretch_width"),
+            sizing_mode="stretch_width")
+        shapes_tab = pn.Column(
             self._error,
             pn.pane.Markdown("## LCR Figure 4: pairwise surrogates against Δf for ΔM = 1…4"),
             pn.Row(pn.Column(fig4_controls, self._fig4_table, width=340), self._fig4, sizing_mode="stretch_width"),
@@ -222,3 +353,7 @@ class LossShapes(pn.viewable.Viewer):
                                                                 sizing_mode="stretch_width"),
                    sizing_mode="stretch_width"),
             sizing_mode="stretch_width")
+        # dynamic: a tab's plots are rendered when it is first shown, so the first view costs what it did
+        # before the second tab existed
+        return pn.Tabs(("Surrogates & bounds", shapes_tab), ("Ties & Plackett–Luce", ties_tab), dynamic=True,
+                       sizing_mode="stretch_width")

@@ -24,6 +24,8 @@ from .pairwise import PAIR_COSTS, hinge_shape, ordinal_loss, pairs_loss, prefere
 from .regression import regression_loss, squared_shape
 from .surrogates import (SURROGATE_LABELS, SURROGATES, figure4_frame, surrogate_shape, surrogate_slope,
                          zero_one_shape)
+from .listwise import PL_TIES, pl_list_probability, plackett_luce_loss
+from .ties import TIE_MODELS, tie_frame, tie_loss, tie_probabilities
 from .structured import (REFERENCE_ORDERS, eru_loss, eru_regret, ndcg_loss, ndcg_regret,
                          structured_loss_curve)
 
@@ -31,7 +33,8 @@ __all__ = ["LOSS_CODES", "LOSS_NAMES", "PAIR_COSTS", "REFERENCE_ORDERS", "build_
            "total_loss_grad", "user_loss_grad", "ndcg_loss", "eru_loss", "ndcg_regret", "eru_regret",
            "ordinal_loss", "pairs_loss", "preference_loss", "regression_loss", "hinge_shape", "squared_shape",
            "structured_loss_curve", "SURROGATES", "SURROGATE_LABELS", "figure4_frame", "surrogate_shape",
-           "surrogate_slope", "zero_one_shape", "warmup"]
+           "surrogate_slope", "zero_one_shape", "warmup", "PL_TIES", "plackett_luce_loss", "pl_list_probability",
+           "TIE_MODELS", "tie_loss", "tie_probabilities", "tie_frame"]
 
 
 def warmup() -> None:
@@ -53,3 +56,7 @@ def warmup() -> None:
     from . import surrogates
 
     surrogates.warmup()
+    from . import listwise, ties
+
+    listwise.warmup()
+    ties.warmup()

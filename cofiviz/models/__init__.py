@@ -5,6 +5,7 @@ name the command line and the dashboards use.
 """
 
 from .base import IterationInfo, Model, available_models, get_model_class, make_model
+from .bilinear import Bilinear
 from .bpmf import BPMF
 from .cofirank import CofiRank
 from .gapfm import GAPfm
@@ -16,4 +17,4 @@ from .popularity import ItemMean, PopRec
 from .regsvd import RegSVD
 
 __all__ = ["Model", "IterationInfo", "available_models", "get_model_class", "make_model", "PopRec", "ItemMean", "CofiRank", "GCR",
-           "LCR", "LLORMA", "RegSVD", "GAPfm", "NMF", "BPMF"]
+           "LCR", "LLORMA", "RegSVD", "GAPfm", "NMF", "BPMF", "Bilinear"]
