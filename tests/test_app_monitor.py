@@ -22,7 +22,7 @@ POINTS_JS = """() => { let best = 0;
 def test_monitor_trains_in_a_worker_and_validates_input():
     m = TrainingMonitor(max_iter=4)
     m._on_run()
-    assert m._worker is not None and m._worker.join(120) is None and not m._worker.is_alive()
+    assert m._work.thread is not None and m._work.join(120)
     assert list(m.history["iteration"]) == [1, 2, 3, 4]
     assert m.history[["train_ndcg@10", "valid_ap", "test_gap"]].notna().all().all()
     assert m._csv_bytes().read().startswith(b"iteration,")
@@ -137,8 +137,7 @@ def test_closing_the_session_stops_the_worker():
     deadline = time.monotonic() + 60
     while len(m._pending) + len(m._frame) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
-    m._on_destroyed(None)  # what Bokeh calls when the browser tab's session is destroyed
-    m._worker.join(30)
-    assert not m._worker.is_alive()
+    m._work._on_destroyed(None)  # what Bokeh calls when the browser tab's session is destroyed
+    assert m._work.join(30)
     assert "stopped by a callback" in m._status.object
     assert len(m.history) < 10_000

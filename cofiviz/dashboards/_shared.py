@@ -5,10 +5,11 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import threading
+from functools import partial
 
 import panel as pn
 
-__all__ = ["model_names", "load_models", "KERNEL_LOCK", "use_thread_safe_numba", "cached_split"]
+__all__ = ["model_names", "load_models", "KERNEL_LOCK", "use_thread_safe_numba", "cached_split", "SessionWorker"]
 
 #: Serialises numba-parallel work from several threads when the threading layer is not thread-safe
 #: (numba's ``workqueue`` layer crashes on concurrent parallel kernels; ``omp`` and ``tbb`` do not).
@@ -75,3 +76,64 @@ def cached_split(data_label: str, protocol: str, params: tuple):
     from .overview import load_dataset
 
     return protocols.make(protocol, load_dataset(data_label), **dict(params))
+
+
+class SessionWorker:
+    """One background thread per browser session, and the thread-safe way back into its document.
+
+    Long work (training, computing cells) runs in :meth:`start`'s thread, never on the server's event
+    loop; the thread hands results back with :meth:`schedule`, which queues ``fn`` on the session's
+    event loop (``doc.add_next_tick_callback``, under the document lock) or calls it at once outside a
+    server (in JupyterLab). :attr:`stop` is the worker's stop flag: the Stop button sets it, and so does
+    the end of the browser session (``pn.state.on_session_destroyed``), so a closed tab stops its work.
+    """
+
+    def __init__(self, name: str):
+        self.name = name
+        self.stop = threading.Event()
+        self.thread: threading.Thread | None = None
+        self._doc = None
+        self._hooked = False
+
+    @property
+    def busy(self) -> bool:
+        return self.thread is not None and self.thread.is_alive()
+
+    def bind(self) -> None:
+        """Attach to the current session's document (done by :meth:`start`; call it first to
+        :meth:`schedule` before the thread starts)."""
+        self._doc = pn.state.curdoc
+        if self._doc is not None and self._doc.session_context is not None and not self._hooked:
+            try:
+                pn.state.on_session_destroyed(self._on_destroyed)
+                self._hooked = True
+            except Exception as exc:  # never block the work on the hook; the Stop button still works
+                print(f"cofiviz {self.name}: could not watch the session's end: {exc}")
+
+    def start(self, target, *args) -> None:
+        """Run ``target(*args)`` in a new daemon thread, bound to the current session's document."""
+        self.bind()
+        self.stop.clear()
+        self.thread = threading.Thread(target=target, args=args, daemon=True, name=f"cofiviz-{self.name}")
+        self.thread.start()
+
+    def _on_destroyed(self, session_context) -> None:
+        """The browser tab closed (Bokeh destroyed the session): stop this session's work."""
+        self.stop.set()
+
+    def schedule(self, fn, *args) -> None:
+        """Run ``fn(*args)`` on the session's event loop, or now when there is no server session."""
+        doc = self._doc
+        if doc is not None and doc.session_context is not None:
+            try:
+                doc.add_next_tick_callback(partial(fn, *args))
+            except Exception:  # the session is gone: stop quietly
+                self.stop.set()
+        else:
+            fn(*args)
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for the thread; True when no work is running any more."""
+        if self.thread is not None:
+            self.thread.join(timeout)
+        return not self.busy

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 import time
 from functools import partial
 from pathlib import Path
@@ -27,6 +26,7 @@ import panel as pn
 import param
 
 from ..reproduce import REPRODUCTIONS
+from ._shared import SessionWorker
 
 __all__ = ["Comparisons", "default_store"]
 
@@ -99,10 +99,7 @@ class Comparisons(pn.viewable.Viewer):
         self._figure_widget = pn.widgets.Select.from_param(self.param.figure, name="Figure (LCR figures)",
                                                            sizing_mode="stretch_width")
         self._status = None
-        self._stop = threading.Event()
-        self._worker: threading.Thread | None = None
-        self._doc = None
-        self._destroy_hooked = False
+        self._work = SessionWorker("compare")
         self._refresh()
 
     # ------------------------------------------------------------------ reading the store
@@ -143,8 +140,7 @@ class Comparisons(pn.viewable.Viewer):
         self._notes.object = "\n".join(f"- {x}" for x in notes)
         pending = st.pending
         self._pending_select.options = {f"{i + 1}. {_describe(c)}": i for i, (c, _) in enumerate(pending[:500])}
-        busy = self._worker is not None and self._worker.is_alive()
-        self._compute.disabled = self._compute_all.disabled = busy or not pending
+        self._compute.disabled = self._compute_all.disabled = self._work.busy or not pending
         self._draw()
 
     @param.depends("metric", "figure", watch=True)
@@ -231,7 +227,7 @@ class Comparisons(pn.viewable.Viewer):
 
     # ------------------------------------------------------------------ computing missing cells
     def _on_compute(self, all_cells: bool, event=None):
-        if self._worker is not None and self._worker.is_alive() or self._status is None:
+        if self._work.busy or self._status is None:
             return
         pending = self._status.pending
         if not pending:
@@ -244,44 +240,18 @@ class Comparisons(pn.viewable.Viewer):
                 self._show_error("Choose a missing cell first.")
                 return
             todo = [pending[i]]
-        self._doc = pn.state.curdoc
-        if self._doc is not None and self._doc.session_context is not None and not self._destroy_hooked:
-            try:
-                pn.state.on_session_destroyed(self._on_destroyed)
-                self._destroy_hooked = True
-            except Exception as exc:  # the Stop button still works
-                print(f"cofiviz comparisons: could not watch the session's end: {exc}")
-        self._stop.clear()
         self._compute.disabled = self._compute_all.disabled = True
         self._stop_btn.disabled = False
         self._progress.object = f"Computing {len(todo)} cell(s) …"
-        self._worker = threading.Thread(target=self._run_cells, args=(todo, self._status.version), daemon=True,
-                                        name=f"cofiviz-compare-{id(self):x}")
-        self._worker.start()
+        self._work.start(self._run_cells, todo, self._status.version)
 
     def _on_stop(self, event=None):
-        self._stop.set()
+        self._work.stop.set()
         self._progress.object = "Stopping after the current cell …"
-
-    def _on_destroyed(self, session_context):
-        self._stop.set()
 
     def wait(self, timeout: float = 300.0) -> bool:
         """Wait for the compute worker; True when none is running any more."""
-        if self._worker is not None:
-            self._worker.join(timeout)
-            return not self._worker.is_alive()
-        return True
-
-    def _schedule(self, fn, *args):
-        doc = self._doc
-        if doc is not None and doc.session_context is not None:
-            try:
-                doc.add_next_tick_callback(partial(fn, *args))
-            except Exception:  # the session is gone
-                self._stop.set()
-        else:
-            fn(*args)
+        return self._work.join(timeout)
 
     def _run_cells(self, todo, version):
         from ..reproduce import compute_cell
@@ -295,7 +265,7 @@ class Comparisons(pn.viewable.Viewer):
             pass
         error, ran = None, 0
         for cell, key in todo:
-            if self._stop.is_set():
+            if self._work.stop.is_set():
                 break
             t0 = time.perf_counter()
             try:
@@ -308,8 +278,8 @@ class Comparisons(pn.viewable.Viewer):
                 error = f"Cell {_describe(cell)} failed: {exc}"
                 continue
             ran += 1
-            self._schedule(self._cell_done, ran, len(todo), _describe(cell), time.perf_counter() - t0)
-        self._schedule(self._finish, ran, len(todo), error)
+            self._work.schedule(self._cell_done, ran, len(todo), _describe(cell), time.perf_counter() - t0)
+        self._work.schedule(self._finish, ran, len(todo), error)
 
     def _cell_done(self, ran, total, what, seconds):
         self._progress.object = f"Computed {ran} of {total}: {what} ({seconds:.1f} s)."
@@ -318,7 +288,7 @@ class Comparisons(pn.viewable.Viewer):
     def _finish(self, ran, total, error):
         self._stop_btn.disabled = True
         self._progress.object = (f"Done: {ran} of {total} cell(s) computed"
-                                 f"{' (stopped)' if self._stop.is_set() and ran < total else ''}.")
+                                 f"{' (stopped)' if self._work.stop.is_set() and ran < total else ''}.")
         self._refresh()
         if error:
             self._show_error(error)

@@ -26,7 +26,7 @@ import pandas as pd
 import panel as pn
 import param
 
-from ._shared import KERNEL_LOCK, cached_split, kernels_need_lock, model_names
+from ._shared import KERNEL_LOCK, SessionWorker, cached_split, kernels_need_lock, model_names
 from .overview import DATASETS, load_dataset
 
 __all__ = ["TrainingMonitor", "UPLOAD", "model_form_widgets", "read_upload"]
@@ -162,10 +162,7 @@ class TrainingMonitor(pn.viewable.Viewer):
                                             disabled=True, width=140)
         self._parquet = pn.widgets.FileDownload(callback=self._parquet_bytes, filename="training.parquet",
                                                 label="Parquet", disabled=True, width=140)
-        self._stop = threading.Event()
-        self._worker: threading.Thread | None = None
-        self._doc = None
-        self._destroy_hooked = False
+        self._work = SessionWorker("train")
         self._build_form()
 
     # ------------------------------------------------------------------ form
@@ -235,7 +232,7 @@ class TrainingMonitor(pn.viewable.Viewer):
         return cached_split(self.data, self.protocol, tuple(sorted(params.items())))
 
     def _on_run(self, event=None):
-        if self._worker is not None and self._worker.is_alive():
+        if self._work.busy:
             return
         from ..models.base import get_model_class
 
@@ -246,58 +243,32 @@ class TrainingMonitor(pn.viewable.Viewer):
             self._show_error(f"Cannot start: {exc}")
             return
         self._show_error(None)
-        self._doc = pn.state.curdoc
-        if self._doc is not None and self._doc.session_context is not None and not self._destroy_hooked:
-            try:
-                pn.state.on_session_destroyed(self._on_destroyed)
-                self._destroy_hooked = True
-            except Exception as exc:  # never block a run on the hook; the Stop button still works
-                print(f"cofiviz monitor: could not watch the session's end: {exc}")
+        self._work.bind()
         self._frame = _empty_frame()
         # Bokeh models change only under the document lock (Panel may run this handler in a thread pool)
-        self._schedule(self._clear_sources)
+        self._work.schedule(self._clear_sources)
         with self._pending_lock:
             self._pending, self._last_flush = [], 0.0
         self._table.value = _empty_frame()
         self._csv.disabled = self._parquet.disabled = True
-        self._stop.clear()
         self._run.disabled, self._stop_btn.disabled = True, False
         self._status.object = f"Training **{self.model}** on {self.data} ({self.protocol}, N = {self.n}) …"
-        self._worker = threading.Thread(target=self._train, args=(model, split), daemon=True,
-                                        name=f"cofiviz-train-{id(self):x}")
-        self._worker.start()
+        self._work.start(self._train, model, split)
 
     def _clear_sources(self):
         for source in self._sources:
             source.data = {c: np.array([], dtype=float) for c in COLUMNS}
 
     def _on_stop(self, event=None):
-        self._stop.set()
+        self._work.stop.set()
         self._status.object = "Stopping after the current iteration …"
-
-    def _on_destroyed(self, session_context):
-        """The browser tab closed (Bokeh destroyed the session): stop this session's worker."""
-        self._stop.set()
 
     def stop_and_wait(self, timeout: float = 30.0) -> bool:
         """Ask the worker to stop and wait for it; True when no worker is running any more."""
-        self._stop.set()
-        if self._worker is not None:
-            self._worker.join(timeout)
-            return not self._worker.is_alive()
-        return True
+        self._work.stop.set()
+        return self._work.join(timeout)
 
     # ------------------------------------------------------------------ the worker thread
-    def _schedule(self, fn, *args):
-        """Run ``fn(*args)`` on the session's event loop (with the document lock), or now without a server."""
-        doc = self._doc
-        if doc is not None and doc.session_context is not None:
-            try:
-                doc.add_next_tick_callback(partial(fn, *args))
-            except Exception:  # the session is gone: stop quietly
-                self._stop.set()
-        else:
-            fn(*args)
 
     def _train(self, model, split):
         from ..evaluation import mean_metrics
@@ -317,7 +288,7 @@ class TrainingMonitor(pn.viewable.Viewer):
                     row[f"{part}_{m}"] = float(vals.get(m, np.nan))
             self._queue_row(row)
             time.sleep(self.YIELD_SECONDS)  # let the event loop threads take the GIL between iterations
-            return self._stop.is_set()
+            return self._work.stop.is_set()
 
         error = None
         try:
@@ -336,7 +307,7 @@ class TrainingMonitor(pn.viewable.Viewer):
             reason = model.stopped_reason_
         except Exception as exc:  # shown in the page
             error, reason = f"Training failed: {exc}", "failed"
-        self._schedule(self._finish, reason, error)
+        self._work.schedule(self._finish, reason, error)
 
     def _queue_row(self, row: dict):
         """Worker side: queue one iteration's row; schedule a flush at most every FLUSH_EVERY seconds, so a
@@ -348,7 +319,7 @@ class TrainingMonitor(pn.viewable.Viewer):
             if due:
                 self._last_flush = now
         if due:
-            self._schedule(self._flush)
+            self._work.schedule(self._flush)
 
     # ------------------------------------------------------------------ on the event loop
     FLUSH_EVERY = 0.5

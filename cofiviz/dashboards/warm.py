@@ -31,8 +31,7 @@ def warm_dashboards(verbose: bool = True) -> float:
     mon = TrainingMonitor(max_iter=2)
     mon.__panel__()
     mon._on_run()
-    if mon._worker is not None:
-        mon._worker.join(120)
+    mon._work.join(120)
     try:
         from .recommendations import warm as warm_recommendations
 
