@@ -40,6 +40,7 @@ import numpy as np
 from numba import njit
 
 from ..errors import ParameterError
+from .surrogates import _softplus_sigmoid
 
 __all__ = ["TIE_MODELS", "TIE_CODES", "tie_code", "tie_value_deriv", "tie_loss", "tie_probabilities",
            "tie_frame", "check_tie_param", "warmup"]
@@ -89,15 +90,6 @@ def check_tie_param(model: str, value, name: str | None = None) -> float:
 
 
 # ---------------------------------------------------------------------------------------------- numba
-@njit(cache=True, nogil=True, inline="always")
-def _softplus_sigmoid(x):
-    """``(log(1 + e^x), 1 / (1 + e^{−x}))`` without overflow."""
-    e = math.exp(-abs(x))
-    if x > 0.0:
-        return x + math.log1p(e), 1.0 / (1.0 + e)
-    return math.log1p(e), e / (1.0 + e)
-
-
 @njit(cache=True, nogil=True)
 def tie_value_deriv(code, tie, delta, param):
     """``(loss, ∂loss/∂Δ)`` of one pair under a tie-aware model.
