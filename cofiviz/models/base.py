@@ -312,6 +312,17 @@ class Model(param.Parameterized):
             raise NotFittedError(f"{type(self).__name__} is not fitted yet: call fit(train) or "
                                  f"{type(self).__name__}.load(path) first")
 
+    def _check_given(self, given) -> None:
+        """Validate the new users' ratings of a ``fold_in`` (strong generalization): fitted model,
+        a :class:`~cofiviz.Ratings` in the model's index space."""
+        self._require_fitted()
+        if not isinstance(given, Ratings):
+            raise DataError(f"given must be a cofiviz.Ratings, got {type(given).__name__}")
+        if given.n_users != self.train_.n_users or given.n_items != self.train_.n_items:
+            raise DataError(f"given must share the model's index space ({self.train_.n_users} users x "
+                            f"{self.train_.n_items} items), got {given.n_users} x {given.n_items}; "
+                            "take it from the same Split as the training table")
+
     @property
     def is_fitted(self) -> bool:
         return self.train_ is not None

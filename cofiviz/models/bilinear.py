@@ -392,13 +392,7 @@ class Bilinear(Model):
         -------
         self
         """
-        self._require_fitted()
-        if not isinstance(given, Ratings):
-            raise DataError(f"given must be a cofiviz.Ratings, got {type(given).__name__}")
-        if given.n_users != self.train_.n_users or given.n_items != self.train_.n_items:
-            raise DataError(f"given must share the model's index space ({self.train_.n_users} users x "
-                            f"{self.train_.n_items} items), got {given.n_users} x {given.n_items}; "
-                            "take it from the same Split as the training table")
+        self._check_given(given)
         active = given.user_counts() > 0
         rows = np.flatnonzero(active).astype(np.int64)
         self.folded_in_ = {"n_users": int(len(rows)), "steps": 0}
