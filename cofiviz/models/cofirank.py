@@ -36,8 +36,22 @@ floating-point assignment solver — the original code's — no longer sees the 
 
 Additions beyond the paper and the original code: ``reference_order="tie_average"`` (equally
 rated items share one reference weight), ``bias_reg`` (a separate λ for the offsets), and
-:meth:`CofiRank.fold_in` for strong generalization. The user phase runs in parallel over users
-(numba ``prange``), the item phase's loss oracle in parallel over users and then items.
+:meth:`CofiRank.fold_in` for strong generalization. For going beyond the paper (each off by default,
+the defaults being the paper's behaviour):
+
+- ``item_prior="damped_mean"``: a fixed, unregularised item offset ``prior_scale·(m̃_i − μ)`` with
+  ``m̃_i`` the item's training mean damped towards the global mean ``μ`` by ``prior_damping``
+  pseudo-ratings (:class:`cofiviz.models.ItemMean`'s score), so the loss refines a strong prior
+  instead of learning item appeal from scratch; with ``offsets`` the learned item bias is then a
+  correction regularised towards the prior.
+- ``init="regression"``: start from the factors of a short regression-loss fit (``init_iter``
+  outer iterations at ``init_reg``, with offsets and the same prior) instead of uniform [0, 1].
+- ``item_reg_exponent``: per-item regularisation ``reg·(n_i/n̄)^e``.
+- ``fold_in_items="best_loss"``: fold new users in against the item factors of the outer iteration
+  with the lowest item-phase loss, as the original code's strong generalization does.
+
+The user phase runs in parallel over users (numba ``prange``), the item phase's loss oracle in
+parallel over users and then items.
 """
 
 from __future__ import annotations
@@ -63,7 +77,7 @@ def _sq_norm(X: np.ndarray, free: np.ndarray) -> float:
     total = float(np.einsum("ij,ij->", X, X))
     for t in np.setdiff1d(np.arange(X.shape[1]), free):
         total -= float(X[:, t] @ X[:, t])
-    return total
+    return max(total, 0.0)  # the subtraction can leave a tiny negative when the free part is ~0
 
 
 class CofiRank(Model):
@@ -97,15 +111,34 @@ class CofiRank(Model):
         BMRM stopping rule and bundle size, per user problem and for the item phase.
     max_iter : int
         Outer (user phase + item phase) iterations (original code: 31).
+    item_prior : {"none", "damped_mean"}
+        Fixed item offset added to every score (last column: ones in ``U``, the prior in ``M``,
+        learned by neither phase and not regularised); ``"none"`` is the paper's model.
+    prior_damping, prior_scale
+        Pseudo-count of the damped item mean and the score units per rating point of the prior.
+    item_reg_exponent : float
+        ``e`` of the per-item regularisation ``reg·(n_i/n̄)^e`` of the item phase (0: the paper).
+    fold_in_items : {"final", "best_loss"}
+        Item factors :meth:`fold_in` freezes: the last ones, or those of the outer iteration with the
+        lowest item-phase loss (the original code's ``restoreBestM``).
+    init : {"uniform", "regression"}
+        Initial factors: uniform on [0, 1] (original code), or the factor columns of a regression-loss
+        fit with offsets and the same ``item_prior`` (``init_iter`` outer iterations, λ = ``init_reg``,
+        default ``reg``).
 
     Attributes
     ----------
     U_, M_ : ndarray
         Augmented user and item factors (``rank`` columns, plus the user- and item-bias columns
-        with ``offsets``); ``score(u, i) = U_[u] · M_[i]``.
+        with ``offsets`` and the prior column with ``item_prior``); ``score(u, i) = U_[u] · M_[i]``.
+    best_M_ : ndarray or None
+        With ``fold_in_items="best_loss"``: ``M_`` after the outer iteration ``best_M_iteration_``
+        whose item phase ended (last BMRM oracle call) with the lowest loss.
     phase_log_ : list of dict
-        Per outer iteration: objective, each phase's loss, BMRM calls (mean and max per user in
-        the user phase; the item phase's count and final gap), seconds per phase, ‖U‖ and ‖M‖.
+        Per outer iteration: objective, each phase's loss (and the item phase's loss at its last
+        BMRM oracle call, what the original code's best-M choice compares), BMRM calls (mean and
+        max per user in the user phase; the item phase's count and final gap), seconds per phase,
+        ‖U‖ and ‖M‖.
     """
 
     rank = param.Integer(default=100, bounds=(1, 10_000), doc="Latent dimension d.")
@@ -132,18 +165,63 @@ class CofiRank(Model):
     bmrm_max_iter = param.Integer(default=70, bounds=(2, None), doc="BMRM oracle calls at most.")
     bmrm_max_planes = param.Integer(default=100, bounds=(2, None), doc="BMRM cutting planes kept at most.")
     max_iter = param.Integer(default=31, bounds=(1, 100_000), doc="Outer iterations (user + item phase).")
+    item_prior = param.Selector(default="none", objects=["none", "damped_mean"],
+                                doc="Fixed item offset added to every score: none (paper) or the training "
+                                    "item mean damped towards the global mean.")
+    prior_damping = param.Number(default=10.0, bounds=(0.0, None),
+                                 doc="Pseudo-count of ratings at the global mean in the damped item-mean prior.")
+    prior_scale = param.Number(default=1.0, bounds=(0.0, None),
+                               doc="Score units per rating point of the item-mean prior.")
+    item_reg_exponent = param.Number(default=0.0, bounds=(0.0, 2.0),
+                                     doc="Item i's factors are regularised by reg·(n_i/n̄)^e (n_i its training "
+                                         "ratings, n̄ their mean); 0: uniform reg (paper).")
+    fold_in_items = param.Selector(default="final", objects=["final", "best_loss"],
+                                   doc="Item factors fold_in freezes: the final ones, or those of the outer "
+                                       "iteration whose item phase reached the lowest loss (original code).")
+    init = param.Selector(default="uniform", objects=["uniform", "regression"],
+                          doc="Initial factors: uniform on [0, 1] (original code) or the factors of a short "
+                              "regression-loss fit with offsets.")
+    init_iter = param.Integer(default=10, bounds=(1, None), doc="Outer iterations of the regression warm start.")
+    init_reg = param.Number(default=None, allow_None=True, bounds=(0.0, None), inclusive_bounds=(False, True),
+                            doc="λ of the regression warm start (None: reg).")
 
     # ------------------------------------------------------------------ layout of the factors
+    def _has_prior(self) -> bool:
+        return self.item_prior != "none"
+
     def _layout(self) -> tuple[int, np.ndarray, np.ndarray]:
-        """``(D, free_u, free_m)``: stored columns and the columns each phase learns."""
+        """``(D, free_u, free_m)``: stored columns and the columns each phase learns.
+
+        Columns ``0..d-1`` are the factors; with ``offsets`` column ``d`` is the user bias (learned in
+        ``U``, ones in ``M``) and ``d+1`` the item bias (ones in ``U``, learned in ``M``); with an
+        ``item_prior`` the last column holds the fixed prior (ones in ``U``, the prior in ``M``),
+        learned by neither phase and not regularised.
+        """
         d = int(self.rank)
+        extra = 1 if self._has_prior() else 0
         if not self.offsets:
             cols = np.arange(d, dtype=np.int64)
-            return d, cols, cols
-        # column d: user bias (learned in U, ones in M); column d+1: item bias (ones in U, learned in M)
+            return d + extra, cols, cols
         free_u = np.arange(d + 1, dtype=np.int64)
         free_m = np.concatenate([np.arange(d), [d + 1]]).astype(np.int64)
-        return d + 2, free_u, free_m
+        return d + 2 + extra, free_u, free_m
+
+    def item_prior_offsets(self, train: Ratings) -> np.ndarray:
+        """The fixed item offsets of ``item_prior="damped_mean"``: ``prior_scale · (m̃_i − μ)``.
+
+        ``m̃_i = (s_i + δ μ) / (n_i + δ)`` is item ``i``'s training mean damped towards the global
+        mean ``μ`` by ``δ = prior_damping`` pseudo-ratings (:class:`cofiviz.models.ItemMean`'s score;
+        unrated items get ``μ``, i.e. offset 0). Zeros when ``item_prior="none"``.
+        """
+        if not self._has_prior():
+            return np.zeros(train.n_items)
+        counts = np.bincount(train.items, minlength=train.n_items).astype(np.float64)
+        sums = np.bincount(train.items, weights=train.ratings, minlength=train.n_items)
+        mu = float(train.global_mean)
+        denom = counts + float(self.prior_damping)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.where(denom > 0, (sums + float(self.prior_damping) * mu) / np.where(denom > 0, denom, 1.0), mu)
+        return float(self.prior_scale) * (mean - mu)
 
     def _scales(self) -> tuple[np.ndarray, np.ndarray]:
         """Per free column ``sqrt(reg / λ_t)`` of each phase (1 for factors; biases with ``bias_reg``)."""
@@ -154,11 +232,30 @@ class CofiRank(Model):
             su[-1] = sm[-1] = s  # the user-bias column of U, the item-bias column of M
         return su, sm
 
+    def item_reg_weights(self, train: Ratings) -> np.ndarray | None:
+        """Per-item regularisation weights ``w_i = (max(n_i, 1) / n̄)^e`` (``e = item_reg_exponent``).
+
+        The item phase minimises ``Σ_u l_u + (reg/2) Σ_i w_i ‖M_i‖²``. The loss's pull on an item's
+        factors grows with its number of ratings ``n_i``, so with a uniform ``reg`` (``e = 0``, the
+        paper) popular items get the largest factors and the learned item effects track popularity;
+        ``e = 1`` makes them averages over the item's raters instead (as weighted-λ regularisation
+        does for squared loss). ``n̄`` is the mean count of the rated items. ``None`` when ``e = 0``.
+        """
+        e = float(self.item_reg_exponent)
+        if e == 0.0:
+            return None
+        counts = np.bincount(train.items, minlength=train.n_items).astype(np.float64)
+        rated = counts > 0
+        mean = float(counts[rated].mean()) if rated.any() else 1.0
+        return (np.maximum(counts, 1.0) / mean) ** e
+
     def _init_factors(self, n: int, rng: np.random.Generator, side: str) -> np.ndarray:
         D, _, _ = self._layout()
         X = rng.uniform(0.0, 1.0, size=(n, D))
         if self.offsets:
             X[:, self.rank + (1 if side == "user" else 0)] = 1.0
+        if self._has_prior():
+            X[:, D - 1] = 1.0 if side == "user" else 0.0  # the item side is set to the prior in _setup
         return X
 
     def _loss_data(self, ratings: Ratings) -> tuple:
@@ -172,6 +269,18 @@ class CofiRank(Model):
         _, free_u, free_m = self._layout()
         self.U_ = self._init_factors(train.n_users, rng, "user")
         self.M_ = self._init_factors(train.n_items, rng, "item")
+        if self._has_prior():
+            self.M_[:, -1] = self.item_prior_offsets(train)
+        if self.init == "regression":
+            d = int(self.rank)
+            warm = CofiRank(rank=d, loss="regression", offsets=True, reg=float(self.init_reg or self.reg),
+                            item_prior=self.item_prior, prior_damping=self.prior_damping,
+                            prior_scale=self.prior_scale,
+                            max_iter=int(self.init_iter), seed=int(self.seed), bmrm_tol=self.bmrm_tol,
+                            bmrm_rel_tol=self.bmrm_rel_tol, bmrm_max_iter=self.bmrm_max_iter,
+                            bmrm_max_planes=self.bmrm_max_planes).fit(train)
+            self.U_[:, :d] = warm.U_[:, :d]
+            self.M_[:, :d] = warm.M_[:, :d]
         self._free_u, self._free_m = free_u, free_m
         self._data = self._loss_data(train)
         self._users = np.ascontiguousarray(train.users, dtype=np.int32)  # no copy: Ratings holds int32
@@ -180,6 +289,11 @@ class CofiRank(Model):
         self._gf = np.empty(len(train))
         self._user_losses = np.empty(train.n_users)
         self.phase_log_: list[dict] = []
+        self.best_M_: np.ndarray | None = None
+        self._best_item_loss = np.inf
+        self._item_row_scale = self.item_reg_weights(train)
+        if self._item_row_scale is not None:
+            self._item_row_scale = 1.0 / np.sqrt(self._item_row_scale)
 
     def _run_user_phase(self, data, items, U, M, active=None) -> tuple[float, np.ndarray]:
         losses = np.zeros(U.shape[0])
@@ -200,6 +314,9 @@ class CofiRank(Model):
         G = np.empty((M.shape[0], len(fm)))
         su, sm = self._scales()
         scaled = bool(np.any(sm != 1.0))
+        if self._item_row_scale is not None:  # per-item regularisation: a per-row rescaling as well
+            sm = self._item_row_scale[:, None] * sm[None, :]
+            scaled = True
 
         def oracle(z):  # BMRM works on z = M[:, fm] / sm (uniform λ); see user_phase
             M[:, fm] = z * sm if scaled else z
@@ -209,9 +326,17 @@ class CofiRank(Model):
                 G[:] *= sm
             return total, G
 
-        res = bmrm(oracle, M[:, fm] / sm if scaled else M[:, fm], lam, tol=self.bmrm_tol,
+        all_free = len(fm) == M.shape[1]  # bmrm copies its start: skip the M[:, fm] copy when it is all of M
+        w0 = M[:, fm] / sm if scaled else (M if all_free else M[:, fm])
+        res = bmrm(oracle, w0, lam, tol=self.bmrm_tol,
                    rel_tol=self.bmrm_rel_tol, max_iter=self.bmrm_max_iter, max_planes=self.bmrm_max_planes)
         M[:, fm] = res.w * sm if scaled else res.w
+        # the original code compares the loss its BMRM returns: the one of its last oracle call
+        last_loss = float(res.history[-1]["loss"]) if res.history else float(res.loss)
+        if self.fold_in_items == "best_loss" and last_loss < self._best_item_loss:
+            self._best_item_loss = last_loss
+            self.best_M_ = np.array(M, copy=True)
+            self.best_M_iteration_ = iteration
         t2 = time.perf_counter()
         sq_u, sq_m = _sq_norm(self.U_, self._free_u), _sq_norm(M, fm)
         reg_u, reg_m = 0.5 * lam * sq_u, 0.5 * lam * sq_m
@@ -219,11 +344,14 @@ class CofiRank(Model):
             d = self.rank
             reg_u += 0.5 * (self.bias_reg - lam) * float(self.U_[:, d] @ self.U_[:, d])
             reg_m += 0.5 * (self.bias_reg - lam) * float(M[:, d + 1] @ M[:, d + 1])
+        if self._item_row_scale is not None:  # (reg/2)‖z‖² with z = M[:, fm] / sm is the item regulariser
+            reg_m = 0.5 * lam * float(np.sum(res.w * res.w))
         objective = res.loss + reg_u + reg_m
         active = iters[iters > 0]
         self.phase_log_.append({
             "iteration": iteration, "objective": objective, "user_phase_loss": user_loss,
-            "item_phase_loss": res.loss, "user_bmrm_iter_mean": float(active.mean()) if len(active) else 0.0,
+            "item_phase_loss": res.loss, "item_phase_last_loss": last_loss,
+            "user_bmrm_iter_mean": float(active.mean()) if len(active) else 0.0,
             "user_bmrm_iter_max": int(iters.max()) if len(iters) else 0, "item_bmrm_iter": res.n_iter,
             "item_bmrm_gap": res.gap, "user_phase_seconds": t1 - t0, "item_phase_seconds": t2 - t1,
             "norm_U": float(np.sqrt(sq_u)), "norm_M": float(np.sqrt(sq_m))})
@@ -233,7 +361,10 @@ class CofiRank(Model):
         return np.einsum("ij,ij->i", self.U_[users], self.M_[items])
 
     def _state(self) -> dict[str, np.ndarray]:
-        return {"U": self.U_, "M": self.M_}
+        state = {"U": self.U_, "M": self.M_}
+        if getattr(self, "best_M_", None) is not None:
+            state["best_M"] = self.best_M_
+        return state
 
     def _set_state(self, state: dict[str, np.ndarray]) -> None:
         D, free_u, free_m = self._layout()
@@ -243,6 +374,8 @@ class CofiRank(Model):
                             f"offsets={self.offsets}), got {U.shape} and {M.shape}")
         self.U_, self.M_ = np.array(U), np.array(M)
         self._free_u, self._free_m = free_u, free_m
+        best = state.get("best_M")
+        self.best_M_ = None if best is None else np.array(best, dtype=np.float64)
 
     # ------------------------------------------------------------------ strong generalization
     def fold_in(self, given: Ratings, seed: int | None = None) -> "CofiRank":
@@ -254,6 +387,11 @@ class CofiRank(Model):
         training procedure is applied to optimize U. M is kept fixed"). Other users are untouched.
         This is what :func:`cofiviz.evaluate` calls for a split with a ``given`` part.
 
+        With ``fold_in_items="best_loss"`` the frozen item factors are those of the outer iteration
+        whose item phase ended with the lowest loss (``best_M_``), as the original code does
+        (``restoreBestM`` before its strong-generalization user phase); ``M_`` is replaced by them,
+        so scores of the training users change too. The default ``"final"`` keeps the last ``M_``.
+
         Parameters
         ----------
         given : Ratings
@@ -264,17 +402,13 @@ class CofiRank(Model):
         -------
         self
         """
-        self._require_fitted()
-        if not isinstance(given, Ratings):
-            raise DataError(f"given must be a cofiviz.Ratings, got {type(given).__name__}")
-        if given.n_users != self.train_.n_users or given.n_items != self.train_.n_items:
-            raise DataError(f"given must share the model's index space ({self.train_.n_users} users x "
-                            f"{self.train_.n_items} items), got {given.n_users} x {given.n_items}; "
-                            "take it from the same Split as the training table")
+        self._check_given(given)
         active = given.user_counts() > 0
         if not active.any():
             return self
         rng = np.random.default_rng(self.seed if seed is None else seed)
+        if self.fold_in_items == "best_loss" and getattr(self, "best_M_", None) is not None:
+            self.M_ = np.array(self.best_M_, copy=True)
         U = np.array(self.U_, copy=True)
         U[active] = self._init_factors(int(active.sum()), rng, "user")
         data = self._loss_data(given)

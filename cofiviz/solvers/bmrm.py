@@ -250,7 +250,8 @@ def bmrm(oracle: Callable[[np.ndarray], tuple[float, np.ndarray]], w0, lam: floa
     ----------
     oracle : callable
         ``oracle(w) -> (L(w), a)`` with ``a`` a subgradient of ``L`` at ``w`` (same shape as ``w``).
-        ``w`` is passed as an array of ``w0``'s shape; the oracle must not keep a reference to it.
+        ``w`` is passed as an array of ``w0``'s shape; the oracle must neither keep a reference to it
+        nor write to it (the best iterate is kept without a copy).
     w0 : array_like
         Starting point (the paper starts from 0; CofiRank's alternating phases warm-start).
     lam : float
@@ -297,7 +298,7 @@ def bmrm(oracle: Callable[[np.ndarray], tuple[float, np.ndarray]], w0, lam: floa
         obj = loss + 0.5 * lam * float(w @ w)
         min_obj = min(min_obj, obj)
         if it >= 2 and obj < best[0]:
-            best = (obj, loss, w.copy())
+            best = (obj, loss, w)  # no copy: every iterate is a fresh array, never written after this
         gap = min_obj - lb
         row = {"iteration": it, "objective": obj, "loss": loss, "lower_bound": lb, "gap": gap,
                "seconds": time.perf_counter() - t0}
