@@ -162,7 +162,7 @@ class Method:
                 p = {k: (v[:1] if isinstance(v, list) else v) for k, v in p.items()}
                 p.update(self.quick)
             if self.stop_per_metric and metrics:
-                p["valid_metric"] = list(metrics[:1] if quick else metrics)
+                p["valid_metric"] = list(metrics)
             out.append(p)
         return out
 
@@ -571,7 +571,7 @@ def format_table(table: pd.DataFrame) -> str:
 # ====================================================================== HTML report
 def _plots(rep: Reproduction, table: pd.DataFrame, results: Results):
     import holoviews as hv
-    hv.extension("bokeh", logo=False)
+    import holoviews.plotting.bokeh  # noqa: F401 - the renderer, without loading a notebook's JS from a CDN
     plots = []
     if rep.figures is not None:
         t = results.traces

@@ -19,6 +19,13 @@ POINTS_JS = """() => { let best = 0;
     return best; }"""
 
 
+def test_any_registered_model_can_be_chosen_up_front():
+    assert TrainingMonitor(model="cofirank").model == "cofirank"
+    assert "CofiRank" in TrainingMonitor(model="cofirank")._form.objects[0].object
+    with pytest.raises(ValueError, match="nosuch"):
+        TrainingMonitor(model="nosuch")
+
+
 def test_monitor_trains_in_a_worker_and_validates_input():
     m = TrainingMonitor(max_iter=4)
     m._on_run()

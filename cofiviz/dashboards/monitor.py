@@ -133,6 +133,7 @@ class TrainingMonitor(pn.viewable.Viewer):
 
     def __init__(self, **params):
         names = model_names()
+        wanted = params.pop("model", None)   # any registered model, known only once the list is filled in
         super().__init__(**params)
         self.param.model.objects = names
         if self.model not in names:
@@ -163,7 +164,10 @@ class TrainingMonitor(pn.viewable.Viewer):
         self._parquet = pn.widgets.FileDownload(callback=self._parquet_bytes, filename="training.parquet",
                                                 label="Parquet", disabled=True, width=140)
         self._work = SessionWorker("train")
-        self._build_form()
+        if wanted is not None and wanted != self.model:
+            self.model = wanted          # builds the form (a watcher)
+        else:
+            self._build_form()
 
     # ------------------------------------------------------------------ form
     @param.depends("model", watch=True)
