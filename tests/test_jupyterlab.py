@@ -57,8 +57,13 @@ def lab(tmp_path_factory):
            "--allow-root", "--IdentityProvider.token=", "--ServerApp.password=", "--ServerApp.disable_check_xsrf=True",
            f"--ServerApp.root_dir={root}", "--LabApp.expose_app_in_browser=True",
            "--LabApp.news_url=", "--LabApp.extension_manager=readonly", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    # a JupyterLab of its own: no workspace, settings or runtime files of the user's other sessions (a
+    # restored workspace reopens notebooks that do not exist here)
+    home = tmp_path_factory.mktemp("jupyter-home")
+    cmd += [f"--LabApp.workspaces_dir={home / 'workspaces'}", f"--LabApp.user_settings_dir={home / 'settings'}"]
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=root,
-                            env={**os.environ, "JUPYTER_PLATFORM_DIRS": "1"})
+                            env={**os.environ, "JUPYTER_PLATFORM_DIRS": "1", "JUPYTER_CONFIG_DIR": str(home / "config"),
+                                 "JUPYTER_DATA_DIR": str(home / "data"), "JUPYTER_RUNTIME_DIR": str(home / "runtime")})
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -83,6 +88,7 @@ def test_every_dashboard_shows_inline_in_jupyterlab(lab, chromium, page_errors):
     page = page_errors(chromium.new_page(viewport={"width": 1400, "height": 1200}))
     failed = []
     page.on("requestfailed", lambda r: failed.append(r.url))
+    page.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
     page.goto(f"{lab}/lab/tree/views.ipynb", wait_until="domcontentloaded")
     page.wait_for_function("() => window.jupyterapp && document.querySelector('.jp-Notebook')", timeout=90_000)
     # a kernel is started for the notebook; run every cell once it is idle
