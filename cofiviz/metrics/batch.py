@@ -103,7 +103,7 @@ def _parse_metrics(metrics) -> list[MetricSpec]:
     return list(specs.values())
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)  # the dashboards score while serving: let the event loop run
 def _score_lists_kernel(offsets, ratings, scores, codes, ks, threshold, S, T, d, w, disc, gain, need_ideal, graded,
                         ymax, n_blocks, max_len):
     n_users = offsets.shape[0] - 1
