@@ -103,9 +103,29 @@ def screenshot(page, name: str) -> Path:
     return out
 
 
+#: the number of canvases in the page, shadow roots included (every Bokeh plot draws into one)
+_CANVASES_JS = """() => {
+    const walk = (root) => { let n = root.querySelectorAll('canvas').length;
+        root.querySelectorAll('*').forEach(e => { if (e.shadowRoot) n += walk(e.shadowRoot); }); return n; };
+    return walk(document); }"""
+
+
 def count_canvases(page) -> int:
     """Canvases in the page, shadow roots included (every Bokeh plot draws into one)."""
-    return page.evaluate("""() => {
-        const walk = (root) => { let n = root.querySelectorAll('canvas').length;
-            root.querySelectorAll('*').forEach(e => { if (e.shadowRoot) n += walk(e.shadowRoot); }); return n; };
-        return walk(document); }""")
+    return page.evaluate(_CANVASES_JS)
+
+
+def wait_for_canvases(page, n: int = 1, timeout: float = 30_000) -> int:
+    """Wait until the page has drawn at least ``n`` canvases; returns how many it has."""
+    page.wait_for_function(f"() => ({_CANVASES_JS})() >= {int(n)}", timeout=timeout)
+    return count_canvases(page)
+
+
+def playground_ndcg(page):
+    """NDCG@5 as the metric playground's values table shows it (its first number), or None before it renders."""
+    import re
+
+    cells = page.locator(".cofiviz-metric-values td")
+    cells.first.wait_for(timeout=30_000)
+    nums = re.findall(r"\d+\.\d{3}", " ".join(cells.all_inner_texts()))
+    return nums[0] if nums else None

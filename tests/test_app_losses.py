@@ -6,7 +6,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import PanelServer, screenshot
+from conftest import PanelServer, count_canvases, screenshot, wait_for_canvases
 from cofiviz.dashboards.losses import LossShapes
 from cofiviz.losses.surrogates import surrogate_shape
 
@@ -37,13 +37,6 @@ def server():
     srv.close()
 
 
-def _canvases(page) -> int:
-    return page.evaluate("""() => {
-        const walk = (root) => { let n = root.querySelectorAll('canvas').length;
-            root.querySelectorAll('*').forEach(e => { if (e.shadowRoot) n += walk(e.shadowRoot); }); return n; };
-        return walk(document); }""")
-
-
 def _table_numbers(page):
     cells = page.locator(".cofiviz-fig4-table td")
     cells.first.wait_for(timeout=30_000)
@@ -57,11 +50,8 @@ def test_losses_gamma_changes_the_curves(server, chromium, page_errors):
     page.goto(f"{server.url}/losses", wait_until="networkidle")
     page.locator(".cofiviz-fig4-table td").first.wait_for(timeout=30_000)
     first_view = time.monotonic() - t0
-    page.wait_for_function("""() => {
-        const walk = (root) => { let n = root.querySelectorAll('canvas').length;
-            root.querySelectorAll('*').forEach(e => { if (e.shadowRoot) n += walk(e.shadowRoot); }); return n; };
-        return walk(document) >= 3; }""", timeout=30_000)
-    assert _canvases(page) >= 3
+    wait_for_canvases(page, 3)
+    assert count_canvases(page) >= 3
     before = _table_numbers(page)
     assert 0.6931 in before  # Log[M] at Δf = 0, ΔM = 1, γ = 0: log 2
     screenshot(page, "losses-gamma0")
@@ -133,10 +123,7 @@ def test_ties_tab_renders_and_theta_changes_the_plot(server, chromium, page_erro
     before = _ties_numbers(page)
     assert 0.3333 in before                    # θ = 2 and ν = 1 at Δf = 0: a third each
     # the tab's two plot rows (Rao–Kupper and Davidson; the Plackett–Luce curve and gradient bars) are drawn
-    page.wait_for_function("""() => {
-        const walk = (root) => { let n = root.querySelectorAll('canvas').length;
-            root.querySelectorAll('*').forEach(e => { if (e.shadowRoot) n += walk(e.shadowRoot); }); return n; };
-        return walk(document) >= 3; }""", timeout=30_000)
+    wait_for_canvases(page, 3)
     page.get_by_text("Order by score").first.wait_for(timeout=30_000)
     screenshot(page, "losses-ties-theta2")
 

@@ -1,20 +1,16 @@
 """`panel serve notebooks/01-ranking-metrics.ipynb` serves the notebook's metric playground as an app."""
 
-import re
 import time
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from conftest import PanelServer, screenshot
+from conftest import PanelServer, screenshot, wait_for_canvases
+from conftest import playground_ndcg as _ndcg
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = "notebooks/01-ranking-metrics.ipynb"
-CANVASES = """() => {
-    const walk = (root) => { let n = root.querySelectorAll('canvas').length;
-        root.querySelectorAll('*').forEach(e => { if (e.shadowRoot) n += walk(e.shadowRoot); }); return n; };
-    return walk(document); }"""
 
 
 def test_notebook_marks_exactly_the_playground_servable():
@@ -32,14 +28,6 @@ def server():
     srv.close()
 
 
-def _ndcg(page):
-    """NDCG@5 as shown in the values table (its first number), or None before it renders."""
-    cells = page.locator(".cofiviz-metric-values td")
-    cells.first.wait_for(timeout=30_000)
-    nums = re.findall(r"\d+\.\d{3}", " ".join(cells.all_inner_texts()))
-    return nums[0] if nums else None
-
-
 @pytest.mark.browser
 def test_served_notebook_moving_an_item_changes_ndcg(server, chromium, page_errors):
     page = page_errors(chromium.new_page(viewport={"width": 1400, "height": 1100}))
@@ -48,9 +36,7 @@ def test_served_notebook_moving_an_item_changes_ndcg(server, chromium, page_erro
     page.locator(".cofiviz-metric-values").first.wait_for(timeout=30_000)
     first_view = time.monotonic() - t0
     assert "Metric playground" in page.title()
-    page.wait_for_function(CANVASES.replace("return walk(document);", "return walk(document) >= 1;"),
-                           timeout=30_000)
-    assert page.evaluate(CANVASES) >= 1
+    assert wait_for_canvases(page, 1) >= 1
     # the notebook's last cell moves the top item down and back: the served page shows the default list
     assert _ndcg(page) == "0.542"
     screenshot(page, "notebook-01-initial")

@@ -1,12 +1,12 @@
 """The metric playground: its numbers against the library, and the app in a real headless Chromium."""
 
-import re
 import time
 
 import numpy as np
 import pytest
 
-from conftest import PanelServer, screenshot
+from conftest import PanelServer, count_canvases, screenshot, wait_for_canvases
+from conftest import playground_ndcg as _ndcg
 from cofiviz import metrics as M
 from cofiviz.dashboards.playground import METRICS, PRESETS, MetricPlayground, contributions, metric_values
 
@@ -51,21 +51,6 @@ def server():
     srv.close()
 
 
-def _ndcg(page):
-    """NDCG@5 as shown in the values table (its first number), or None before it renders."""
-    cells = page.locator(".cofiviz-metric-values td")
-    cells.first.wait_for(timeout=30_000)
-    nums = re.findall(r"\d+\.\d{3}", " ".join(cells.all_inner_texts()))
-    return nums[0] if nums else None
-
-
-def _canvases(page) -> int:
-    return page.evaluate("""() => {
-        const walk = (root) => { let n = root.querySelectorAll('canvas').length;
-            root.querySelectorAll('*').forEach(e => { if (e.shadowRoot) n += walk(e.shadowRoot); }); return n; };
-        return walk(document); }""")
-
-
 @pytest.mark.browser
 def test_playground_moving_an_item_changes_ndcg(server, chromium, page_errors):
     page = page_errors(chromium.new_page(viewport={"width": 1400, "height": 1100}))
@@ -73,11 +58,8 @@ def test_playground_moving_an_item_changes_ndcg(server, chromium, page_errors):
     page.goto(f"{server.url}/playground", wait_until="networkidle")
     page.locator(".cofiviz-metric-values").first.wait_for(timeout=30_000)
     first_view = time.monotonic() - t0
-    page.wait_for_function("""() => {
-        const walk = (root) => { let n = root.querySelectorAll('canvas').length;
-            root.querySelectorAll('*').forEach(e => { if (e.shadowRoot) n += walk(e.shadowRoot); }); return n; };
-        return walk(document) >= 1; }""", timeout=30_000)
-    assert _canvases(page) >= 1
+    wait_for_canvases(page, 1)
+    assert count_canvases(page) >= 1
     assert _ndcg(page) == "0.542"  # NDCG@5 of the default preset
     screenshot(page, "playground-initial")
 
