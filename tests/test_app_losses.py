@@ -37,8 +37,9 @@ def server():
     srv.close()
 
 
-def _table_numbers(page):
-    cells = page.locator(".cofiviz-fig4-table td")
+def _table_numbers(page, table: str = ".cofiviz-fig4-table"):
+    """The numbers of one of the page's tables, in reading order."""
+    cells = page.locator(f"{table} td")
     cells.first.wait_for(timeout=30_000)
     return [float(x) for x in re.findall(r"-?\d+\.\d+", " ".join(cells.all_inner_texts()))]
 
@@ -108,19 +109,13 @@ def test_ties_tab_follows_theta_nu_and_the_list():
     v.__panel__()
 
 
-def _ties_numbers(page):
-    cells = page.locator(".cofiviz-ties-table td")
-    cells.first.wait_for(timeout=30_000)
-    return [float(x) for x in re.findall(r"-?\d+\.\d+", " ".join(cells.all_inner_texts()))]
-
-
 @pytest.mark.browser
 def test_ties_tab_renders_and_theta_changes_the_plot(server, chromium, page_errors):
     page = page_errors(chromium.new_page(viewport={"width": 1400, "height": 1200}))
     page.goto(f"{server.url}/losses", wait_until="networkidle")
     page.locator(".cofiviz-fig4-table td").first.wait_for(timeout=30_000)
     page.get_by_text("Ties & Plackett–Luce", exact=True).first.click()
-    before = _ties_numbers(page)
+    before = _table_numbers(page, ".cofiviz-ties-table")
     assert 0.3333 in before                    # θ = 2 and ν = 1 at Δf = 0: a third each
     # the tab's two plot rows (Rao–Kupper and Davidson; the Plackett–Luce curve and gradient bars) are drawn
     wait_for_canvases(page, 3)
@@ -131,9 +126,9 @@ def test_ties_tab_renders_and_theta_changes_the_plot(server, chromium, page_erro
     box.fill("3")
     box.press("Enter")
     deadline = time.monotonic() + 30
-    while _ties_numbers(page) == before and time.monotonic() < deadline:
+    while _table_numbers(page, ".cofiviz-ties-table") == before and time.monotonic() < deadline:
         time.sleep(0.2)
-    after = _ties_numbers(page)
+    after = _table_numbers(page, ".cofiviz-ties-table")
     assert after != before and 0.5 in after   # Rao–Kupper θ = 3 at Δf = 0: P(tie) = 1/2
 
     scores = page.locator(".cofiviz-pl-scores input").first
