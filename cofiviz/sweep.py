@@ -42,8 +42,15 @@ def worker_env(numba_threads: int) -> dict[str, str]:
 
 
 def local_cluster(n_workers: int | None = None, numba_threads: int | None = None,
-                  dashboard_address: str | None = ":0", **kwargs):
+                  dashboard_address: str | None = ":0", trim_memory: bool = False, **kwargs):
     """A ``LocalCluster`` of process workers with one thread each and numba threads limited.
+
+    By default the workers keep glibc's own ``malloc`` tuning. Dask's nanny sets
+    ``MALLOC_TRIM_THRESHOLD_=65536`` in every worker (``distributed.nanny.pre-spawn-environ``) to hand
+    freed memory back to the system; setting it also switches off glibc's adaptive mmap threshold,
+    so every NumPy array above 128 KiB is a fresh ``mmap`` whose pages fault in again. The kernels
+    here allocate such arrays at every iteration, and a cell ran measurably slower on a worker than
+    in a plain process (``benchmarks/bench_sweep.py``). ``trim_memory=True`` keeps Dask's setting.
 
     Parameters
     ----------
@@ -53,7 +60,10 @@ def local_cluster(n_workers: int | None = None, numba_threads: int | None = None
         numba / BLAS threads per worker; default ``max(1, cores // n_workers)``.
     dashboard_address : str or None
         ``":0"`` (default) picks a free port; ``None`` disables the dashboard.
+    trim_memory : bool
+        Keep Dask's ``MALLOC_TRIM_THRESHOLD_`` in the workers (default ``False``, see above).
     """
+    import dask
     from distributed import LocalCluster
 
     cores = os.cpu_count() or 1
@@ -61,9 +71,16 @@ def local_cluster(n_workers: int | None = None, numba_threads: int | None = None
     if n_workers < 1:
         raise ParameterError(f"n_workers must be a positive integer, got {n_workers!r}")
     numba_threads = int(numba_threads or max(1, cores // n_workers))
-    return LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                        env=worker_env(numba_threads), dashboard_address=dashboard_address,
-                        **kwargs)
+    spawn_env = dict(dask.config.get("distributed.nanny.pre-spawn-environ", {}) or {})
+    if not trim_memory:
+        dask_value = spawn_env.pop("MALLOC_TRIM_THRESHOLD_", None)
+        # an earlier nanny of this process wrote Dask's value into os.environ; workers inherit it
+        if dask_value is not None and os.environ.get("MALLOC_TRIM_THRESHOLD_") == str(dask_value):
+            del os.environ["MALLOC_TRIM_THRESHOLD_"]
+    with dask.config.set({"distributed.nanny.pre-spawn-environ": spawn_env}):
+        return LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                            env=worker_env(numba_threads), dashboard_address=dashboard_address,
+                            **kwargs)
 
 
 def run_cell_task(config: dict, experiment: str, key: str, version: str, store_root: str,

@@ -52,6 +52,28 @@ def test_workers_limit_numba_threads(client):
     assert all(w["nthreads"] == 1 for w in info.values())
 
 
+def test_workers_keep_glibc_malloc_tuning(client):
+    # Dask's nanny sets MALLOC_TRIM_THRESHOLD_ before spawning, which turns off glibc's adaptive mmap
+    # threshold; local_cluster drops it unless trim_memory=True (benchmarks/bench_sweep.py times both)
+    env = client.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_"))
+    assert set(env.values()) == {None}
+    cluster = local_cluster(1, dashboard_address=None, trim_memory=True)
+    try:
+        with distributed.Client(cluster) as c:
+            kept = c.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_"))
+        assert set(kept.values()) == {"65536"}
+    finally:
+        cluster.close()
+    # the nanny wrote Dask's value into this process's environment; the next default cluster drops it
+    cluster = local_cluster(1, dashboard_address=None)
+    try:
+        with distributed.Client(cluster) as c:
+            again = c.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_"))
+        assert set(again.values()) == {None}
+    finally:
+        cluster.close()
+
+
 def test_sweep_matches_a_plain_run(client, tmp_path):
     exp = experiment(max_iter=3, seeds=(0,))
     res = sweep(exp, tmp_path / "s", client=client, progress=False)
