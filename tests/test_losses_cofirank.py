@@ -253,14 +253,19 @@ def test_bad_inputs_raise_parameter_errors(call):
 # ------------------------------------------------------------------------------ per-user packing
 @pytest.mark.parametrize("loss", list(L.LOSS_NAMES))
 @pytest.mark.parametrize("reference", ["rating", "item_id", "tie_average"])
-def test_packed_per_user_losses_equal_the_single_user_functions(loss, reference):
+@pytest.mark.parametrize("precompute", [False, True])
+def test_packed_per_user_losses_equal_the_single_user_functions(loss, reference, precompute):
     rng = np.random.default_rng(7)
     counts = np.array([0, 1, 5, 12, 3])
     indptr = np.concatenate([[0], np.cumsum(counts)])
     y = rng.integers(1, 6, indptr[-1]).astype(float)
+    y[indptr[4]:indptr[5]] = 1.0                      # an ERU user with nothing above the neutral vote
     f = rng.normal(size=indptr[-1])
     data = L.build_loss_data(indptr, y, loss, k=4, reference=reference, pair_cost="difference",
-                             eru_neutral=2.0, eru_halflife=3.0)
+                             eru_neutral=2.0, eru_halflife=3.0, precompute=precompute)
+    # stored gains and weights take two floats per rating; computed per evaluation, none
+    stored = precompute and loss in ("ndcg", "eru")
+    assert data[3].shape == data[4].shape == ((indptr[-1],) if stored else (0,))
     losses, G = L.total_loss_grad(data, f)
     for u in range(len(counts)):
         s = slice(indptr[u], indptr[u + 1])

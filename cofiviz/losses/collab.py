@@ -26,43 +26,51 @@ LOSS_NAMES = tuple(LOSS_CODES)
 NDCG, ORDINAL, PREFERENCE, REGRESSION, ERU = range(5)
 
 
+@njit(cache=True, nogil=True)
+def _user_structured_inputs(yy, a, c, kind, neutral, ref_mode, b, w):
+    """One user's normalised gains ``b`` and reference weights ``w``; returns ``Δ``'s constant (0 or 1).
+
+    ``b_j = G(y_j) / max_π Σ_p a_p G(y_π(p))`` with ``G(y) = 2^y − 1`` (NDCG, kind 0) or
+    ``max(y − d, 0)`` (ERU, kind 1); a user whose ideal value is 0 gets ``b = 0`` and constant 0.
+    """
+    n = yy.shape[0]
+    for j in range(n):
+        if kind == 0:
+            b[j] = 2.0 ** yy[j] - 1.0
+        else:
+            v = yy[j] - neutral
+            b[j] = v if v > 0.0 else 0.0
+    s = np.sort(b)
+    ideal = 0.0
+    for p in range(n):
+        if a[p] == 0.0:
+            break
+        ideal += a[p] * s[n - 1 - p]
+    _reference_weights_inplace(yy, c, ref_mode, w)
+    if ideal > 0.0:
+        for j in range(n):
+            b[j] = b[j] / ideal
+        return 1.0
+    for j in range(n):
+        b[j] = 0.0
+    return 0.0
+
+
 @njit(cache=True, parallel=True)
 def _prepare_structured(indptr, y, a, c, kind, neutral, ref_mode, b, w, dconst):
     n_users = indptr.shape[0] - 1
     for u in prange(n_users):
         lo, hi = indptr[u], indptr[u + 1]
-        n = hi - lo
-        if n == 0:
+        if hi == lo:
             dconst[u] = 0.0
             continue
-        yy = y[lo:hi]
-        raw = np.empty(n)
-        for j in range(n):
-            if kind == 0:
-                raw[j] = 2.0 ** yy[j] - 1.0
-            else:
-                v = yy[j] - neutral
-                raw[j] = v if v > 0.0 else 0.0
-        s = np.sort(raw)
-        ideal = 0.0
-        for p in range(n):
-            if a[p] == 0.0:
-                break
-            ideal += a[p] * s[n - 1 - p]
-        if ideal > 0.0:
-            dconst[u] = 1.0
-            for j in range(n):
-                b[lo + j] = raw[j] / ideal
-        else:
-            dconst[u] = 0.0
-            for j in range(n):
-                b[lo + j] = 0.0
-        _reference_weights_inplace(yy, c, ref_mode, w[lo:hi])
+        dconst[u] = _user_structured_inputs(y[lo:hi], a, c, kind, neutral, ref_mode, b[lo:hi], w[lo:hi])
 
 
 def build_loss_data(indptr, ratings, loss: str = "ndcg", *, k: int = 10, c_exponent: float = -0.25,
                     reference: str = "rating", pair_cost: str = "uniform", normalize_pairs: bool = True,
-                    eru_neutral: float = 3.0, eru_halflife: float = 5.0, rating_values=None) -> tuple:
+                    eru_neutral: float = 3.0, eru_halflife: float = 5.0, rating_values=None,
+                    precompute: bool = False) -> tuple:
     """Pack per-user loss inputs for :func:`user_loss_grad`.
 
     Parameters
@@ -81,13 +89,21 @@ def build_loss_data(indptr, ratings, loss: str = "ndcg", *, k: int = 10, c_expon
         ERU's neutral vote ``d`` and half-life ``α``.
     rating_values : array, optional
         The rating levels of the pairwise losses (default: the distinct ratings present).
+    precompute : bool
+        Store the structured losses' normalised gains ``b`` and reference weights ``w`` (two floats
+        per rating, 9.8 MB at EachMovie size) instead of recomputing them for a user at each
+        evaluation (a sort of the user's ratings, next to the O(k·n²) assignment). Default ``False``:
+        the values are identical either way; recomputing made a MovieLens 100K CofiRank-NDCG fit 5–10 %
+        slower (0.54 s vs 0.49 s at N = 10, 2.45 s vs 2.33 s at N = 50, one thread) and took the
+        EachMovie-sized outer iteration's peak from 158 MB to 148 MB (``benchmarks/bench_cofirank.py``).
 
     Returns
     -------
     tuple
-        ``(code, indptr, y, b, w, dconst, level, a, c, C, normalize)`` — arrays only, ready for numba
-        (``b`` normalised gains and ``w`` reference weights of the structured losses, ``level`` rating
-        levels of the pairwise ones).
+        ``(code, indptr, y, b, w, dconst, level, a, c, C, normalize, kind, neutral, ref_mode)`` —
+        arrays and scalars only, ready for numba (``b`` normalised gains and ``w`` reference weights of
+        the structured losses, empty when computed per evaluation; ``level`` rating levels of the
+        pairwise ones; ``kind``, ``neutral``, ``ref_mode`` what :func:`_user_structured_inputs` needs).
     """
     if loss not in LOSS_CODES:
         raise ParameterError(f"loss must be one of {LOSS_NAMES}, got {loss!r}")
@@ -102,14 +118,16 @@ def build_loss_data(indptr, ratings, loss: str = "ndcg", *, k: int = 10, c_expon
     max_n = int(counts.max()) if len(counts) else 0
     nnz = len(y)
     c = c_vector(max(max_n, 1), c_exponent)
-    b = np.zeros(nnz if code in (NDCG, ERU) else 0)
-    w = np.zeros(nnz if code in (NDCG, ERU) else 0)
-    dconst = np.zeros(len(indptr) - 1)
+    stored = code in (NDCG, ERU) and bool(precompute)
+    b = np.zeros(nnz if stored else 0)
+    w = np.zeros(nnz if stored else 0)
+    dconst = np.zeros(len(indptr) - 1 if stored else 0)
+    kind = 0 if code == NDCG else 1
     if code in (NDCG, ERU):
         a = (ndcg_discounts(max(max_n, 1), k) if code == NDCG
              else eru_discounts(max(max_n, 1), k, eru_halflife))
-        _prepare_structured(indptr, y, a, c, 0 if code == NDCG else 1, float(eru_neutral),
-                            REFERENCE_CODES[reference], b, w, dconst)
+        if stored:
+            _prepare_structured(indptr, y, a, c, kind, float(eru_neutral), REFERENCE_CODES[reference], b, w, dconst)
     else:
         a = np.zeros(1)
     if code in (ORDINAL, PREFERENCE):
@@ -121,30 +139,45 @@ def build_loss_data(indptr, ratings, loss: str = "ndcg", *, k: int = 10, c_expon
     else:
         level = np.zeros(0, dtype=np.int32)
         C = np.zeros((1, 1))
-    return (code, indptr, y, b, w, dconst, level, a, c, C, bool(normalize_pairs))
+    return (code, indptr, y, b, w, dconst, level, a, c, C, bool(normalize_pairs), kind, float(eru_neutral),
+            REFERENCE_CODES[reference])
 
 
 def loss_workspace(data) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(col4row, wf, wi)`` scratch arrays large enough for any user of ``data``."""
+    """``(col4row, wf, wi)`` scratch arrays large enough for any user of ``data``.
+
+    ``wf`` holds ``5 n`` floats: the assignment's ``3 n`` and, at its end, a user's gains and
+    reference weights when they are not stored (see :func:`user_loss_grad`).
+    """
     indptr, C = data[1], data[9]
     max_n = int(np.diff(indptr).max()) if len(indptr) > 1 else 1
     n = max(max_n, 1)
     L = max(C.shape[0], 1)
-    return (np.empty(n, dtype=np.int64), np.empty(3 * n, dtype=np.float64),
+    return (np.empty(n, dtype=np.int64), np.empty(5 * n, dtype=np.float64),
             np.empty(max(5 * n, 2 * L), dtype=np.int64))
 
 
 @njit(cache=True, nogil=True)
 def user_loss_grad(data, u, f, g, col4row, wf, wi):
-    """Loss of user ``u`` at scores ``f`` (its ``n`` items in stored order); writes ``∂_f`` into ``g``."""
-    code, indptr, y, b, w, dconst, level, a, c, C, normalize = data
+    """Loss of user ``u`` at scores ``f`` (its ``n`` items in stored order); writes ``∂_f`` into ``g``.
+
+    ``col4row``, ``wf``, ``wi``: scratch of :func:`loss_workspace` (``wf`` at least ``5 n`` long).
+    """
+    code, indptr, y, b, w, dconst, level, a, c, C, normalize, kind, neutral, ref_mode = data
     lo = indptr[u]
     hi = indptr[u + 1]
     n = hi - lo
     if n == 0:
         return 0.0
     if code == 0 or code == 4:
-        return structured_loss_grad(f, b[lo:hi], w[lo:hi], a, c, dconst[u], g, col4row, wf, wi)
+        if b.shape[0] > 0:
+            return structured_loss_grad(f, b[lo:hi], w[lo:hi], a, c, dconst[u], g, col4row, wf, wi)
+        # the gains and weights go at the end of wf, clear of the assignment's first 3 n entries
+        m = wf.shape[0]
+        bu = wf[m - 2 * n:m - n]
+        wu = wf[m - n:m]
+        const = _user_structured_inputs(y[lo:hi], a, c, kind, neutral, ref_mode, bu, wu)
+        return structured_loss_grad(f, bu, wu, a, c, const, g, col4row, wf, wi)
     if code == 1:
         return ordinal_loss_grad(f, level[lo:hi], C, normalize, g, wf, wi)
     if code == 2:
@@ -163,7 +196,7 @@ def _total_loss_grad(data, F, G, losses):
     L = data[9].shape[0]
     for u in prange(n_users):
         col4row = np.empty(max_n, dtype=np.int64)
-        wf = np.empty(3 * max_n)
+        wf = np.empty(5 * max_n)
         wi = np.empty(max(5 * max_n, 2 * L), dtype=np.int64)
         lo, hi = indptr[u], indptr[u + 1]
         losses[u] = user_loss_grad(data, u, F[lo:hi], G[lo:hi], col4row, wf, wi)

@@ -74,7 +74,7 @@ def user_phase(data, items, U, M, free_u, scale, active, lam, tol, rel_tol, max_
         w = np.empty(Df)
         wbest = np.empty(Df)
         col4row = np.empty(max_n, dtype=np.int64)
-        wf = np.empty(3 * max_n)
+        wf = np.empty(5 * max_n)  # 3 n for the assignment + 2 n (collab.user_loss_grad)
         wi = np.empty(max(5 * max_n, 2 * L), dtype=np.int64)
         u_end = min((ch + 1) * USERS_PER_CHUNK, n_users)
         for u in range(ch * USERS_PER_CHUNK, u_end):
@@ -172,7 +172,7 @@ def item_oracle(data, users, items, U, M, item_ptr, item_pos, free_m, gf, losses
     for ch in prange(n_chunks):
         f = np.empty(max_n)
         col4row = np.empty(max_n, dtype=np.int64)
-        wf = np.empty(3 * max_n)
+        wf = np.empty(5 * max_n)  # 3 n for the assignment + 2 n (collab.user_loss_grad)
         wi = np.empty(max(5 * max_n, 2 * L), dtype=np.int64)
         for u in range(ch * USERS_PER_CHUNK, min((ch + 1) * USERS_PER_CHUNK, n_users)):
             lo = indptr[u]
