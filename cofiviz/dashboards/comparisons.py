@@ -87,7 +87,7 @@ class Comparisons(pn.viewable.Viewer):
                                            height=300, sizing_mode="stretch_width", pagination=None,
                                            layout="fit_data_stretch", widths={"run": 240, "method": 170})
         self._notes = pn.pane.Markdown("", sizing_mode="stretch_width")
-        self._pending_select = pn.widgets.Select(name="Missing cells", options={}, sizing_mode="stretch_width")
+        self._pending_select = pn.widgets.Select(label="Missing cells", options={}, sizing_mode="stretch_width")
         self._compute = pn.widgets.Button(label="Compute selected", color="primary", width=160)
         self._compute_all = pn.widgets.Button(label="Compute all missing", width=170)
         self._stop_btn = pn.widgets.Button(label="Stop", color="danger", width=80, disabled=True)
@@ -96,7 +96,7 @@ class Comparisons(pn.viewable.Viewer):
         self._compute.on_click(partial(self._on_compute, False))
         self._compute_all.on_click(partial(self._on_compute, True))
         self._stop_btn.on_click(self._on_stop)
-        self._figure_widget = pn.widgets.Select.from_param(self.param.figure, name="Figure (LCR figures)",
+        self._figure_widget = pn.widgets.Select.from_param(self.param.figure, label="Figure (LCR figures)",
                                                            sizing_mode="stretch_width")
         self._status = None
         self._work = SessionWorker("compare")
@@ -297,9 +297,9 @@ class Comparisons(pn.viewable.Viewer):
     def __panel__(self):
         names = {f"{r.name} — {r.title}": r.name for r in REPRODUCTIONS.values()}
         controls = pn.Column(
-            pn.widgets.Select.from_param(self.param.reproduction, options=names, name="Reproduction",
+            pn.widgets.Select.from_param(self.param.reproduction, options=names, label="Reproduction",
                                          sizing_mode="stretch_width"),
-            pn.widgets.Select.from_param(self.param.metric, name="Metric", sizing_mode="stretch_width"),
+            pn.widgets.Select.from_param(self.param.metric, label="Metric", sizing_mode="stretch_width"),
             self._figure_widget, sizing_mode="stretch_width")
         compute = pn.Column(pn.pane.Markdown("#### Missing cells"), self._pending_select,
                             pn.Row(self._compute, self._compute_all, self._stop_btn), self._progress,
