@@ -140,7 +140,8 @@ class Method:
     grids (each combined with ``fixed``). ``quick`` replaces ``fixed`` and ``grid`` entries for the
     quick version (a list there is still a grid axis). ``stop_per_metric`` fits each setting once per
     table metric with early stopping watching that metric (``valid_metric``), and each metric's
-    column is chosen among the fits that watched it.
+    column is chosen among the fits that watched it. ``original`` holds reference values ``{N: value}``
+    measured by running the authors' own code on the same protocol (shown beside the paper's).
     """
 
     label: str
@@ -151,6 +152,7 @@ class Method:
     quick: dict = field(default_factory=dict)
     note: str = ""
     stop_per_metric: bool = False
+    original: dict = field(default_factory=dict)   # {N: value} measured with the authors' own code
 
     def grids(self, quick: bool, metrics: list | None = None) -> list[dict]:
         """The parameter grids (one dict per part of the union), ready for :class:`Experiment`."""
@@ -220,16 +222,22 @@ def _available(model: str) -> bool:
         return False
 
 
+#: NDCG@10 of the authors' CofiRank 0.1 (C++) at the paper's settings on the CofiRank weak protocol,
+#: mean of seeds 0-2, as measured for the project (issue "CofiRank", facts measured on the original
+#: code); that code uses the item-id reference order. Its regression loss was not run at N = 50.
+_ORIGINAL_CODE = {"ndcg": {10: 0.633, 20: 0.634, 50: 0.607}, "regression": {10: 0.686, 20: 0.711}}
+
 _COFIRANK_WEAK = [
     Method("CofiRank-NDCG", "cofirank", "CofiRank-NDCG", {**PAPER_SETTINGS, "loss": "ndcg"},
            quick={"rank": 10, "max_iter": 2}),
     Method("CofiRank-NDCG (item-id order)", "cofirank", "CofiRank-NDCG",
            {**PAPER_SETTINGS, "loss": "ndcg", "reference_order": "item_id"}, quick={"rank": 10, "max_iter": 2},
-           note="the original code's ⟨c, f⟩ reference order (stored item order) instead of the rating order"),
+           note="the original code's ⟨c, f⟩ reference order (stored item order) instead of the rating order",
+           original=_ORIGINAL_CODE["ndcg"]),
     Method("CofiRank-Ordinal", "cofirank", "CofiRank-Ordinal", {**PAPER_SETTINGS, "loss": "ordinal"},
            quick={"rank": 10, "max_iter": 2}),
     Method("CofiRank-Regression", "cofirank", "CofiRank-Regression", {**PAPER_SETTINGS, "loss": "regression"},
-           quick={"rank": 10, "max_iter": 2}),
+           quick={"rank": 10, "max_iter": 2}, original=_ORIGINAL_CODE["regression"]),
     Method("MMMF", None, "MMMF", note="maximum-margin matrix factorisation (Srebro et al.) is not in cofiviz"),
     Method("PopRec", "poprec", None),
     Method("ItemMean", "itemmean", None),
@@ -443,6 +451,7 @@ def compare(rep: Reproduction, results: Results, missing: list, paper: pd.DataFr
                 pv = float(p["value"].iloc[0]) if len(p) else math.nan
                 ps = float(p["std"].iloc[0]) if len(p) and pd.notna(p["std"].iloc[0]) else math.nan
                 row = {"metric": metric, "N": n, "method": m.label, "paper": pv, "paper_std": ps,
+                       "original": float(m.original.get(n, math.nan)) if metric == rep.metrics[0] else math.nan,
                        "cofiviz": math.nan, "cofiviz_std": math.nan, "diff": math.nan, "seeds": 0,
                        "setting": "", "status": ""}
                 if m in missing:
@@ -564,14 +573,20 @@ def format_table(table: pd.DataFrame) -> str:
             return "—"
         return f"{v:+.4f}" if signed else f"{v:.4f}"
     lines = []
+    orig = "original" in table.columns and table["original"].notna().any()
     for metric, g in table.groupby("metric", sort=False):
         lines.append(f"\n{metric}")
-        head = f"  {'N':>3}  {'method':22s} {'paper':>8} {'cofiviz':>8} {'± std':>7} {'diff':>8}  status / chosen setting"
+        head = (f"  {'N':>3}  {'method':30s} {'paper':>8}" + (f" {'original':>8}" if orig else "")
+                + f" {'cofiviz':>8} {'± std':>7} {'diff':>8}  status / chosen setting")
         lines.append(head)
         for _, r in g.iterrows():
             extra = r["status"] if r["status"] != "ok" else r["setting"]
-            lines.append(f"  {r['N']:>3}  {r['method']:22s} {f(r['paper']):>8} {f(r['cofiviz']):>8} "
-                         f"{f(r['cofiviz_std']):>7} {f(r['diff'], True):>8}  {extra}")
+            lines.append(f"  {r['N']:>3}  {r['method']:30s} {f(r['paper']):>8}"
+                         + (f" {f(r['original']):>8}" if orig else "")
+                         + f" {f(r['cofiviz']):>8} {f(r['cofiviz_std']):>7} {f(r['diff'], True):>8}  {extra}")
+    if orig:
+        lines.append("\noriginal: the authors' own code run on the same protocol (mean of seeds 0-2); diff is "
+                     "cofiviz - paper")
     return "\n".join(lines)
 
 
@@ -613,7 +628,8 @@ def write_html(path: Path, rep: Reproduction, table: pd.DataFrame, results: Resu
     from bokeh.resources import INLINE
 
     plots = _plots(rep, table, results)
-    fmt = {c: (lambda v: "—" if pd.isna(v) else f"{v:.4f}") for c in ("paper", "paper_std", "cofiviz", "cofiviz_std")}
+    fmt = {c: (lambda v: "—" if pd.isna(v) else f"{v:.4f}")
+           for c in ("paper", "paper_std", "original", "cofiviz", "cofiviz_std")}
     fmt["diff"] = lambda v: "—" if pd.isna(v) else f"{v:+.4f}"
     head = (f"<h1>{html.escape(rep.title)}</h1><p><b>cofiviz reproduce {rep.name}</b>"
             f"{' (quick: reduced version, not the paper protocol in full)' if quick else ''} — "

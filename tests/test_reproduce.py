@@ -52,6 +52,13 @@ def test_quick_reproduction_writes_report(name, tmp_path):
     if name == "cofirank-table2":
         assert t.loc[t["method"] == "MMMF", "status"].str.startswith("missing").all()
         assert t.loc[t["method"] == "CofiRank-NDCG", "paper"].iloc[0] == pytest.approx(0.64)
+        # the authors' code's own numbers sit beside the paper's on the rows it was run for
+        item_order = t[t["method"] == "CofiRank-NDCG (item-id order)"]
+        assert item_order["original"].iloc[0] == pytest.approx(0.633)
+        assert t.loc[t["method"] == "CofiRank-Ordinal", "original"].isna().all()
+        assert "original" in R.format_table(t).splitlines()[2]
+    else:
+        assert t["original"].isna().all() and "original" not in R.format_table(t)
     if name == "gapfm-topn":
         assert t["paper"].isna().all()       # no published MovieLens numbers for this protocol
     if name == "lcr-table2":                 # every column has its fits, early-stopped on its own metric

@@ -31,7 +31,7 @@ from ._shared import SessionWorker
 __all__ = ["Comparisons", "default_store"]
 
 _FIGURES = ("Figure 1", "Figure 2", "Figure 3", "Figure 5")
-_TABLE_COLUMNS = ["N", "method", "paper", "cofiviz", "cofiviz_std", "diff", "seeds", "status", "setting"]
+_TABLE_COLUMNS = ["N", "method", "paper", "original", "cofiviz", "cofiviz_std", "diff", "seeds", "status", "setting"]
 
 
 def default_store() -> Path:
@@ -161,7 +161,8 @@ class Comparisons(pn.viewable.Viewer):
         t = st.table
         t = t[t["metric"] == self.metric] if len(t) else t
         self._plots.object = self._table_plot(t)
-        cols = [c for c in _TABLE_COLUMNS if c in t.columns]
+        # the authors' own code's numbers exist for a few CofiRank rows only
+        cols = [c for c in _TABLE_COLUMNS if c in t.columns and (c != "original" or t[c].notna().any())]
         self._table.value = t[cols].round(4).reset_index(drop=True) if len(t) else \
             pd.DataFrame(columns=_TABLE_COLUMNS)
 
