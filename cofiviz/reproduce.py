@@ -37,6 +37,7 @@ settings, a few iterations) meant for tests and a first look; its numbers are no
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 import math
@@ -296,7 +297,9 @@ _register(Reproduction(
 _register(Reproduction(
     "cofirank-table3", "CofiRank (NIPS 2007) Table 3: strong generalization on MovieLens 100K",
     "cofirank-nips07", "3", "strong", "n_given", [10, 20, 50], [0, 1, 2], ["ndcg@10"],
-    [_COFIRANK_WEAK[0], _COFIRANK_WEAK[1], _COFIRANK_WEAK[4], _COFIRANK_WEAK[5], _COFIRANK_WEAK[6]],
+    # the authors' code's numbers are weak-generalization ones: not shown beside strong generalization
+    [_COFIRANK_WEAK[0], dataclasses.replace(_COFIRANK_WEAK[1], original={}), _COFIRANK_WEAK[4], _COFIRANK_WEAK[5],
+     _COFIRANK_WEAK[6]],
     selection="none",
     notes=["Items with < 50 ratings dropped; the 100 users with most ratings are the test users, folded in from "
            "N given ratings with the item factors frozen (CofiRank.fold_in)."]))

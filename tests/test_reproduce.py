@@ -57,6 +57,8 @@ def test_quick_reproduction_writes_report(name, tmp_path):
         assert item_order["original"].iloc[0] == pytest.approx(0.633)
         assert t.loc[t["method"] == "CofiRank-Ordinal", "original"].isna().all()
         assert "original" in R.format_table(t).splitlines()[2]
+        strong = R.status("cofirank-table3", quick=True, store=tmp_path / "empty", data=DATA).table
+        assert "CofiRank-NDCG (item-id order)" in set(strong["method"]) and strong["original"].isna().all()
     else:
         assert t["original"].isna().all() and "original" not in R.format_table(t)
     if name == "gapfm-topn":
