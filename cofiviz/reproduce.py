@@ -342,7 +342,7 @@ _register(Reproduction(
     "gapfm-topn", "GAPfm (CIKM 2013) §5.1 top-N protocol on MovieLens 100K",
     "gapfm", None, "gapfm-top-n", "n_train", [10, 20, 30, 50], [0, 1, 2], ["gap@5", "ndcg@5", "p@5"],
     [Method("GAPfm", "gapfm", "GAPfm", {"max_iter": 150, "rank": 10, "init_scale": 0.01, **_best_gap5(150)},
-            {"reg": [0.03, 0.1, 0.3], "learning_rate": [0.01, 0.02, 0.05]}, quick={"max_iter": 3}),
+            {"reg": [0.01, 0.03, 0.1, 0.3], "learning_rate": [0.005, 0.01, 0.02, 0.05]}, quick={"max_iter": 3}),
      Method("CofiRank", "cofirank", "CofiRank", {"rank": 10, "loss": "ndcg", "max_iter": 31, **_best_gap5(31)},
             {"reg": [1.0, 10.0, 100.0, 1000.0], "offsets": [False, True]}, quick={"max_iter": 2}),
      Method("PopRec", "poprec", "PopRec"),
