@@ -15,8 +15,8 @@ from numba import njit, prange
 from ..errors import ParameterError
 from .pairwise import level_costs, ordinal_loss_grad, pairs_loss_grad
 from .regression import regression_loss_grad
-from .structured import (REFERENCE_CODES, REFERENCE_ORDERS, _reference_weights_inplace, c_vector,
-                         eru_discounts, ndcg_discounts, structured_loss_grad)
+from .structured import (REFERENCE_CODES, REFERENCE_ORDERS, _gains_inplace, _normalize_gains,
+                         _reference_weights_inplace, c_vector, eru_discounts, ndcg_discounts, structured_loss_grad)
 
 __all__ = ["LOSS_CODES", "LOSS_NAMES", "build_loss_data", "user_loss_grad", "loss_workspace",
            "total_loss_grad"]
@@ -33,27 +33,10 @@ def _user_structured_inputs(yy, a, c, kind, neutral, ref_mode, b, w):
     ``b_j = G(y_j) / max_π Σ_p a_p G(y_π(p))`` with ``G(y) = 2^y − 1`` (NDCG, kind 0) or
     ``max(y − d, 0)`` (ERU, kind 1); a user whose ideal value is 0 gets ``b = 0`` and constant 0.
     """
-    n = yy.shape[0]
-    for j in range(n):
-        if kind == 0:
-            b[j] = 2.0 ** yy[j] - 1.0
-        else:
-            v = yy[j] - neutral
-            b[j] = v if v > 0.0 else 0.0
-    s = np.sort(b)
-    ideal = 0.0
-    for p in range(n):
-        if a[p] == 0.0:
-            break
-        ideal += a[p] * s[n - 1 - p]
+    _gains_inplace(yy, kind, neutral, b)
+    ideal = _normalize_gains(b, a, b)       # in place: each gain is read before it is overwritten
     _reference_weights_inplace(yy, c, ref_mode, w)
-    if ideal > 0.0:
-        for j in range(n):
-            b[j] = b[j] / ideal
-        return 1.0
-    for j in range(n):
-        b[j] = 0.0
-    return 0.0
+    return 1.0 if ideal > 0.0 else 0.0
 
 
 @njit(cache=True, parallel=True)
