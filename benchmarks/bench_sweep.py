@@ -78,6 +78,42 @@ def _chunk(configs, name, keys, warm_config, warm_key) -> float:
     return _t.perf_counter() - t
 
 
+def _dask_run(pairs, name, version, tmp, workers, batch=1, trim_memory=False) -> dict:
+    """The cells on a fresh LocalCluster (``batch`` cells per task) into a fresh store; wall time of the
+    sweep alone, with the cluster's start-up and the workers' warm-up timed apart."""
+    import distributed
+
+    from cofiviz.store import ResultsStore
+    from cofiviz.sweep import local_cluster, run_cell_task, run_cells_task
+
+    t0 = time.perf_counter()
+    cluster = local_cluster(workers, numba_threads=1, dashboard_address=None, trim_memory=trim_memory)
+    client = distributed.Client(cluster)
+    startup = time.perf_counter() - t0
+    try:
+        # each worker imports cofiviz, loads the data and numba's cached kernels once: timed apart
+        t0 = time.perf_counter()
+        warm = client.run(_warm, pairs[0][0].config(), name, pairs[0][1])
+        warmup = time.perf_counter() - t0
+        store = ResultsStore(os.path.join(tmp, f"dask-{batch}-{int(trim_memory)}"))
+        t0 = time.perf_counter()
+        if batch <= 1:
+            futs = [client.submit(run_cell_task, c.config(), name, k, version, str(store.root), 1,
+                                  key=f"bench-{int(trim_memory)}-{k}", pure=False, retries=1) for c, k in pairs]
+            summaries = client.gather(futs)
+        else:
+            chunks = [pairs[i:i + batch] for i in range(0, len(pairs), batch)]
+            futs = [client.submit(run_cells_task, [c.config() for c, _ in ch], name, [k for _, k in ch], version,
+                                  str(store.root), 1, pure=False, retries=1) for ch in chunks]
+            summaries = [s for part in client.gather(futs) for s in part]
+        wall = time.perf_counter() - t0
+    finally:
+        client.close()
+        cluster.close()
+    assert len(store.done_keys()) == len(pairs)
+    return {"wall": wall, "startup": startup, "warmup": warmup, "warm": warm, "summaries": summaries}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--workers", type=int, default=2)
@@ -88,11 +124,8 @@ def main(argv=None) -> int:
                     help="skip the control: the same cells split statically over plain processes, no Dask")
     args = ap.parse_args(argv)
 
-    import distributed
-
     from cofiviz.experiment import data_version, run_cell
     from cofiviz.store import ResultsStore
-    from cofiviz.sweep import local_cluster, run_cell_task
 
     exp, model = build(args.cells, args.max_iter)
     pairs = exp.keys()[: args.cells]
@@ -115,27 +148,10 @@ def main(argv=None) -> int:
         loop = time.perf_counter() - t0
         print(f"plain loop, one process:        {loop:7.2f} s  ({loop / len(pairs):.3f} s per cell)", flush=True)
 
-        t0 = time.perf_counter()
-        cluster = local_cluster(args.workers, numba_threads=1, dashboard_address=None)
-        client = distributed.Client(cluster)
-        startup = time.perf_counter() - t0
-        try:
-            # each worker imports cofiviz, loads the data and numba's cached kernels once: timed apart
-            t0 = time.perf_counter()
-            warm = client.run(_warm, pairs[0][0].config(), exp.name, pairs[0][1])
-            warmup = time.perf_counter() - t0
-            print(f"worker warm-up (import, data, numba cache), in parallel: {warmup:.1f} s "
-                  f"({', '.join(f'{v:.1f}' for v in warm.values())} s per worker)", flush=True)
-            store2 = ResultsStore(os.path.join(tmp, "dask"))
-            t0 = time.perf_counter()
-            futs = [client.submit(run_cell_task, c.config(), exp.name, k, version, str(store2.root), 1,
-                                  key=f"bench-{k}", pure=False, retries=1) for c, k in pairs]
-            summaries = client.gather(futs)
-            wall = time.perf_counter() - t0
-        finally:
-            client.close()
-            cluster.close()
-        assert len(store2.done_keys()) == len(pairs)
+        run = _dask_run(pairs, exp.name, version, tmp, args.workers)
+        wall, startup, warmup, summaries = run["wall"], run["startup"], run["warmup"], run["summaries"]
+        print(f"worker warm-up (import, data, numba cache), in parallel: {warmup:.1f} s "
+              f"({', '.join(f'{v:.1f}' for v in run['warm'].values())} s per worker)", flush=True)
         busy = sum(s["seconds"] for s in summaries)
         overhead = (wall * args.workers - busy) / len(pairs)
         print(f"Dask LocalCluster, {args.workers} workers:   {wall:7.2f} s  (+ {startup:.1f} s to start the cluster, "
@@ -152,41 +168,13 @@ def main(argv=None) -> int:
               f"{loop_task / len(pairs):.3f} s in the loop)")
         # the same sweep with batches of cells per task (each cell still written as it finishes)
         if args.batch > 1:
-            from cofiviz.sweep import run_cells_task
-            cluster = local_cluster(args.workers, numba_threads=1, dashboard_address=None)
-            client = distributed.Client(cluster)
-            try:
-                client.run(_warm, pairs[0][0].config(), exp.name, pairs[0][1])
-                store3 = ResultsStore(os.path.join(tmp, "dask-batch"))
-                t0 = time.perf_counter()
-                chunks = [pairs[i:i + args.batch] for i in range(0, len(pairs), args.batch)]
-                futs = [client.submit(run_cells_task, [c.config() for c, _ in ch], exp.name, [k for _, k in ch],
-                                      version, str(store3.root), 1, pure=False, retries=1) for ch in chunks]
-                client.gather(futs)
-                wall_b = time.perf_counter() - t0
-            finally:
-                client.close()
-                cluster.close()
-            assert len(store3.done_keys()) == len(pairs)
+            wall_b = _dask_run(pairs, exp.name, version, tmp, args.workers, batch=args.batch)["wall"]
             print(f"Dask, {args.batch} cells per task:        {wall_b:7.2f} s  -> {loop / wall_b:.2f}x over the loop")
         # the same sweep with Dask's own MALLOC_TRIM_THRESHOLD_ in the workers (local_cluster drops it)
-        cluster = local_cluster(args.workers, numba_threads=1, dashboard_address=None, trim_memory=True)
-        client = distributed.Client(cluster)
-        try:
-            client.run(_warm, pairs[0][0].config(), exp.name, pairs[0][1])
-            store4 = ResultsStore(os.path.join(tmp, "dask-trim"))
-            t0 = time.perf_counter()
-            futs = [client.submit(run_cell_task, c.config(), exp.name, k, version, str(store4.root), 1,
-                                  key=f"bench-trim-{k}", pure=False, retries=1) for c, k in pairs]
-            trim_summaries = client.gather(futs)
-            wall_t = time.perf_counter() - t0
-        finally:
-            client.close()
-            cluster.close()
-        assert len(store4.done_keys()) == len(pairs)
-        busy_t = sum(s["seconds"] for s in trim_summaries)
-        print(f"Dask with MALLOC_TRIM_THRESHOLD_=65536 (Dask's default, trim_memory=True): {wall_t:7.2f} s  -> "
-              f"{loop / wall_t:.2f}x over the loop; a cell takes {busy_t / len(pairs):.3f} s on a worker")
+        trim = _dask_run(pairs, exp.name, version, tmp, args.workers, trim_memory=True)
+        busy_t = sum(s["seconds"] for s in trim["summaries"])
+        print(f"Dask with MALLOC_TRIM_THRESHOLD_=65536 (Dask's default, trim_memory=True): {trim['wall']:7.2f} s  -> "
+              f"{loop / trim['wall']:.2f}x over the loop; a cell takes {busy_t / len(pairs):.3f} s on a worker")
         os.environ.pop("MALLOC_TRIM_THRESHOLD_", None)   # the nanny wrote it here; the control must not inherit it
         if not args.no_control:
             # what the machine gives two processes right now, without Dask: the ceiling of any sweep
