@@ -19,17 +19,33 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--disable-b
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def wait_for_http(url: str, proc: subprocess.Popen, log: Path, timeout: float, what: str) -> bool:
+    """Poll ``url`` until it answers 200 (True) or ``timeout`` passes (False); a dead ``proc`` raises
+    with the end of its ``log``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with {proc.returncode}: {log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=5) as resp:
+                if resp.status == 200:
+                    return True
+        except OSError:
+            time.sleep(0.5)
+    return False
 
 
 class PanelServer:
     """`panel serve` on a free localhost port, stopped when the test module ends."""
 
     def __init__(self, apps: list[str], setup: bool = True, timeout: float = 180.0, env: dict | None = None):
-        self.port = _free_port()
+        self.port = free_port()
         self.log = ARTIFACTS / f"panel-serve-{self.port}.log"
         ARTIFACTS.mkdir(exist_ok=True)
         cmd = [sys.executable, "-m", "panel", "serve", *apps, "--port", str(self.port), "--address", "127.0.0.1",
@@ -39,17 +55,8 @@ class PanelServer:
         self._logf = open(self.log, "w")
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self._logf, stderr=subprocess.STDOUT,
                                      env={**os.environ, **(env or {})})
-        deadline = time.monotonic() + timeout
-        first = Path(apps[0]).stem
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"panel serve exited with {self.proc.returncode}: {self.log.read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(f"{self.url}/{first}", timeout=5) as resp:
-                    if resp.status == 200:
-                        return
-            except OSError:
-                time.sleep(0.5)
+        if wait_for_http(f"{self.url}/{Path(apps[0]).stem}", self.proc, self.log, timeout, "panel serve"):
+            return
         self.close()
         raise RuntimeError(f"panel serve did not answer within {timeout} s: {self.log.read_text()[-3000:]}")
 

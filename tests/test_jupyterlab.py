@@ -5,16 +5,14 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 
 import nbformat
 import pytest
 
-from conftest import ARTIFACTS, count_canvases, screenshot
+from conftest import ARTIFACTS, count_canvases, free_port, screenshot, wait_for_http
 
 pytestmark = pytest.mark.browser
 
@@ -31,12 +29,6 @@ VIEWS = {
 }
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """A JupyterLab server (no token, app exposed to the page's scripts) over a folder with one notebook."""
@@ -51,8 +43,9 @@ def lab(tmp_path_factory):
     nb.cells += [nbformat.v4.new_code_cell(code) for code in VIEWS.values()]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
     nbformat.write(nb, root / "views.ipynb")
-    port = _free_port()
-    log = open(ARTIFACTS / f"jupyterlab-{port}.log", "w")
+    port = free_port()
+    log_path = ARTIFACTS / f"jupyterlab-{port}.log"
+    log = open(log_path, "w")
     cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
            "--allow-root", "--IdentityProvider.token=", "--ServerApp.password=", "--ServerApp.disable_check_xsrf=True",
            f"--ServerApp.root_dir={root}", "--LabApp.expose_app_in_browser=True",
@@ -65,16 +58,9 @@ def lab(tmp_path_factory):
                             env={**os.environ, "JUPYTER_PLATFORM_DIRS": "1", "JUPYTER_CONFIG_DIR": str(home / "config"),
                                  "JUPYTER_DATA_DIR": str(home / "data"), "JUPYTER_RUNTIME_DIR": str(home / "runtime")})
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"jupyter lab exited: {(ARTIFACTS / f'jupyterlab-{port}.log').read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(f"{url}/api/status", timeout=5) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            time.sleep(0.5)
+    if not wait_for_http(f"{url}/api/status", proc, log_path, 120, "jupyter lab"):
+        proc.kill()
+        raise RuntimeError(f"jupyter lab did not answer within 120 s: {log_path.read_text()[-3000:]}")
     yield url
     proc.terminate()
     try:
