@@ -57,7 +57,7 @@ def _time_steps(train, iterations: int, **params) -> dict:
         keys = model._key_rng.random(len(p.items)) if mode else np.zeros(len(p.items))
         order = model._order_rng.permutation(len(p.indptr) - 1).astype(np.int64)
         K.item_step_sequential(model.U_, model.V_, p.indptr, p.items, p.grades, p.s, p.shift, p.scale, p.code,
-                               order, mode, int(model.n_selected), keys, p.ymax, lr, lam)
+                               order, mode, int(model.n_selected), keys, p.ymax, lr, lam, model._lam_items)
         t2 = time.perf_counter()
         user_t.append(t1 - t0)
         item_t.append(t2 - t1)

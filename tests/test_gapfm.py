@@ -222,9 +222,11 @@ def test_selection_of_everything_equals_full_updates():
 
 
 # ---------------------------------------------------------------------------------- Algorithm 2
-def _algorithm2_numpy(model, r, U, V, order, lr, lam):
-    """One iteration of Algorithm 2 in NumPy: users in parallel (eq 10), then items user by user (eq 11)."""
+def _algorithm2_numpy(model, r, U, V, order, lr, lam, item_reg=0.0):
+    """One iteration of Algorithm 2 in NumPy: users in parallel (eq 10), then items user by user (eq 11);
+    ``item_reg`` adds eq 9's once-per-item penalty, a share ``item_reg / c_i`` at each of item i's c_i updates."""
     U, V = U.copy(), V.copy()
+    counts = np.bincount(r.items, minlength=r.n_items)
     newU = U.copy()
     for m in range(r.n_users):
         its, y = r.items[r.user_slice(m)], r.ratings[r.user_slice(m)].astype(int)
@@ -233,26 +235,30 @@ def _algorithm2_numpy(model, r, U, V, order, lr, lam):
     for m in order:
         its, y = r.items[r.user_slice(m)], r.ratings[r.user_slice(m)].astype(int)
         _, h = sg.smoothed_gap_grad(V[its] @ newU[m], y)
-        V[its] = V[its] + lr * (h[:, None] * newU[m][None, :] - lam * V[its])
+        shrink = lam + item_reg / counts[its]
+        V[its] = V[its] + lr * (h[:, None] * newU[m][None, :] - shrink[:, None] * V[its])
     return newU, V
 
 
-def test_one_iteration_is_algorithm2():
+@pytest.mark.parametrize("item_reg", [0.0, 0.4])
+def test_one_iteration_is_algorithm2(item_reg):
     r = _table(seed=10)
-    model = GAPfm(rank=3, max_iter=1, learning_rate=0.3, reg=0.05, seed=4)
+    model = GAPfm(rank=3, max_iter=1, learning_rate=0.3, reg=0.05, seed=4, item_reg=item_reg)
     rng = np.random.default_rng(4)                    # the model's own generator, replayed
     U0 = rng.normal(0, model.init_scale, size=(r.n_users, 3))
     V0 = rng.normal(0, model.init_scale, size=(r.n_items, 3))
     order = rng.spawn(2)[0].permutation(r.n_users)
     model.fit(r)
-    U1, V1 = _algorithm2_numpy(model, r, U0, V0, order, 0.3, 0.05)
+    U1, V1 = _algorithm2_numpy(model, r, U0, V0, order, 0.3, 0.05, item_reg)
     np.testing.assert_allclose(model.U_, U1, rtol=1e-12)
     np.testing.assert_allclose(model.V_, V1, rtol=1e-12)
 
 
-def test_batch_gradient_ascent_increases_the_objective():
+@pytest.mark.parametrize("item_reg", [0.0, 0.5])
+def test_batch_gradient_ascent_increases_the_objective(item_reg):
     r = _table(seed=11, n_users=20, n_items=15, per_user=8)
-    model = GAPfm(rank=3, max_iter=1, learning_rate=0.01, reg=0.01, item_update="batch", init_scale=0.5)
+    model = GAPfm(rank=3, max_iter=1, learning_rate=0.01, reg=0.01, item_update="batch", init_scale=0.5,
+                  item_reg=item_reg)
     values = []
     for it in range(1, 6):
         model.set_params(max_iter=it)
@@ -261,6 +267,32 @@ def test_batch_gradient_ascent_increases_the_objective():
     assert np.all(np.diff(values) > 0)
     # the reported loss is -F/M after the iteration
     assert model.history_[-1]["loss"] == pytest.approx(-values[-1] / r.n_users, rel=1e-10)
+
+
+def test_item_reg_shrinks_rarely_rated_items_most():
+    """With eq 11's per-update penalty alone a once-rated item grows as large as a popular one; λ_V keeps
+    it small relative to items rated by many users (the damping of a damped item mean)."""
+    rng = np.random.default_rng(21)
+    n_users, popular, rare = 60, 6, 20
+    users, items, ratings = [], [], []
+    for u in range(n_users):
+        for i in rng.choice(popular, 4, replace=False):          # every user rates 4 of 6 popular items
+            users.append(u); items.append(i); ratings.append(rng.integers(1, 6))
+        if u < rare:                                              # 20 items rated once each, grade 5
+            users.append(u); items.append(popular + u); ratings.append(5)
+    r = Ratings(np.array(users), np.array(items), np.array(ratings, float), user_ids=np.arange(n_users),
+                item_ids=np.arange(popular + rare), scale=(1, 5))
+
+    def ratio(item_reg):
+        V = GAPfm(rank=4, max_iter=200, learning_rate=0.1, reg=0.1, init_scale=0.1, item_reg=item_reg,
+                  seed=3).fit(r).V_
+        norms = np.linalg.norm(V, axis=1)
+        return norms[popular:].mean() / norms[:popular].mean()
+
+    ratios = [ratio(item_reg) for item_reg in (0.0, 1.0, 3.0)]
+    assert ratios[0] > 1.0                  # per-update penalty only: once-rated items as large as popular ones
+    assert np.all(np.diff(ratios) < 0)
+    assert ratios[2] < 0.5 * ratios[0]
 
 
 def test_monitor_loss_does_not_change_the_fit():

@@ -133,9 +133,13 @@ def user_step(U, V, indptr, items, s, shift, scale, code, lr, lam, values):
 
 
 @njit(cache=True)
-def item_step_sequential(U, V, indptr, items, grades, s, shift, scale, code, order, mode, K, keys, ymax, lr, lam):
+def item_step_sequential(U, V, indptr, items, grades, s, shift, scale, code, order, mode, K, keys, ymax, lr, lam,
+                         lam_items):
     """Algorithm 2's item loop: for each user m in ``order``, select ``T_m`` (Algorithm 1) and apply
-    eq 11 of that user to the selected items, ``V_i += lr (h_mi U_m − λ V_i)``, before the next user.
+    eq 11 of that user to the selected items, ``V_i += lr (h_mi U_m − (λ + λ_i) V_i)``, before the next user.
+
+    ``λ`` is eq 11's penalty, applied at every update; ``lam_items[i]`` (``λ_i``) is an extra per-item
+    share (``GAPfm.item_reg`` spread over the item's updates; zeros for the paper's algorithm).
 
     The gradient of a selected item is that of user m's objective restricted to ``T_m`` (pairs within
     the selection), which is what makes one user's update O(K²) instead of O(S_m²) (paper §4.3).
@@ -165,8 +169,9 @@ def item_step_sequential(U, V, indptr, items, grades, s, shift, scale, code, ord
         _user_value_grad(code, fs[:q], ss[:q], shift[m], scale[m], h)
         for a in range(q):
             i = items[lo + idx[a]]
+            lam_i = lam + lam_items[i]
             for d in range(D):
-                V[i, d] += lr * (h[a] * U[m, d] - lam * V[i, d])
+                V[i, d] += lr * (h[a] * U[m, d] - lam_i * V[i, d])
         updates += q
     return updates
 

@@ -65,6 +65,15 @@ class GAPfm(Model):
     learning_rate : float
         γ of Algorithm 2 (paper: 1e-5 on Netflix, where lists are long; it depends on the list length
         unless ``normalize``). Default 0.02 (as ``reg``).
+    item_reg : float
+        λ_V: an extra penalty ``(λ_V/2)‖V_i‖²`` on every item, counted once per iteration whatever the
+        number of users who rated it (default 0: the paper's Algorithm 2). Eq 11 applies ``λ`` at each
+        user's update of ``V_i``, so an item rated c times is shrunk by ``c·λ`` and pushed c times: its
+        factors reach the same size whether c is 1 or 500, and the direction of a rarely rated item
+        comes from one or two users. ``λ_V`` is the penalty eq 9 itself writes, ``−λ/2 ‖V‖²`` once per
+        item; the sequential update spreads it as ``λ_V / c_i`` over the item's ``c_i`` training
+        ratings (the batch update adds it to ``λ``). It acts like the damping of a damped item mean:
+        see Notes.
     init_scale : float
         Initial factors are drawn i.i.d. N(0, init_scale²) ("random values", Algorithm 2). A small
         scale (default 0.01) lets the directions shared by many users grow first, which suits top-N
@@ -103,6 +112,14 @@ class GAPfm(Model):
     terms ``g(f_mi − c_mn)`` with no comparison at all, so on rated-only training data they learn a
     grade-weighted popularity.
 
+    Rarely rated items. Ranking a long list of rated items (Table 4's test lists of up to 700 items),
+    eq 11's per-update penalty lets rarely rated items, whose factors follow the one or two users who
+    rated them, drift to the top: on MovieLens 100K Given 10 (``rank=20, reg=0.1, learning_rate=0.1,
+    init_scale=0.1``, seed 0) the top-ranked test item had a median of 22 training ratings at iteration
+    100 and of 4 at iteration 600, and test NDCG@1 fell from 0.695 to 0.600, while NDCG@1 on 10-item
+    validation lists stayed near 0.68. ``item_reg=0.3`` keeps such items near zero (the shrinkage of a
+    damped item mean) and lifts the mean test NDCG@1 over seeds 0-2 from 0.660 to 0.722 at that setting.
+
     Ratings must be integer grades ``1..ymax``. Items without a training rating keep their random
     initial factors (they score about 0, neither pushed up nor down). Threads: the user step and the
     value pass use numba's thread pool (``NUMBA_NUM_THREADS``); results do not depend on the thread
@@ -113,6 +130,8 @@ class GAPfm(Model):
     reg = param.Number(default=0.1, bounds=(0.0, None), softbounds=(0.0, 1.0), doc="λ: L2 regularisation.")
     learning_rate = param.Number(default=0.02, bounds=(0.0, None), inclusive_bounds=(False, True),
                                  softbounds=(1e-5, 1.0), doc="γ: gradient ascent step size.")
+    item_reg = param.Number(default=0.0, bounds=(0.0, None), softbounds=(0.0, 1.0),
+                            doc="λ_V: extra L2 penalty on each item, once per iteration (eq 9's form).")
     init_scale = param.Number(default=0.01, bounds=(0.0, None), inclusive_bounds=(False, True),
                               softbounds=(0.001, 1.0), doc="Standard deviation of the initial factors.")
     objective = param.Selector(default="gap", objects=list(OBJECTIVES),
@@ -139,6 +158,8 @@ class GAPfm(Model):
         # separate streams: the user order does not depend on whether selection keys are drawn
         self._order_rng, self._key_rng = rng.spawn(2)
         self._item_counts = np.bincount(p.items, minlength=train.n_items)
+        # eq 9's once-per-item penalty λ_V, spread over the item's updates in Algorithm 2's item loop
+        self._lam_items = float(self.item_reg) / np.maximum(self._item_counts, 1).astype(np.float64)
         self._values = np.empty(train.n_users)
         self.ymax_ = p.ymax
         self.item_updates_ = 0
@@ -154,18 +175,19 @@ class GAPfm(Model):
             order = self._order_rng.permutation(len(p.indptr) - 1).astype(np.int64)
             self.item_updates_ = int(K.item_step_sequential(
                 self.U_, self.V_, p.indptr, p.items, p.grades, p.s, p.shift, p.scale, p.code, order, mode,
-                int(self.n_selected), keys, p.ymax, lr, lam))
+                int(self.n_selected), keys, p.ymax, lr, lam, self._lam_items))
         else:
             self.item_updates_ = K.item_step_batch(
                 self.U_, self.V_, p.indptr, p.users, p.items, p.grades, p.s, p.shift, p.scale, p.code, mode,
-                int(self.n_selected), keys, p.ymax, lr, lam, self._item_counts)
+                int(self.n_selected), keys, p.ymax, lr, lam + float(self.item_reg), self._item_counts)
         if self.monitor_loss:
             K.user_values(self.U_, self.V_, p.indptr, p.items, p.s, p.shift, p.scale, p.code, self._values)
             value = float(self._values.sum())
         else:
             value = start_value
-        penalty = 0.5 * lam * (float(np.einsum("ij,ij->", self.U_, self.U_)) +
-                               float(np.einsum("ij,ij->", self.V_, self.V_)))
+        vv = float(np.einsum("ij,ij->", self.V_, self.V_))
+        penalty = (0.5 * lam * (float(np.einsum("ij,ij->", self.U_, self.U_)) + vv)
+                   + 0.5 * float(self.item_reg) * vv)
         return -(value - penalty) / max(len(p.indptr) - 1, 1)
 
     # ------------------------------------------------------------------ scoring and state
@@ -185,12 +207,14 @@ class GAPfm(Model):
         self.U_, self.V_ = U, V
 
     def smoothed_objective(self, ratings: Ratings | None = None) -> float:
-        """Eq 9 (1/M dropped) of the current factors on ``ratings`` (default: the training table)."""
+        """Eq 9 (1/M dropped) of the current factors on ``ratings`` (default: the training table), with
+        ``item_reg``'s penalty ``(λ_V/2)‖V‖²``."""
         from ..losses.smoothed_gap import objective
         self._require_fitted()
         r = self.train_ if ratings is None else ratings
-        return objective(self.U_, self.V_, r, lam=float(self.reg), ymax=self.ymax_, kind=self.objective,
-                         cutoff=self.cutoff, normalize=self.normalize)
+        value = objective(self.U_, self.V_, r, lam=float(self.reg), ymax=self.ymax_, kind=self.objective,
+                          cutoff=self.cutoff, normalize=self.normalize)
+        return value - 0.5 * float(self.item_reg) * float(np.sum(self.V_ * self.V_))
 
     def _extra_meta(self) -> dict:
         return {"ymax": int(getattr(self, "ymax_", 0) or 0)}
