@@ -79,3 +79,18 @@ def test_sgd_is_seeded():
     c = RegSVD(rank=3, seed=6, max_iter=5).fit(s.train)
     np.testing.assert_array_equal(a.P_, b.P_)
     assert not np.array_equal(a.P_, c.P_)
+
+
+def test_uniform_init_starts_in_the_toolkit_range_and_still_fits(low_rank):
+    s = low_rank
+    start = RegSVD(rank=4, init="uniform", lr=1e-12, max_iter=1, tol=0, seed=3).fit(s.train)
+    for F in (start.P_, start.Q_):
+        assert F.min() >= 0.0 and F.max() < 0.25        # uniform on [0, 1/rank)
+        assert F.max() > 0.2 and abs(F.mean() - 0.125) < 0.01
+    # the toolkit's setup: no offsets, no centring, uniform start; it still learns the ratings
+    m = RegSVD(rank=4, init="uniform", biased=False, center=False, lr=0.02, reg=0.02, max_iter=80, tol=0,
+               seed=3).fit(s.train)
+    losses = [h["loss"] for h in m.history_]
+    assert losses[-1] < 0.2 * losses[0]
+    assert mean_metrics(m, s.test, "ndcg@10")["ndcg@10"] > mean_metrics(ItemMean().fit(s.train), s.test,
+                                                                       "ndcg@10")["ndcg@10"]

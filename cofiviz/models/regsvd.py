@@ -50,8 +50,12 @@ class RegSVD(Model):
     center : bool
         Use the global mean μ (False: ``M̂ = P_u·Q_i`` (+ offsets), the SVD of the raw ratings, whose
         first direction then carries the mean rating).
+    init : {"normal", "uniform"}
+        Initial factors: ``"normal"``, N(0, init_scale²) entries; ``"uniform"``, entries uniform on
+        ``[0, 1/rank)`` (``init_scale`` unused), the start of the PREA toolkit in which LCR ran its
+        baselines (every first prediction ``P_u·Q_i`` is then positive, about ``1/(4·rank)``).
     init_scale : float
-        Standard deviation of the initial factors (normal, seeded).
+        Standard deviation of the normal initial factors.
     tol : float
         Stop when the training RMSE improves by less than this (0: never).
     max_iter : int
@@ -66,15 +70,21 @@ class RegSVD(Model):
     solver = param.Selector(default="sgd", objects=["sgd", "als"], doc="Stochastic gradient descent or ALS.")
     biased = param.Boolean(default=True, doc="Learn user and item offsets.")
     center = param.Boolean(default=True, doc="Predict around the global mean μ (False: μ = 0, plain SVD of the ratings).")
+    init = param.Selector(default="normal", objects=["normal", "uniform"],
+                          doc="Normal N(0, init_scale²) or uniform [0, 1/rank) initial factors.")
     init_scale = param.Number(default=0.1, bounds=(0.0, None), inclusive_bounds=(False, True),
-                              doc="Standard deviation of the random initial factors.")
+                              doc="Standard deviation of the normal initial factors.")
     tol = param.Number(default=1e-4, bounds=(0.0, None), doc="Stop when the training RMSE improves by less.")
     max_iter = param.Integer(default=60, bounds=(1, 100_000), doc="Epochs (SGD) or sweeps (ALS) at most.")
 
     def _setup(self, train: Ratings, rng: np.random.Generator) -> None:
         m, n, r = train.n_users, train.n_items, int(self.rank)
-        self.P_ = rng.normal(0.0, self.init_scale, (m, r))
-        self.Q_ = rng.normal(0.0, self.init_scale, (n, r))
+        if self.init == "uniform":
+            self.P_ = rng.uniform(0.0, 1.0 / r, (m, r))
+            self.Q_ = rng.uniform(0.0, 1.0 / r, (n, r))
+        else:
+            self.P_ = rng.normal(0.0, self.init_scale, (m, r))
+            self.Q_ = rng.normal(0.0, self.init_scale, (n, r))
         self.bu_ = np.zeros(m)
         self.bi_ = np.zeros(n)
         self.mu_ = np.array([train.global_mean if self.center else 0.0])
