@@ -124,6 +124,16 @@ def test_bpmf_averages_the_samples_after_burn_in():
         BPMF(rank=3, nu0=2, max_iter=2).fit(r)
 
 
+def test_bpmf_with_burn_in_at_max_iter_predicts_from_the_last_sample():
+    """The PREA toolkit's BPMF (LCR Table 2's row) predicts from the last Gibbs sample, with no average."""
+    r = _table(seed=7, n_users=20, n_items=12, per_user=6)
+    model = BPMF(rank=2, max_iter=6, burn_in=6, init_scale=1.0).fit(r)
+    assert model.n_samples_ == 0 and model.Us_ is model.U_
+    assert model.score(3, 5) == pytest.approx(model.mean_ + model.U_[3] @ model.V_[5])
+    longer = BPMF(rank=2, max_iter=7, burn_in=7, init_scale=1.0).fit(r)
+    assert longer.score(3, 5) != pytest.approx(model.score(3, 5))      # one more sweep, another sample
+
+
 def test_bpmf_recovers_a_low_rank_matrix():
     rng = np.random.default_rng(8)
     U = rng.normal(size=(60, 2))

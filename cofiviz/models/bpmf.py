@@ -23,7 +23,9 @@ drawn in NumPy and handed to the kernel), so a seeded fit is reproducible and in
 number of threads. The prediction is the Monte Carlo average over the samples drawn after
 ``burn_in`` sweeps (before that, the current sample), ``r̂_ij = μ + (1/T) Σ_t <U_i^(t), V_j^(t)>``,
 kept exactly as one dot product of the concatenated samples
-``[U^(1) … U^(T)] · [V^(1) … V^(T)]ᵀ / T``. Paper defaults: ``μ_0 = 0``, ``ν_0 = D``, ``W_0 = I``,
+``[U^(1) … U^(T)] · [V^(1) … V^(T)]ᵀ / T``. With ``burn_in ≥ max_iter`` nothing is averaged and the
+prediction comes from the last sample, as in the PREA toolkit in which LCR ran its BPMF baseline (that
+toolkit also starts the factors at N(0, 1): ``init_scale=1``). Paper defaults: ``μ_0 = 0``, ``ν_0 = D``, ``W_0 = I``,
 ``β_0 = 2``, ``α = 2``.
 """
 
