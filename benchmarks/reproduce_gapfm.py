@@ -74,7 +74,14 @@ def grids(quick: bool) -> dict:
     g["gapfm"] = ([dict(rank=r, reg=0.1, learning_rate=0.1, init_scale=s)
                    for r, s in itertools.product((10, 20), (0.1, 0.3))]
                   + [dict(rank=r, reg=l, learning_rate=lr, init_scale=0.3, normalize=True)
-                     for r, l, lr in itertools.product((10, 20), (0.01, 0.03), (0.5, 1.0))])
+                     for r, l, lr in itertools.product((10, 20), (0.01, 0.03), (0.5, 1.0))]
+                  # eq 9's once-per-item penalty item_reg (GAPfm's Notes), as in `cofiviz reproduce gapfm-table4`
+                  + [dict(rank=r, reg=0.1, learning_rate=0.1, init_scale=s, item_reg=v)
+                     for r, s, v in itertools.product((10, 20), (0.1, 0.3), (0.1, 0.3))]
+                  + [dict(rank=r, reg=l, learning_rate=lr, init_scale=0.3, normalize=True, item_reg=v)
+                     for r, l, lr, v in itertools.product((10, 20), (0.01, 0.03), (0.5, 1.0), (0.1, 0.3))]
+                  + [dict(rank=r, reg=0.03, learning_rate=0.1, init_scale=s, item_reg=v)
+                     for r, s, v in itertools.product((10, 20), (0.1, 0.3), (0.03, 0.1, 0.3))])
     # top-N: the paper's dimension 10; a small initial scale lets the first (popular) directions grow first
     g["gapfm-topn"] = [dict(rank=10, reg=l, learning_rate=lr, init_scale=0.01)
                        for l, lr in itertools.product((0.03, 0.1, 0.3), (0.01, 0.02, 0.05))]

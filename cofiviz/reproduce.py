@@ -352,6 +352,8 @@ _register(Reproduction(
              {"rank": [10, 20], "reg": [0.01, 0.03], "learning_rate": [0.5, 1.0], "init_scale": 0.3,
               "normalize": True},
              {"rank": [10, 20], "reg": 0.1, "learning_rate": 0.1, "init_scale": [0.1, 0.3], "item_reg": [0.1, 0.3]},
+             {"rank": [10, 20], "reg": 0.03, "learning_rate": 0.1, "init_scale": [0.1, 0.3],
+              "item_reg": [0.03, 0.1, 0.3]},
              {"rank": [10, 20], "reg": [0.01, 0.03], "learning_rate": [0.5, 1.0], "init_scale": 0.3,
               "normalize": True, "item_reg": [0.1, 0.3]}],
             quick={"rank": 10, "max_iter": 3}),
