@@ -19,7 +19,8 @@ FAST = {"rank": 8, "max_iter": 4}
 
 class TestCofiRankContract(ModelContract):
     bad_params = [{"seed": -1}, {"loss": "hinge"}, {"rank": 0}, {"reg": 0.0}, {"c_exponent": 0.5}, {"bias_reg": -1.0},
-                  {"reference_order": "title"}, {"bmrm_max_iter": 1}, {"eru_halflife": 1.0}]
+                  {"reference_order": "title"}, {"bmrm_max_iter": 1}, {"eru_halflife": 1.0},
+                  {"user_weight": "n_items"}]
 
     def make_model(self, **params):
         return CofiRank(**{**FAST, **params})
@@ -82,6 +83,21 @@ def test_paper_lambda_shrinks_the_factors_geometrically_but_keeps_the_ranking(ca
     assert mean_metrics(model, camps.test, ["ndcg@10"])["ndcg@10"] > random_ndcg(camps) + 0.1
     assert [r["iteration"] for r in model.phase_log_] == list(range(1, 13))
     assert all(np.isfinite(r["objective"]) for r in model.phase_log_)
+
+
+def test_user_weight_keeps_the_ordinal_factors_from_collapsing_at_the_paper_lambda(camps):
+    """At λ = 10 the 1/M-normalised ordinal loss is too small against the penalty: the factors go to 0
+    (only their direction ranks). Weighted by n_u = 12 it is the problem at λ = 10/12, which keeps them."""
+    plain = CofiRank(rank=10, max_iter=8, loss="ordinal").fit(camps.train)
+    weighted = CofiRank(rank=10, max_iter=8, loss="ordinal", user_weight="n_ratings").fit(camps.train)
+    scaled = CofiRank(rank=10, max_iter=8, loss="ordinal", reg=10.0 / 12).fit(camps.train)
+    assert np.linalg.norm(plain.U_) * np.linalg.norm(plain.M_) < 1e-6
+    assert np.linalg.norm(weighted.U_) * np.linalg.norm(weighted.M_) > 1.0
+    # the same problem up to the factor 12 in the objective (BMRM's absolute gap tolerance is not
+    # scale-free, so the iterates may differ a little)
+    assert weighted.phase_log_[-1]["objective"] == pytest.approx(12 * scaled.phase_log_[-1]["objective"], rel=0.05)
+    got = mean_metrics(weighted, camps.test, ["ndcg@10"])["ndcg@10"]
+    assert got > random_ndcg(camps) + 0.1
 
 
 def test_offsets_are_augmented_columns_kept_at_one(camps):

@@ -244,6 +244,7 @@ def test_shapes_for_plots():
     lambda: L.preference_loss([1.0, 2.0], [[0, 2]]),
     lambda: L.regression_loss([[1.0]], [[1.0]]),
     lambda: L.build_loss_data([0, 1], [1.0], "hinge"),
+    lambda: L.build_loss_data([0, 1], [1.0], "ordinal", user_weight="n_items"),
 ])
 def test_bad_inputs_raise_parameter_errors(call):
     with pytest.raises(ParameterError):
@@ -282,3 +283,17 @@ def test_packed_per_user_losses_equal_the_single_user_functions(loss, reference,
         val, g = single()
         assert losses[u] == pytest.approx(val, abs=1e-12)
         np.testing.assert_allclose(G[s], g, atol=1e-12)
+
+
+@pytest.mark.parametrize("loss", list(L.LOSS_NAMES))
+def test_user_weight_n_ratings_multiplies_each_users_loss_and_gradient_by_its_count(loss):
+    rng = np.random.default_rng(11)
+    counts = np.array([0, 1, 5, 12, 3])
+    indptr = np.concatenate([[0], np.cumsum(counts)])
+    y = rng.integers(1, 6, indptr[-1]).astype(float)
+    f = rng.normal(size=indptr[-1])
+    plain = L.total_loss_grad(L.build_loss_data(indptr, y, loss, k=4), f)
+    weighted = L.total_loss_grad(L.build_loss_data(indptr, y, loss, k=4, user_weight="n_ratings"), f)
+    assert np.any(plain[0] > 0)
+    np.testing.assert_allclose(weighted[0], counts * plain[0], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(weighted[1], np.repeat(counts, counts) * plain[1], rtol=1e-12, atol=1e-12)

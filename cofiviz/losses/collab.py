@@ -18,11 +18,12 @@ from .regression import regression_loss_grad
 from .structured import (REFERENCE_CODES, REFERENCE_ORDERS, _gains_inplace, _normalize_gains,
                          _reference_weights_inplace, c_vector, eru_discounts, ndcg_discounts, structured_loss_grad)
 
-__all__ = ["LOSS_CODES", "LOSS_NAMES", "build_loss_data", "user_loss_grad", "loss_workspace",
+__all__ = ["LOSS_CODES", "LOSS_NAMES", "USER_WEIGHTS", "build_loss_data", "user_loss_grad", "loss_workspace",
            "total_loss_grad"]
 
 LOSS_CODES = {"ndcg": 0, "ordinal": 1, "preference": 2, "regression": 3, "eru": 4}
 LOSS_NAMES = tuple(LOSS_CODES)
+USER_WEIGHTS = ("one", "n_ratings")
 NDCG, ORDINAL, PREFERENCE, REGRESSION, ERU = range(5)
 
 
@@ -53,7 +54,7 @@ def _prepare_structured(indptr, y, a, c, kind, neutral, ref_mode, b, w, dconst):
 def build_loss_data(indptr, ratings, loss: str = "ndcg", *, k: int = 10, c_exponent: float = -0.25,
                     reference: str = "rating", pair_cost: str = "uniform", normalize_pairs: bool = True,
                     eru_neutral: float = 3.0, eru_halflife: float = 5.0, rating_values=None,
-                    precompute: bool = False) -> tuple:
+                    precompute: bool = False, user_weight: str = "one") -> tuple:
     """Pack per-user loss inputs for :func:`user_loss_grad`.
 
     Parameters
@@ -72,6 +73,10 @@ def build_loss_data(indptr, ratings, loss: str = "ndcg", *, k: int = 10, c_expon
         ERU's neutral vote ``d`` and half-life ``α``.
     rating_values : array, optional
         The rating levels of the pairwise losses (default: the distinct ratings present).
+    user_weight : {"one", "n_ratings"}
+        Weight of each user's loss: 1 (the papers' sum over users), or the user's number of ratings
+        ``n_u``: ``n_u · l(f_u, y_u)``, which at λ is the unweighted problem at ``λ / n_u`` for every user
+        with ``n_u`` ratings (see :class:`cofiviz.models.CofiRank`'s ``user_weight``).
     precompute : bool
         Store the structured losses' normalised gains ``b`` and reference weights ``w`` (two floats
         per rating, 9.8 MB at EachMovie size) instead of recomputing them for a user at each
@@ -83,15 +88,18 @@ def build_loss_data(indptr, ratings, loss: str = "ndcg", *, k: int = 10, c_expon
     Returns
     -------
     tuple
-        ``(code, indptr, y, b, w, dconst, level, a, c, C, normalize, kind, neutral, ref_mode)`` —
+        ``(code, indptr, y, b, w, dconst, level, a, c, C, normalize, kind, neutral, ref_mode, by_length)`` —
         arrays and scalars only, ready for numba (``b`` normalised gains and ``w`` reference weights of
         the structured losses, empty when computed per evaluation; ``level`` rating levels of the
-        pairwise ones; ``kind``, ``neutral``, ``ref_mode`` what :func:`_user_structured_inputs` needs).
+        pairwise ones; ``kind``, ``neutral``, ``ref_mode`` what :func:`_user_structured_inputs` needs;
+        ``by_length`` whether each user's loss is multiplied by its ``n_u``).
     """
     if loss not in LOSS_CODES:
         raise ParameterError(f"loss must be one of {LOSS_NAMES}, got {loss!r}")
     if reference not in REFERENCE_ORDERS:
         raise ParameterError(f"reference must be one of {REFERENCE_ORDERS}, got {reference!r}")
+    if user_weight not in USER_WEIGHTS:
+        raise ParameterError(f"user_weight must be one of {USER_WEIGHTS}, got {user_weight!r}")
     if int(k) < 1:
         raise ParameterError(f"the truncation k must be >= 1, got {k}")
     indptr = np.ascontiguousarray(indptr, dtype=np.int64)
@@ -123,7 +131,7 @@ def build_loss_data(indptr, ratings, loss: str = "ndcg", *, k: int = 10, c_expon
         level = np.zeros(0, dtype=np.int32)
         C = np.zeros((1, 1))
     return (code, indptr, y, b, w, dconst, level, a, c, C, bool(normalize_pairs), kind, float(eru_neutral),
-            REFERENCE_CODES[reference])
+            REFERENCE_CODES[reference], user_weight == "n_ratings")
 
 
 def loss_workspace(data) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -146,7 +154,7 @@ def user_loss_grad(data, u, f, g, col4row, wf, wi):
 
     ``col4row``, ``wf``, ``wi``: scratch of :func:`loss_workspace` (``wf`` at least ``5 n`` long).
     """
-    code, indptr, y, b, w, dconst, level, a, c, C, normalize, kind, neutral, ref_mode = data
+    code, indptr, y, b, w, dconst, level, a, c, C, normalize, kind, neutral, ref_mode, by_length = data
     lo = indptr[u]
     hi = indptr[u + 1]
     n = hi - lo
@@ -154,18 +162,25 @@ def user_loss_grad(data, u, f, g, col4row, wf, wi):
         return 0.0
     if code == 0 or code == 4:
         if b.shape[0] > 0:
-            return structured_loss_grad(f, b[lo:hi], w[lo:hi], a, c, dconst[u], g, col4row, wf, wi)
-        # the gains and weights go at the end of wf, clear of the assignment's first 3 n entries
-        m = wf.shape[0]
-        bu = wf[m - 2 * n:m - n]
-        wu = wf[m - n:m]
-        const = _user_structured_inputs(y[lo:hi], a, c, kind, neutral, ref_mode, bu, wu)
-        return structured_loss_grad(f, bu, wu, a, c, const, g, col4row, wf, wi)
-    if code == 1:
-        return ordinal_loss_grad(f, level[lo:hi], C, normalize, g, wf, wi)
-    if code == 2:
-        return pairs_loss_grad(f, level[lo:hi], C, normalize, g)
-    return regression_loss_grad(f, y[lo:hi], g)
+            loss = structured_loss_grad(f, b[lo:hi], w[lo:hi], a, c, dconst[u], g, col4row, wf, wi)
+        else:
+            # the gains and weights go at the end of wf, clear of the assignment's first 3 n entries
+            m = wf.shape[0]
+            bu = wf[m - 2 * n:m - n]
+            wu = wf[m - n:m]
+            const = _user_structured_inputs(y[lo:hi], a, c, kind, neutral, ref_mode, bu, wu)
+            loss = structured_loss_grad(f, bu, wu, a, c, const, g, col4row, wf, wi)
+    elif code == 1:
+        loss = ordinal_loss_grad(f, level[lo:hi], C, normalize, g, wf, wi)
+    elif code == 2:
+        loss = pairs_loss_grad(f, level[lo:hi], C, normalize, g)
+    else:
+        loss = regression_loss_grad(f, y[lo:hi], g)
+    if by_length:
+        for j in range(n):
+            g[j] *= n
+        loss *= n
+    return loss
 
 
 @njit(cache=True, parallel=True)
