@@ -52,13 +52,14 @@ the defaults being the paper's behaviour):
   with the lowest item-phase loss, as the original code's strong generalization does.
 
 The user phase runs in parallel over users (numba ``prange``), the item phase's loss oracle in
-parallel over users and then items. The number of numba threads does not change a fit, but the
-number of BLAS threads can: the item phase's BMRM takes its dot products over all item factors
-(``w·w``, ``a·w`` in :func:`cofiviz.solvers.bmrm.bmrm`) through NumPy's BLAS, whose summation order
-depends on its thread count, and a fit whose factors do not collapse can follow the difference.
-``CofiRank(loss="ordinal", user_weight="n_ratings")`` at the paper's settings on MovieLens 100K
-(N = 50, seeds 0 and 9) gave NDCG@10 0.703 and 0.679 with two BLAS threads, 0.701 and 0.687 with
-one, the setting of :func:`cofiviz.sweep.local_cluster`'s workers.
+parallel over users and then items. A seeded fit does not depend on the number of threads, numba's
+or BLAS's: the item phase's BMRM takes its dot products over all item factors (``w·w``, ``a·w`` in
+:func:`cofiviz.solvers.bmrm.bmrm`) in a sequential numba loop, not through NumPy's BLAS, whose
+summation order changes with its thread count (``tests/test_blas_threads.py`` checks this in two
+processes). Before that change, ``CofiRank(loss="ordinal", user_weight="n_ratings")`` at the
+paper's settings on MovieLens 100K (N = 50, seeds 0 and 9) gave NDCG@10 0.703 and 0.679 with two
+BLAS threads and 0.701 and 0.687 with one: fits whose factors do not collapse follow such
+last-bit differences.
 """
 
 from __future__ import annotations

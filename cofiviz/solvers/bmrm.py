@@ -26,6 +26,10 @@ feasible ``α`` gives a valid lower bound, so an inexact QP never makes the stop
 The numba helpers (:func:`bundle_add`, :func:`qp_simplex`, :func:`bundle_primal`) are shared by the
 Python :func:`bmrm` driver (for one large problem, e.g. CofiRank's item phase) and by numba kernels
 that run one small BMRM per user in parallel.
+
+The driver's own dot products (``w·w``, ``a·w``) are sequential numba loops rather than NumPy's BLAS,
+so a run gives the same bits whatever the BLAS thread count (OpenBLAS splits long dot products
+between its threads and the rounding then depends on how many it has).
 """
 
 from __future__ import annotations
@@ -295,7 +299,7 @@ def bmrm(oracle: Callable[[np.ndarray], tuple[float, np.ndarray]], w0, lam: floa
         a = np.ascontiguousarray(a, dtype=np.float64).ravel()
         if a.size != w.size or not np.isfinite(loss) or not np.all(np.isfinite(a)):
             raise ModelFitError(f"BMRM oracle returned a non-finite loss or subgradient at iteration {it}")
-        obj = loss + 0.5 * lam * float(w @ w)
+        obj = loss + 0.5 * lam * _dot(w, w)  # numba, not BLAS: the result must not depend on BLAS threads
         min_obj = min(min_obj, obj)
         if it >= 2 and obj < best[0]:
             best = (obj, loss, w)  # no copy: every iterate is a fresh array, never written after this
@@ -310,7 +314,7 @@ def bmrm(oracle: Callable[[np.ndarray], tuple[float, np.ndarray]], w0, lam: floa
             break
         if it >= max_iter:
             break
-        n = bundle_add(A, bvec, Q, alpha, idle, n, a, loss - float(a @ w), lam)
+        n = bundle_add(A, bvec, Q, alpha, idle, n, a, loss - _dot(a, w), lam)
         qtol = qp_tolerance(gap, tol, rel_tol, min_obj)
         lb = max(lb, qp_simplex(Q, bvec, alpha, h, n, qtol, 200 * n + 1000)) if n > 1 else \
             qp_simplex(Q, bvec, alpha, h, n, qtol, 10)

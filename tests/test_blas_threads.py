@@ -1,0 +1,57 @@
+"""Seeded fits must not depend on how many threads the BLAS library runs.
+
+OpenBLAS splits a long dot product (more than 10,000 elements) between its threads, so the
+rounding of ``w @ w`` on CofiRank's item factors (items × rank numbers) depends on
+``OPENBLAS_NUM_THREADS``; BMRM's stopping test and best-iterate choice then turn on that last bit.
+Each case runs in two real processes, one with one BLAS thread and one with two, and the results
+must agree to the last bit.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+BMRM = """
+import hashlib
+import numpy as np
+from cofiviz.solvers.bmrm import bmrm
+rng = np.random.default_rng(0)
+c = rng.standard_normal(60_000)
+def oracle(w):
+    r = w - c
+    return float(np.abs(r).sum()), np.sign(r)
+res = bmrm(oracle, rng.uniform(0, 1, c.size), 0.7, max_iter=25, tol=0.0, rel_tol=0.0)
+print(hashlib.sha1(res.w.tobytes()).hexdigest(), repr(res.objective))
+"""
+
+COFIRANK = """
+import hashlib
+import numpy as np
+from cofiviz.datasets.synthetic import synthetic
+from cofiviz.models.cofirank import CofiRank
+train = synthetic("low_rank", n_users=150, n_items=1500, n_ratings=6000, seed=3)
+model = CofiRank(rank=10, reg=1.0, max_iter=3, offsets=True, seed=0).fit(train)
+print(hashlib.sha1(model.U_.tobytes() + model.M_.tobytes()).hexdigest(), model.phase_log_[-1]["item_bmrm_iter"])
+"""
+
+
+def run_with_blas_threads(code: str, threads: int) -> str:
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": str(threads), "OMP_NUM_THREADS": str(threads),
+           "MKL_NUM_THREADS": str(threads), "NUMBA_NUM_THREADS": "1"}
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout.strip()
+
+
+@pytest.mark.parametrize("case", ["bmrm", "cofirank"])
+def test_seeded_results_are_the_same_with_one_or_two_blas_threads(case):
+    code = {"bmrm": BMRM, "cofirank": COFIRANK}[case]
+    one, two = run_with_blas_threads(code, 1), run_with_blas_threads(code, 2)
+    assert one and len(one.split()[0]) == 40, one
+    assert one == two
