@@ -3,8 +3,9 @@
 OpenBLAS splits a long dot product (more than 10,000 elements) between its threads, so the
 rounding of ``w @ w`` on CofiRank's item factors (items × rank numbers) depends on
 ``OPENBLAS_NUM_THREADS``; BMRM's stopping test and best-iterate choice then turn on that last bit.
-Each case runs in two real processes, one with one BLAS thread and one with two, and the results
-must agree to the last bit.
+Its matrix products round differently with the thread count too, which moved LCR's and LLORMA's
+kernel weights (the anchors' cosines). Each case runs in two real processes, one with one BLAS
+thread and one with two, and the results must agree to the last bit.
 """
 
 from __future__ import annotations
@@ -39,6 +40,19 @@ model = CofiRank(rank=10, reg=1.0, max_iter=3, offsets=True, seed=0).fit(train)
 print(hashlib.sha1(model.U_.tobytes() + model.M_.tobytes()).hexdigest(), model.phase_log_[-1]["item_bmrm_iter"])
 """
 
+EVERY_MODEL = """
+import hashlib
+import numpy as np
+from cofiviz.datasets.synthetic import synthetic
+from cofiviz.models import available_models, make_model
+train = synthetic("low_rank", n_users=400, n_items=1500, n_ratings=20000, seed=3)
+users, items = np.repeat(np.arange(50), 1500), np.tile(np.arange(1500), 50)
+for name in available_models():
+    extra = {"rank": 20, "offsets": True} if name == "cofirank" else {}
+    model = make_model(name, **({"max_iter": 5, "seed": 0} if name not in ("poprec", "itemmean") else {}), **extra)
+    print(name, hashlib.sha1(np.ascontiguousarray(model.fit(train).score(users, items)).tobytes()).hexdigest())
+"""
+
 
 def run_with_blas_threads(code: str, threads: int) -> str:
     env = {**os.environ, "OPENBLAS_NUM_THREADS": str(threads), "OMP_NUM_THREADS": str(threads),
@@ -55,3 +69,10 @@ def test_seeded_results_are_the_same_with_one_or_two_blas_threads(case):
     one, two = run_with_blas_threads(code, 1), run_with_blas_threads(code, 2)
     assert one and len(one.split()[0]) == 40, one
     assert one == two
+
+
+def test_every_model_scores_the_same_with_one_or_two_blas_threads():
+    one = dict(line.split() for line in run_with_blas_threads(EVERY_MODEL, 1).splitlines())
+    two = dict(line.split() for line in run_with_blas_threads(EVERY_MODEL, 2).splitlines())
+    assert {"cofirank", "lcr", "llorma", "gapfm", "bpmf"} <= set(one), sorted(one)
+    assert [m for m in one if one[m] != two.get(m)] == []

@@ -67,6 +67,23 @@ def item_index(items: np.ndarray, n_items: int) -> tuple[np.ndarray, np.ndarray]
     return indptr, pos
 
 
+@njit(cache=True, parallel=True)
+def _cosines(Xn, anchors, out):
+    """``out[t, x] = Xn[anchors[t]] · Xn[x]``, each a sequential sum.
+
+    NumPy's ``Xn[anchors] @ Xn.T`` goes through BLAS, whose rounding changes with its thread count;
+    this loop gives the same bits whatever the number of threads, so seeded LCR / LLORMA fits
+    reproduce on any machine.
+    """
+    for t in prange(anchors.shape[0]):
+        a = anchors[t]
+        for x in range(Xn.shape[0]):
+            s = 0.0
+            for k in range(Xn.shape[1]):
+                s += Xn[a, k] * Xn[x, k]
+            out[t, x] = s
+
+
 def kernel_matrix(X: np.ndarray, anchors: np.ndarray, bandwidth: float, kernel: str = "epanechnikov",
                   distance: str = "arccos_scaled") -> np.ndarray:
     """``K[t, x] = K(anchor_t, x)`` for every anchor row ``anchors[t]`` and every row ``x`` of ``X``.
@@ -84,7 +101,9 @@ def kernel_matrix(X: np.ndarray, anchors: np.ndarray, bandwidth: float, kernel: 
     norms = np.sqrt(np.einsum("ij,ij->i", X, X))
     safe = np.where(norms > 0, norms, 1.0)
     Xn = X / safe[:, None]
-    cos = np.clip(Xn[anchors] @ Xn.T, -1.0, 1.0)
+    cos = np.empty((len(anchors), X.shape[0]))
+    _cosines(np.ascontiguousarray(Xn), np.asarray(anchors, dtype=np.int64), cos)
+    np.clip(cos, -1.0, 1.0, out=cos)
     zero = norms == 0
     cos[:, zero] = 0.0
     cos[zero[anchors], :] = 0.0
