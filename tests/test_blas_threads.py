@@ -4,8 +4,8 @@ OpenBLAS splits a long dot product (more than 10,000 elements) between its threa
 rounding of ``w @ w`` on CofiRank's item factors (items × rank numbers) depends on
 ``OPENBLAS_NUM_THREADS``; BMRM's stopping test and best-iterate choice then turn on that last bit.
 Its matrix products round differently with the thread count too, which moved LCR's and LLORMA's
-kernel weights (the anchors' cosines). Each case runs in two real processes, one with one BLAS
-thread and one with two, and the results must agree to the last bit.
+kernel weights (the anchors' cosines). Each case runs in two real processes, one with one BLAS and
+one numba thread and one with two of each, and the results must agree to the last bit.
 """
 
 from __future__ import annotations
@@ -54,9 +54,9 @@ for name in available_models():
 """
 
 
-def run_with_blas_threads(code: str, threads: int) -> str:
+def run_with_threads(code: str, threads: int) -> str:
     env = {**os.environ, "OPENBLAS_NUM_THREADS": str(threads), "OMP_NUM_THREADS": str(threads),
-           "MKL_NUM_THREADS": str(threads), "NUMBA_NUM_THREADS": "1"}
+           "MKL_NUM_THREADS": str(threads), "NUMBA_NUM_THREADS": str(threads)}
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True,
                           text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -64,15 +64,15 @@ def run_with_blas_threads(code: str, threads: int) -> str:
 
 
 @pytest.mark.parametrize("case", ["bmrm", "cofirank"])
-def test_seeded_results_are_the_same_with_one_or_two_blas_threads(case):
+def test_seeded_results_are_the_same_with_one_or_two_threads(case):
     code = {"bmrm": BMRM, "cofirank": COFIRANK}[case]
-    one, two = run_with_blas_threads(code, 1), run_with_blas_threads(code, 2)
+    one, two = run_with_threads(code, 1), run_with_threads(code, 2)
     assert one and len(one.split()[0]) == 40, one
     assert one == two
 
 
-def test_every_model_scores_the_same_with_one_or_two_blas_threads():
-    one = dict(line.split() for line in run_with_blas_threads(EVERY_MODEL, 1).splitlines())
-    two = dict(line.split() for line in run_with_blas_threads(EVERY_MODEL, 2).splitlines())
+def test_every_model_scores_the_same_with_one_or_two_threads():
+    one = dict(line.split() for line in run_with_threads(EVERY_MODEL, 1).splitlines())
+    two = dict(line.split() for line in run_with_threads(EVERY_MODEL, 2).splitlines())
     assert {"cofirank", "lcr", "llorma", "gapfm", "bpmf"} <= set(one), sorted(one)
     assert [m for m in one if one[m] != two.get(m)] == []
