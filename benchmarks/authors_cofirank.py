@@ -30,6 +30,17 @@ Usage::
         --losses ndcg ordinal regression --ns 10 20 50 --seeds 0 1 2 --cofiviz
     .venv/bin/python benchmarks/authors_cofirank.py --binary /path/to/cofirank strong --losses ndcg --cofiviz
 
+    .venv/bin/python benchmarks/authors_cofirank.py --binary /path/to/cofirank topn --ns 10 20 30 50 \
+        --seeds 0 1 2 3 4 5 6 7 8 9
+
+``topn`` is GAPfm §5.1's top-N protocol as ``cofiviz reproduce gapfm-topn`` runs it (Given N rated items;
+the held-out rated items plus 1000 sampled unrated ones ranked; a validation part of 5 rated and 200
+unrated items per user). The GAPfm paper ran "the publicly available software package from the
+authors" with d = 10 and "the remaining parameters tuned on the validation set": here λ ∈ {1, 10, 100,
+1000} × the program's user and item offsets (off / on), the setting with the best mean validation
+GAP@5 over the seeds chosen per N, and its test GAP@5, NDCG@5 and P@5 (threshold 5) printed beside
+PopRec's on the same splits. The program has no early stopping, so its last (31st) iterate is scored.
+
 ``--cofiviz`` also fits cofiviz's CofiRank in the original code's form (item-id reference order; for
 the ordinal loss the original pair loop: cost Δy and no 1/M) on the same splits and prints both.
 """
@@ -139,14 +150,20 @@ def config_text(loss: str, protocol: str, **overrides) -> str:
     return "".join(f"{k} {v}\n" for k, v in cfg.items())
 
 
-def _per_user_ndcg(test, scores_of, k=10) -> float:
-    from cofiviz.metrics.ndcg import ndcg
-    order = np.argsort(test.users, kind="stable")
-    u, i, r = test.users[order], test.items[order], test.ratings[order]
-    cuts = np.flatnonzero(np.diff(u)) + 1
-    vals = [ndcg(rr, np.array([scores_of(int(uu[0])).get(int(x), 0.0) for x in ii]), k=k)
-            for uu, ii, rr in zip(np.split(u, cuts), np.split(i, cuts), np.split(r, cuts))]
-    return float(np.nanmean(vals))
+def _run_program(binary: str, workdir: Path, config: str, n_lines: int) -> tuple[list[dict[int, float]], float]:
+    """Write ``run.cfg``, run the program in ``workdir``; returns its F (``n_lines`` users) and wall seconds."""
+    (workdir / "run.cfg").write_text(config)
+    t = time.perf_counter()
+    proc = subprocess.run([binary, "run.cfg"], cwd=workdir, capture_output=True, text=True)
+    secs = time.perf_counter() - t
+    f_path = workdir / "out" / "F.lsvm"
+    if not f_path.exists():
+        raise RuntimeError(f"the authors' program wrote no {f_path} (exit code {proc.returncode}); "
+                           f"its log: {workdir / 'out' / 'clog.txt'}; stderr: {proc.stderr[-400:]}")
+    F = read_cofirank_scores(f_path)
+    if len(F) != n_lines:
+        raise RuntimeError(f"{f_path} has {len(F)} lines, expected {n_lines} (one per user)")
+    return F, secs
 
 
 def run_authors(binary: str, split, loss: str, protocol: str, workdir: Path) -> tuple[float, float]:
@@ -167,19 +184,74 @@ def run_authors(binary: str, split, loss: str, protocol: str, workdir: Path) -> 
         g, te = split.given, split.test
         write_cofirank_lines(workdir / "given.lsvm", g.users, g.items, g.ratings, f_rows)
         write_cofirank_lines(workdir / "strongtest.lsvm", te.users, te.items, te.ratings, f_rows)
-    (workdir / "run.cfg").write_text(config_text(loss, protocol))
-    t = time.perf_counter()
-    proc = subprocess.run([binary, "run.cfg"], cwd=workdir, capture_output=True, text=True)
-    secs = time.perf_counter() - t
-    f_path = workdir / "out" / "F.lsvm"
-    if not f_path.exists():
-        raise RuntimeError(f"the authors' program wrote no {f_path} (exit code {proc.returncode}); "
-                           f"its log: {workdir / 'out' / 'clog.txt'}; stderr: {proc.stderr[-400:]}")
-    F = read_cofirank_scores(f_path)
-    if len(F) != len(f_rows):
-        raise RuntimeError(f"{f_path} has {len(F)} lines, expected {len(f_rows)} (one per user)")
+    F, secs = _run_program(binary, workdir, config_text(loss, protocol), len(f_rows))
     line_of = {int(u): j for j, u in enumerate(f_rows)}
-    return _per_user_ndcg(split.test, lambda u: F[line_of[u]]), secs
+    return _mean_metrics(split.test, F, line_of, ("ndcg@10",))["ndcg@10"], secs
+
+
+TOPN_GRID = [{"reg": reg, "offsets": off} for reg in (1.0, 10.0, 100.0, 1000.0) for off in (False, True)]
+TOPN_METRICS = ("gap@5", "ndcg@5", "p@5")
+
+
+def _mean_metrics(cands, F, line_of, metrics, threshold=5) -> dict[str, float]:
+    """Mean over users of ``metrics`` of the lists in ``cands`` ranked by the program's F (cofiviz's metrics)."""
+    from cofiviz.metrics.batch import score_lists
+    order = np.argsort(cands.users, kind="stable")
+    u, i, r = cands.users[order], cands.items[order], cands.ratings[order]
+    s = np.array([F[line_of[int(a)]].get(int(b), 0.0) for a, b in zip(u, i)])
+    offsets = np.r_[0, np.cumsum(np.bincount(u, minlength=int(u.max()) + 1))]
+    out = score_lists(offsets, r, s, metrics=metrics, threshold=threshold)
+    return {m: float(np.nanmean(v)) for m, v in out.items()}
+
+
+def run_authors_topn(binary: str, split, setting: dict, workdir: Path) -> tuple[dict, dict, float]:
+    """The program (NDCG loss, d = 10) on a top-N split: (valid metrics, test metrics, wall seconds)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "out").mkdir(exist_ok=True)
+    tr = split.train
+    rows = np.unique(tr.users)
+    empty = np.zeros(0, dtype=np.int64)
+    write_cofirank_lines(workdir / "train.lsvm", tr.users, tr.items, tr.ratings, rows)
+    write_cofirank_lines(workdir / "test.lsvm", empty, empty, np.zeros(0), rows)
+    off = int(bool(setting["offsets"]))
+    config = config_text("ndcg", "weak", **{
+        "int cofi.dimW": 10, "double cofi.userphase.lambda": setting["reg"],
+        "double cofi.moviephase.lambda": setting["reg"], "int cofi.useMovieOffset": off,
+        "int cofi.useUserOffset": off, "int cofi.eval.evaluateOnTestSet": 0})
+    F, secs = _run_program(binary, workdir, config, len(rows))
+    line_of = {int(u): j for j, u in enumerate(rows)}
+    return (_mean_metrics(split.candidates("valid"), F, line_of, TOPN_METRICS),
+            _mean_metrics(split.candidates("test"), F, line_of, TOPN_METRICS), secs)
+
+
+def topn(binary: str, ns, seeds, base: Path) -> list[dict]:
+    from cofiviz.evaluation import evaluate
+    from cofiviz.experiment import make_split
+    from cofiviz.models import PopRec
+    data = {"name": "movielens-100k"}
+    cells = []
+    for n in ns:
+        pop = []
+        for seed in seeds:
+            split = make_split(data, "gapfm-top-n", {"n_train": n}, seed)
+            pop.append(evaluate(PopRec().fit(split.train), split, list(TOPN_METRICS), threshold=5))
+            for j, setting in enumerate(TOPN_GRID):
+                v, te, secs = run_authors_topn(binary, split, setting, base / f"topn-N{n}-s{seed}-g{j}")
+                cells.append({"protocol": "topn", "N": n, "seed": seed, **setting, "valid": v, "test": te,
+                              "authors_seconds": secs})
+                print(f"N={n:<3} seed={seed} reg={setting['reg']:<6g} offsets={setting['offsets']!s:5}  "
+                      f"valid GAP@5 {v['gap@5']:.4f}  test GAP@5 {te['gap@5']:.4f}  {secs:5.1f} s", flush=True)
+        mine = [c for c in cells if c["N"] == n]
+        best = max(TOPN_GRID, key=lambda g: np.mean([c["valid"]["gap@5"] for c in mine
+                                                     if (c["reg"], c["offsets"]) == (g["reg"], g["offsets"])]))
+        chosen = [c for c in mine if (c["reg"], c["offsets"]) == (best["reg"], best["offsets"])]
+        line = f"== Given {n}: authors' CofiRank (chosen reg={best['reg']:g}, offsets={best['offsets']})"
+        for m in TOPN_METRICS:
+            vals = [c["test"][m] for c in chosen]
+            line += f"  {m} {np.mean(vals):.4f} ± {np.std(vals):.4f}"
+        line += "   PopRec" + "".join(f"  {m} {np.mean([p[m] for p in pop]):.4f}" for m in TOPN_METRICS)
+        print(line, flush=True)
+    return cells
 
 
 def run_cofiviz(split, loss: str, seed: int) -> tuple[float, float]:
@@ -193,7 +265,7 @@ def run_cofiviz(split, loss: str, seed: int) -> tuple[float, float]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("protocol", choices=["weak", "strong"])
+    ap.add_argument("protocol", choices=["weak", "strong", "topn"])
     ap.add_argument("--binary", required=True, help="the authors' CofiRank program, built as the docstring says")
     ap.add_argument("--losses", nargs="+", default=["ndcg"], choices=sorted(LOSS_NAMES))
     ap.add_argument("--ns", nargs="+", type=int, default=[10, 20, 50])
@@ -205,10 +277,15 @@ def main(argv=None) -> int:
     if not (os.path.isfile(args.binary) and os.access(args.binary, os.X_OK)):
         ap.error(f"--binary {args.binary!r} is not an executable file; build the authors' program first "
                  "(see this script's docstring)")
+    base = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="authors-cofirank-"))
+    if args.protocol == "topn":
+        cells = topn(args.binary, args.ns, args.seeds, base)
+        if args.json:
+            Path(args.json).write_text(json.dumps(cells, indent=1))
+        return 0
     from cofiviz.experiment import make_split
     data = {"name": "movielens-100k"}
     proto_name, n_key = ("cofirank-weak", "n_train") if args.protocol == "weak" else ("strong", "n_given")
-    base = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="authors-cofirank-"))
     cells = []
     print(f"{'loss':11s} {'N':>3} {'seed':>4}  {'authors':>8} {'secs':>6}" + (f"  {'cofiviz':>8} {'secs':>6}"
                                                                                if args.cofiviz else ""))

@@ -54,15 +54,25 @@ def test_quick_reproduction_writes_report(name, tmp_path):
         assert t.loc[t["method"] == "CofiRank-NDCG", "paper"].iloc[0] == pytest.approx(0.64)
         # the authors' code's own numbers sit beside the paper's on the rows it was run for
         item_order = t[t["method"] == "CofiRank-NDCG (item-id order)"]
-        assert item_order["original"].iloc[0] == pytest.approx(0.633)
+        assert item_order["original"].iloc[0] == pytest.approx(R._ORIGINAL_CODE["ndcg"][10])
+        # the paper's ordinal form has no counterpart in that code; the original form's row has it
         assert t.loc[t["method"] == "CofiRank-Ordinal", "original"].isna().all()
+        assert t.loc[t["method"] == "CofiRank-Ordinal (original form)", "original"].iloc[0] == pytest.approx(
+            R._ORIGINAL_CODE["ordinal"][10])
         assert "original" in R.format_table(t).splitlines()[2]
         strong = R.status("cofirank-table3", quick=True, store=tmp_path / "empty", data=DATA).table
-        assert "CofiRank-NDCG (item-id order)" in set(strong["method"]) and strong["original"].isna().all()
+        strong_item_order = strong[strong["method"] == "CofiRank-NDCG (item-id order)"]
+        assert strong_item_order["original"].iloc[0] == pytest.approx(R._ORIGINAL_CODE_STRONG["ndcg"][10])
+        assert strong.loc[strong["method"] == "CofiRank-NDCG", "original"].isna().all()
+    elif name == "gapfm-topn":
+        assert t["paper"].isna().all()       # no published MovieLens numbers for this protocol
+        # the authors' CofiRank program, on its row and for the first metric only
+        gap = t[t["metric"] == "gap@5"]
+        assert gap.loc[gap["method"] == "CofiRank", "original"].iloc[0] == pytest.approx(R._ORIGINAL_CODE_TOPN[10])
+        assert gap.loc[gap["method"] != "CofiRank", "original"].isna().all()
+        assert t.loc[t["metric"] != "gap@5", "original"].isna().all()
     else:
         assert t["original"].isna().all() and "original" not in R.format_table(t)
-    if name == "gapfm-topn":
-        assert t["paper"].isna().all()       # no published MovieLens numbers for this protocol
     if name == "lcr-table2":                 # every column has its fits, early-stopped on its own metric
         assert not t["status"].eq("not run").any(), t[t["status"] == "not run"]
     # a second run reads every cell from the store
