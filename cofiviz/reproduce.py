@@ -651,14 +651,15 @@ def format_table(table: pd.DataFrame) -> str:
         return f"{v:+.4f}" if signed else f"{v:.4f}"
     lines = []
     orig = "original" in table.columns and table["original"].notna().any()
+    w = max([30, *(len(str(m)) for m in table["method"])])
     for metric, g in table.groupby("metric", sort=False):
         lines.append(f"\n{metric}")
-        head = (f"  {'N':>3}  {'method':30s} {'paper':>8}" + (f" {'original':>8}" if orig else "")
+        head = (f"  {'N':>3}  {'method':{w}s} {'paper':>8}" + (f" {'original':>8}" if orig else "")
                 + f" {'cofiviz':>8} {'± std':>7} {'diff':>8}  status / chosen setting")
         lines.append(head)
         for _, r in g.iterrows():
             extra = r["status"] if r["status"] != "ok" else r["setting"]
-            lines.append(f"  {r['N']:>3}  {r['method']:30s} {f(r['paper']):>8}"
+            lines.append(f"  {r['N']:>3}  {r['method']:{w}s} {f(r['paper']):>8}"
                          + (f" {f(r['original']):>8}" if orig else "")
                          + f" {f(r['cofiviz']):>8} {f(r['cofiviz_std']):>7} {f(r['diff'], True):>8}  {extra}")
     if orig:
