@@ -166,20 +166,28 @@ def _run_program(binary: str, workdir: Path, config: str, n_lines: int) -> tuple
     return F, secs
 
 
-def run_authors(binary: str, split, loss: str, protocol: str, workdir: Path) -> tuple[float, float]:
-    """Run the authors' program on ``split``; returns (NDCG@10 on the test part, wall seconds)."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / "out").mkdir(exist_ok=True)
+def _write_training(workdir: Path, split, test=None) -> np.ndarray:
+    """Create ``workdir/out``, write ``train.lsvm`` and ``test.lsvm`` (empty lines without ``test``).
+
+    Returns the users in line order (those with training ratings).
+    """
+    (workdir / "out").mkdir(parents=True, exist_ok=True)
     tr = split.train
     rows = np.unique(tr.users)
     write_cofirank_lines(workdir / "train.lsvm", tr.users, tr.items, tr.ratings, rows)
-    if protocol == "weak":
-        te = split.test
-        write_cofirank_lines(workdir / "test.lsvm", te.users, te.items, te.ratings, rows)
-        f_rows = rows
+    if test is None:
+        (workdir / "test.lsvm").write_text("\n" * len(rows))
     else:
-        empty = np.zeros(0, dtype=np.int64)
-        write_cofirank_lines(workdir / "test.lsvm", empty, empty, np.zeros(0), rows)
+        write_cofirank_lines(workdir / "test.lsvm", test.users, test.items, test.ratings, rows)
+    return rows
+
+
+def run_authors(binary: str, split, loss: str, protocol: str, workdir: Path) -> tuple[float, float]:
+    """Run the authors' program on ``split``; returns (NDCG@10 on the test part, wall seconds)."""
+    if protocol == "weak":
+        f_rows = _write_training(workdir, split, split.test)
+    else:
+        _write_training(workdir, split)
         f_rows = np.unique(split.given.users)
         g, te = split.given, split.test
         write_cofirank_lines(workdir / "given.lsvm", g.users, g.items, g.ratings, f_rows)
@@ -206,13 +214,7 @@ def _mean_metrics(cands, F, line_of, metrics, threshold=5) -> dict[str, float]:
 
 def run_authors_topn(binary: str, split, setting: dict, workdir: Path) -> tuple[dict, dict, float]:
     """The program (NDCG loss, d = 10) on a top-N split: (valid metrics, test metrics, wall seconds)."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / "out").mkdir(exist_ok=True)
-    tr = split.train
-    rows = np.unique(tr.users)
-    empty = np.zeros(0, dtype=np.int64)
-    write_cofirank_lines(workdir / "train.lsvm", tr.users, tr.items, tr.ratings, rows)
-    write_cofirank_lines(workdir / "test.lsvm", empty, empty, np.zeros(0), rows)
+    rows = _write_training(workdir, split)
     off = int(bool(setting["offsets"]))
     config = config_text("ndcg", "weak", **{
         "int cofi.dimW": 10, "double cofi.userphase.lambda": setting["reg"],
