@@ -33,6 +33,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .compile_notice import announce_compilation
 from .errors import CofivizError, DataError, DataSourceError, ModelFitError, ParameterError
 
 __all__ = ["main", "parse_sets", "convert_value"]
@@ -623,6 +624,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not getattr(args, "command", None):
             parser.print_help()
             return 2
+        announce_compilation()
         return int(args.func(args) or 0)
     except ParameterError as exc:  # unknown model/parameter/metric/protocol, value out of range
         print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
