@@ -7,7 +7,8 @@ Use it as a mixin::
             return PopRec(**params)
 
 and, where the model has them, override ``bad_params`` (values that must be refused, naming the
-parameter). ``make_model`` receives the keywords a test needs (``seed=...``) and should merge them
+parameter) and ``diverging_params`` (settings under which its fit diverges on the planted data).
+``make_model`` receives the keywords a test needs (``seed=...``) and should merge them
 over settings that keep a fit small, e.g. ``CofiRank(**{"rank": 5, "max_iter": 3, **params})``. Every test builds its data with
 :func:`planted`, a small seeded ratings table whose popular items are also the good ones and whose
 users share a low-rank taste, so that both popularity and collaborative models can learn it.
@@ -70,6 +71,9 @@ class ModelContract:
 
     #: parameter settings each of which must raise ParameterError naming the parameter
     bad_params: list[dict] = [{"seed": -1}]
+    #: settings (merged by make_model) under which the fit diverges on the planted data, e.g. a huge
+    #: learning rate; None for a model that has none (closed-form, or updates that cannot diverge)
+    diverging_params: dict | None = None
     #: how much better than random the model must rank the planted test items (NDCG@10)
     learn_margin: float = 0.03
 
@@ -255,6 +259,36 @@ class ModelContract:
         assert type(make_model(name)) is type(model)
 
     # ------------------------------------------------------------------ divergence
+    def test_divergence_hint_names_real_parameters(self):
+        model = self.make_model()
+        klass = type(model)
+        for hint in (klass.divergence_hint, model._divergence_hint()):
+            assert isinstance(hint, tuple)
+            for name, direction in hint:
+                assert name in klass.param_names() and direction in ("lower", "raise"), (name, direction)
+        if model.iterative:
+            assert model._divergence_hint(), f"{klass.__name__} names no parameter to change when its fit diverges"
+        advice = model.divergence_advice()
+        for name, direction in model._divergence_hint():
+            assert f"{direction} {name} (now {getattr(model, name)!r})" in advice
+
+    def test_a_diverging_fit_raises_naming_the_parameters(self, split):
+        if self.diverging_params is None:
+            pytest.skip("the model has no setting under which its fit diverges")
+        model = self.make_model().fit(split.train)
+        model.set_params(**self.diverging_params)
+        with pytest.raises(ModelFitError) as err:
+            model.fit(split.train)
+        msg = str(err.value)
+        assert msg.startswith(f"{type(model).__name__}: ") and "after iteration" in msg
+        hint = model._divergence_hint()
+        assert any(name in self.diverging_params for name, _ in hint)
+        for name, direction in hint:
+            assert f"{direction} {name} (now {getattr(model, name)!r})" in msg
+        assert not model.is_fitted  # the earlier fit is gone too: nothing half-trained is left to score
+        with pytest.raises(DataError, match="not fitted"):
+            model.score(0, 0)
+
     def test_non_finite_state_raises_model_fit_error(self, split):
         base = type(self.make_model())
 
@@ -270,8 +304,9 @@ class ModelContract:
                 return loss
 
         model = Poisoned(**self.make_model().get_params())
-        with pytest.raises(ModelFitError, match="non-finite"):
+        with pytest.raises(ModelFitError, match="non-finite after iteration 1") as err:
             model.fit(split.train)
+        assert str(err.value).endswith(model.divergence_advice())
         assert not model.is_fitted  # nothing half-trained is left to score
         with pytest.raises(DataError, match="not fitted"):
             model.score(0, 0)

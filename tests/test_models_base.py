@@ -1,8 +1,10 @@
-"""The epoch loop of the model contract (cofiviz.models.base) on tiny iterative toy models."""
+"""The epoch loop of the model contract (cofiviz.models.base) on tiny iterative toy models: early stopping,
+and divergence detection."""
 
 from __future__ import annotations
 
 import numpy as np
+import param
 import pytest
 
 from cofiviz.errors import DataError, ModelFitError, ParameterError
@@ -128,3 +130,104 @@ def test_set_params_is_all_or_nothing():
         m.set_params(damping=5.0, seed=-2)
     assert m.damping == 3.0 and m.seed == 0
     assert m.set_params(damping=5.0) is m and m.damping == 5.0
+
+
+# ---------------------------------------------------------------------------------------------- divergence
+class Grow(Model):
+    """A toy fit whose one learned array is multiplied by ``factor`` per iteration, with a scripted loss."""
+
+    register = False
+    divergence_hint = (("step", "lower"),)
+    step = param.Number(default=1.0, doc="The toy's step size.")
+    factor = param.Number(default=10.0)
+    start = param.Number(default=1.0)
+    losses = param.List(default=[])
+
+    def _setup(self, train, rng):
+        self.w = np.full(7, self.start)
+        self.b = np.zeros(3)  # an offset that starts at zero
+
+    def _step(self, iteration):
+        self.w = self.w * self.factor
+        return self.losses[iteration - 1] if iteration <= len(self.losses) else 1.0
+
+    def _scores(self, users, items):
+        return np.zeros(len(users))
+
+    def _state(self):
+        return {"w": self.w, "b": self.b, "ids": np.arange(3)}
+
+    def _set_state(self, state):
+        self.w, self.b = state["w"], state["b"]
+
+
+def test_factors_exploding_past_the_bound_raise(split):
+    # planted ratings are on 1..5: the bound is 1e3 x max(start RMS 1, 1, scale width 4) = 4000
+    with pytest.raises(ModelFitError) as err:
+        Grow(factor=10.0, max_iter=10).fit(split.train)
+    assert str(err.value) == ("Grow: the factors exploded (w: RMS 1e+04 after iteration 4, 1 at the start); "
+                              "lower step (now 1.0)")
+    m = Grow(factor=3999.0 ** 0.25, max_iter=4).fit(split.train)  # reaches 3999: within the bound
+    assert m.is_fitted and m.w[0] == pytest.approx(3999.0)
+
+
+def test_the_bound_scales_with_the_start_and_the_rating_scale(split):
+    # the same RMS, 1e4, is an explosion from a start of 1 and within the bound from a start of 100
+    with pytest.raises(ModelFitError, match=r"RMS 1e\+04 after iteration 2, 1 at the start"):
+        Grow(start=1.0, factor=100.0, max_iter=2).fit(split.train)
+    assert Grow(start=100.0, factor=10.0, max_iter=2).fit(split.train).is_fitted
+    with pytest.raises(ModelFitError, match=r"RMS 1e\+06 after iteration 4, 1e\+02 at the start"):
+        Grow(start=100.0, factor=10.0, max_iter=6).fit(split.train)
+    # a tiny start is measured against the scale's width: 1e-3 growing to 1 is an ordinary fit
+    assert Grow(start=1e-3, factor=10.0, max_iter=3).fit(split.train).is_fitted
+
+
+def test_finite_factors_whose_squares_overflow_still_explode(split):
+    with pytest.raises(ModelFitError, match=r"w: RMS 1e\+200 after iteration 1"):
+        Grow(start=1e100, factor=1e100, max_iter=3).fit(split.train)
+
+
+def test_an_exploding_loss_raises(split):
+    # the loss may rise by up to 1e3 x max(|best|, 1) above its best
+    m = Grow(factor=1.0, losses=[5.0, 2.0, 2001.0, 0.5], max_iter=4).fit(split.train)
+    assert [row["loss"] for row in m.history_] == [5.0, 2.0, 2001.0, 0.5]
+    with pytest.raises(ModelFitError) as err:
+        Grow(factor=1.0, losses=[5.0, 2.0, 2003.0], max_iter=4).fit(split.train)
+    assert str(err.value) == ("Grow: the training loss exploded (from its best 2 to 2e+03 after iteration 3); "
+                              "lower step (now 1.0)")
+    # below 1 the floor of 1 applies; negative losses (GAPfm's) are measured by their size
+    assert Grow(factor=1.0, losses=[1e-6, 999.0], max_iter=2).fit(split.train).is_fitted
+    with pytest.raises(ModelFitError, match="exploded"):
+        Grow(factor=1.0, losses=[-50.0, 5e4 + 1], max_iter=2).fit(split.train)
+
+
+class GivesUp(Grow):
+    register = False
+
+    def _step(self, iteration):
+        if iteration == 2:
+            raise ModelFitError("the solver met a non-finite subgradient")
+        return super()._step(iteration)
+
+
+def test_a_model_fit_error_from_inside_a_step_names_the_parameters(split):
+    m = GivesUp(factor=1.0, step=0.5, max_iter=3)
+    with pytest.raises(ModelFitError) as err:
+        m.fit(split.train)
+    assert str(err.value) == ("GivesUp: the solver met a non-finite subgradient (in iteration 2); "
+                              "lower step (now 0.5)")
+    assert not m.is_fitted
+
+
+def test_every_registered_model_names_parameters_to_change():
+    for name in available_models():
+        klass = MODEL_REGISTRY[name]
+        hint = klass.divergence_hint
+        assert all(p in klass.param_names() and d in ("lower", "raise") for p, d in hint), (name, hint)
+        assert bool(hint) == klass.iterative, name
+    from cofiviz.models import ItemMean, RegSVD
+
+    assert RegSVD(solver="als").divergence_advice() == "raise reg (now 0.05)"
+    assert RegSVD().divergence_advice() == "lower lr (now 0.01) or raise reg (now 0.05)"
+    assert "closed-form" in ItemMean().divergence_advice()
+

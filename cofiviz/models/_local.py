@@ -100,6 +100,7 @@ class PairwiseFactorModel(Model):
     """
 
     __abstract = True
+    divergence_hint = (("lr", "lower"), ("reg", "raise"))
 
     rank = param.Integer(default=10, bounds=(1, 2000), doc="Rank r of each factorisation.")
     loss = param.Selector(default="log_a", objects=list(SURROGATES), doc="Pairwise surrogate loss (Table 1).")

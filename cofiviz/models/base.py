@@ -17,10 +17,11 @@ Subclasses implement
   for keeping the best iterate during early stopping.
 
 and may set the class attributes ``iterative = False`` (closed-form: ``fit`` runs one step) and
-``has_loss = False`` (``_step`` returns ``nan``). A concrete subclass registers itself under its
-lower-case class name (``PopRec`` → ``"poprec"``, :meth:`Model.model_name`), which is also every
-instance's ``name``; mark base classes with param's ``__abstract = True`` and test helpers with
-``register = False`` to keep them out of the registry. A model module may define a module-level
+``has_loss = False`` (``_step`` returns ``nan``). Every model declares ``divergence_hint``, the
+parameters that keep its fit stable, named when a fit diverges (see :meth:`Model.fit`). A concrete
+subclass registers itself under its lower-case class name (``PopRec`` → ``"poprec"``,
+:meth:`Model.model_name`), which is also every instance's ``name``; mark base classes with param's
+``__abstract = True`` and test helpers with ``register = False`` to keep them out of the registry. A model module may define a module-level
 ``warmup()`` that compiles its numba kernels on tiny inputs; :func:`cofiviz.warmup` calls it.
 """
 
@@ -43,6 +44,17 @@ __all__ = ["Model", "IterationInfo", "NotFittedError", "MODEL_REGISTRY", "get_mo
 
 MODEL_REGISTRY: dict[str, type["Model"]] = {}
 FORMAT_VERSION = 1
+
+#: A fit diverged when its training loss rises above its best value so far by more than this many
+#: times ``max(|best|, 1)``. Legitimate fits of every model (the reproductions' grids, the largest
+#: learning rates they use) rise by at most about 2x in that measure, an AdaGrad first step; a
+#: diverging gradient step multiplies the loss by orders of magnitude per iteration.
+LOSS_GROWTH_LIMIT = 1e3
+#: ... or when the root mean square of the entries of a learned float array exceeds this many times
+#: ``max(RMS at the start of the fit, 1, width of the rating scale)``. Legitimate fits stay below 1x
+#: in that measure (factors whose products are ratings or score differences of a few units); 1e3x
+#: means scores of order 1e6 times the rating scale, which no fit reaches without diverging.
+NORM_GROWTH_LIMIT = 1e3
 
 
 @dataclass
@@ -100,12 +112,16 @@ class Model(param.Parameterized):
     -----
     A callback is called as ``callback(info)`` with an :class:`IterationInfo` after every iteration;
     returning ``True`` stops training after that iteration (it is how the dashboards' Stop button
-    works). Non-finite losses or learned arrays raise :class:`~cofiviz.errors.ModelFitError`.
+    works). A diverging fit (a non-finite or exploding loss or learned array) raises
+    :class:`~cofiviz.errors.ModelFitError` naming the parameters in :attr:`divergence_hint`.
     """
 
     __abstract = True
     #: False for closed-form models (PopRec, ItemMean): ``fit`` runs exactly one iteration
     iterative: ClassVar[bool] = True
+    #: What to change when a fit diverges: ``(parameter, "lower" | "raise")`` pairs, the step size
+    #: first. Empty only for closed-form models, which have no such parameter.
+    divergence_hint: ClassVar[tuple[tuple[str, str], ...]] = ()
 
     seed = param.Integer(default=0, bounds=(0, None), doc="Seed of every random choice of the model.")
     max_iter = param.Integer(default=100, bounds=(1, 100_000), doc="Iterations at most.")
@@ -195,7 +211,11 @@ class Model(param.Parameterized):
         ParameterError
             ``valid_metric`` is not a metric name.
         ModelFitError
-            The loss or a learned array became non-finite; the model is left unfitted.
+            The fit diverged: the loss or a learned array became non-finite, the loss rose above
+            its best value by more than :data:`LOSS_GROWTH_LIMIT` times, or a learned float array's
+            root mean square grew past :data:`NORM_GROWTH_LIMIT` times its scale (see
+            :meth:`_check_divergence`). The message names the parameters to change
+            (:attr:`divergence_hint`); the model is left unfitted.
 
         Notes
         -----
@@ -231,15 +251,22 @@ class Model(param.Parameterized):
         rng = np.random.default_rng(self.seed)
         start = time.perf_counter()
         try:
-            self._setup(train, rng)
+            try:
+                self._setup(train, rng)
+            except ModelFitError as exc:
+                raise ModelFitError(self._divergence_message(f"{exc} (while setting up the fit)")) from exc
+            watch = _DivergenceWatch(self, train)
             best_value, best_state, since_best = -np.inf, None, 0
             n_iter = self.max_iter if self.iterative else 1
             it = 0
             for it in range(1, n_iter + 1):
                 t0 = time.perf_counter()
-                loss = float(self._step(it))
+                try:
+                    loss = float(self._step(it))
+                except ModelFitError as exc:  # a solver inside the step gave up on non-finite numbers
+                    raise ModelFitError(self._divergence_message(f"{exc} (in iteration {it})")) from exc
                 seconds = time.perf_counter() - t0
-                self._check_finite(it, loss)
+                self._check_divergence(it, loss, watch)
                 metrics = {}
                 if use_valid:
                     metrics = {f"valid_{k}": v for k, v in self._mean_metrics(valid, [self.valid_metric]).items()}
@@ -279,18 +306,64 @@ class Model(param.Parameterized):
         self.fit_seconds_ = time.perf_counter() - start
         return self
 
-    def _check_finite(self, iteration: int, loss: float) -> None:
+    def _check_divergence(self, iteration: int, loss: float, watch: "_DivergenceWatch") -> None:
+        """Raise :class:`~cofiviz.errors.ModelFitError` if iteration ``iteration`` diverged.
+
+        Checked after every iteration, in this order: the loss is NaN (for a method that has a
+        loss) or infinite; the loss rose above its best value so far by more than
+        ``LOSS_GROWTH_LIMIT · max(|best|, 1)``; a float array of :meth:`_state` holds a non-finite
+        entry, or the root mean square of its entries exceeds ``NORM_GROWTH_LIMIT · max(RMS at the
+        start of the fit, 1, width of the rating scale)``. The arrays are read in place (one sum of
+        squares each, no copy), which costs far less than an iteration.
+        """
         if np.isnan(loss) and not self._loss_may_be_nan():
-            raise ModelFitError(f"{type(self).__name__}: the training loss is NaN after iteration {iteration}; "
-                                "lower the learning rate or raise the regularisation")
+            raise ModelFitError(self._divergence_message(f"the training loss is NaN after iteration {iteration}"))
         if np.isinf(loss):
-            raise ModelFitError(f"{type(self).__name__}: the training loss is infinite after iteration "
-                                f"{iteration}; lower the learning rate or raise the regularisation")
+            raise ModelFitError(self._divergence_message(
+                f"the training loss is infinite after iteration {iteration}"))
+        if np.isfinite(loss):
+            best = watch.best_loss
+            if best is not None and loss - best > LOSS_GROWTH_LIMIT * max(abs(best), 1.0):
+                raise ModelFitError(self._divergence_message(
+                    f"the training loss exploded (from its best {best:.3g} to {loss:.3g} after iteration "
+                    f"{iteration})"))
+            watch.best_loss = loss if best is None else min(best, loss)
         for key, arr in self._state().items():
             arr = np.asarray(arr)
-            if arr.dtype.kind in "fc" and not np.all(np.isfinite(arr)):
-                raise ModelFitError(f"{type(self).__name__}: {key} became non-finite after iteration {iteration}; "
-                                    "lower the learning rate or raise the regularisation")
+            if arr.dtype.kind not in "fc" or arr.size == 0:
+                continue
+            if arr.dtype.kind == "c":
+                arr = np.abs(arr)
+            rms = _rms(arr)
+            if np.isfinite(rms) and rms <= watch.limit(key, rms):
+                continue
+            if not np.all(np.isfinite(arr)):
+                raise ModelFitError(self._divergence_message(
+                    f"{key} became non-finite after iteration {iteration}"))
+            if not np.isfinite(rms):  # finite entries whose squares overflow
+                peak = float(np.max(np.abs(arr)))
+                rms = peak * _rms(arr / peak)
+            raise ModelFitError(self._divergence_message(
+                f"the factors exploded ({key}: RMS {rms:.2g} after iteration {iteration}, "
+                f"{watch.start.get(key, 0.0):.2g} at the start)"))
+
+    def _divergence_hint(self) -> tuple[tuple[str, str], ...]:
+        """The ``(parameter, "lower" | "raise")`` pairs to name for these settings (default:
+        :attr:`divergence_hint`; a model overrides this when a parameter matters only in some settings)."""
+        return tuple(type(self).divergence_hint)
+
+    def divergence_advice(self) -> str:
+        """What to change when this model's fit diverges, with the current values:
+        ``"lower lr (now 100.0) or raise reg (now 0.1)"``."""
+        hint = self._divergence_hint()
+        if not hint:
+            return ("no parameter of this closed-form model controls its stability: look for extreme values in "
+                    "the ratings")
+        parts = [f"{direction} {name} (now {getattr(self, name)!r})" for name, direction in hint]
+        return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " or " + parts[-1]
+
+    def _divergence_message(self, what: str) -> str:
+        return f"{type(self).__name__}: {what}; {self.divergence_advice()}"
 
     #: False for methods whose ``_step`` returns ``nan`` because they have no training objective
     has_loss: ClassVar[bool] = True
@@ -477,6 +550,45 @@ class Model(param.Parameterized):
 
     def _set_state(self, state: dict[str, np.ndarray]) -> None:
         raise TypeError(f"{type(self).__name__} does not define _set_state()")  # pragma: no cover
+
+
+class _DivergenceWatch:
+    """What the divergence checks of one fit compare against.
+
+    ``best_loss`` is the lowest finite loss so far; ``start`` the root mean square of every float
+    array of :meth:`Model._state` right after ``_setup`` (an array that appears later, such as a kept
+    best iterate, is measured when first seen); ``floor`` the larger of 1 and the width of the
+    training table's rating scale, the size that factors and offsets of a sane fit may reach
+    whatever their start (biases start at 0, some factors at 0.001).
+    """
+
+    def __init__(self, model: Model, train: Ratings):
+        self.best_loss: float | None = None
+        self.floor = max(1.0, float(train.scale[1] - train.scale[0]))
+        self.start: dict[str, float] = {}
+        if model.iterative:  # a closed-form model has no state before its one step
+            for key, arr in model._state().items():
+                arr = np.asarray(arr)
+                if arr.dtype.kind == "f" and arr.size:
+                    rms = _rms(arr)
+                    if np.isfinite(rms):
+                        self.start[key] = rms
+
+    def limit(self, key: str, rms: float) -> float:
+        """The largest root mean square array ``key`` may reach (``rms``: its value now)."""
+        if key not in self.start and np.isfinite(rms):
+            self.start[key] = rms
+        return NORM_GROWTH_LIMIT * max(self.start.get(key, 0.0), self.floor)
+
+
+def _rms(arr: np.ndarray) -> float:
+    """Root mean square of the entries of a float array, read in place (``inf`` when the squares overflow)."""
+    if arr.dtype != np.float64:
+        arr = arr.astype(np.float64)
+    axes = list(range(arr.ndim))
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = float(np.einsum(arr, axes, arr, axes, []))
+    return float(np.sqrt(total / arr.size))
 
 
 class NotFittedError(DataError):

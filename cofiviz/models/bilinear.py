@@ -203,6 +203,7 @@ class Bilinear(Model):
                                doc="L2 penalty of a new user's latent part in fold_in (None: reg).")
 
     tol_window = 10
+    divergence_hint = (("lr", "lower"), ("reg", "raise"))
 
     # ------------------------------------------------------------------ features
     def _encode(self, train: Ratings) -> None:

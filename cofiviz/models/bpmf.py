@@ -161,6 +161,9 @@ class BPMF(Model):
                               doc="Standard deviation of the initial factors.")
     max_iter = param.Integer(default=60, bounds=(1, 100_000), doc="Gibbs sweeps in all.")
 
+    #: no step size: a lower observation precision gives the prior more weight in every row's posterior
+    divergence_hint = (("alpha", "lower"),)
+
     def _setup(self, train: Ratings, rng: np.random.Generator) -> None:
         D = int(self.rank)
         nu0 = D if self.nu0 is None else int(self.nu0)

@@ -203,6 +203,9 @@ class CofiRank(Model):
     init_reg = param.Number(default=None, allow_None=True, bounds=(0.0, None), inclusive_bounds=(False, True),
                             doc="λ of the regression warm start (None: reg).")
 
+    #: no step size (BMRM solves each phase): the penalty bounds the factors
+    divergence_hint = (("reg", "raise"),)
+
     # ------------------------------------------------------------------ layout of the factors
     def _has_prior(self) -> bool:
         return self.item_prior != "none"

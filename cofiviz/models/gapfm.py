@@ -149,6 +149,8 @@ class GAPfm(Model):
     monitor_loss = param.Boolean(default=True, doc="Report the objective after each iteration (one extra pass).")
     valid_metric = param.String(default="ndcg@10", doc="Metric watched by early stopping.")
 
+    divergence_hint = (("learning_rate", "lower"), ("reg", "raise"))
+
     # ------------------------------------------------------------------ training
     def _setup(self, train: Ratings, rng: np.random.Generator) -> None:
         p = prepare(train, ymax=self.ymax, objective=self.objective, cutoff=self.cutoff, normalize=self.normalize)

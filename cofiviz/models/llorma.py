@@ -70,6 +70,9 @@ class LLORMA(Model, LocalParams):
     patience = param.Integer(default=3, bounds=(0, None),
                              doc="Early stopping on validation: sweeps without improvement (0: off).")
 
+    #: no step size: the penalties keep the ridge solves of ALS well-posed
+    divergence_hint = (("reg", "raise"), ("reg_bias", "raise"))
+
     def _setup(self, train: Ratings, rng: np.random.Generator) -> None:
         self.Ku_, self.Ki_, self.anchor_users_, self.anchor_items_, _, _ = local_kernels(
             train, int(self.n_local), rng, bandwidth=float(self.bandwidth), kernel=self.kernel,

@@ -130,6 +130,9 @@ class NMF(Model):
     tol = param.Number(default=1e-5, bounds=(0.0, None), doc="Relative objective decrease that stops training.")
     max_iter = param.Integer(default=200, bounds=(1, 100_000), doc="Iterations at most.")
 
+    #: no step size: the multiplicative updates never increase the objective; the penalty bounds the factors
+    divergence_hint = (("reg", "raise"),)
+
     def _setup(self, train: Ratings, rng: np.random.Generator) -> None:
         if train.ratings.min() < 0:
             raise DataError(f"NMF needs non-negative ratings, got {train.ratings.min():g}")

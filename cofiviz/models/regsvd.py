@@ -77,6 +77,12 @@ class RegSVD(Model):
     tol = param.Number(default=1e-4, bounds=(0.0, None), doc="Stop when the training RMSE improves by less.")
     max_iter = param.Integer(default=60, bounds=(1, 100_000), doc="Epochs (SGD) or sweeps (ALS) at most.")
 
+    divergence_hint = (("lr", "lower"), ("reg", "raise"))
+
+    def _divergence_hint(self) -> tuple[tuple[str, str], ...]:
+        """ALS has no learning rate: only ``reg`` keeps its ridge solves stable."""
+        return (("reg", "raise"),) if self.solver == "als" else type(self).divergence_hint
+
     def _setup(self, train: Ratings, rng: np.random.Generator) -> None:
         m, n, r = train.n_users, train.n_items, int(self.rank)
         if self.init == "uniform":
