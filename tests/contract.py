@@ -16,7 +16,10 @@ users share a low-rank taste, so that both popularity and collaborative models c
 
 from __future__ import annotations
 
+import hashlib
 import json
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -64,6 +67,35 @@ def random_ndcg(split: Split, n_draws: int = 30, seed: int = 123) -> float:
     vals = [np.nanmean(score_lists(t.indptr, t.ratings, rng.random(len(t)), metrics=["ndcg@10"])["ndcg@10"])
             for _ in range(n_draws)]
     return float(np.mean(vals))
+
+
+def rewrite_npz(npz: Path, drop: str | None = None, replace: dict | None = None, relist: bool = True) -> None:
+    """Rewrite a saved ``.npz`` without array ``drop`` and with the arrays in ``replace``, and record the new
+    file's checksum in its JSON (and, with ``relist``, its list of arrays), so that ``Model.load`` gets past
+    the checksum to the check under test."""
+    with np.load(npz, allow_pickle=False) as data:
+        arrays = {k: data[k] for k in data.files if k != drop}
+    arrays.update(replace or {})
+    with open(npz, "wb") as fh:
+        np.savez(fh, **arrays)
+    js = npz.with_suffix(".json")
+    meta = json.loads(js.read_text())
+    meta["checksum"] = {"sha256": hashlib.sha256(npz.read_bytes()).hexdigest(), "bytes": npz.stat().st_size}
+    if relist:
+        meta["arrays"] = {k: {"shape": list(v.shape), "dtype": v.dtype.str} for k, v in arrays.items()}
+    js.write_text(json.dumps(meta))
+
+
+def edit_json(npz: Path, **changes) -> None:
+    """Change keys of a save's JSON (``None`` deletes the key)."""
+    js = npz.with_suffix(".json")
+    meta = json.loads(js.read_text())
+    for key, value in changes.items():
+        if value is None:
+            meta.pop(key, None)
+        else:
+            meta[key] = value
+    js.write_text(json.dumps(meta))
 
 
 class ModelContract:
@@ -207,6 +239,9 @@ class ModelContract:
         assert all(a.dtype.kind != "O" for a in arrays.values())
         meta = json.loads(npz.with_suffix(".json").read_text())
         assert meta["model"] == fitted.model_name()
+        assert meta["format"] == 2 and meta["checksum"]["sha256"] == hashlib.sha256(npz.read_bytes()).hexdigest()
+        assert meta["arrays"] == {k: {"shape": list(v.shape), "dtype": v.dtype.str} for k, v in arrays.items()}
+        assert not list(tmp_path.glob("*.tmp"))
         assert meta["params"] == json.loads(json.dumps(fitted.get_params()))
         for loader in (Model.load, type(fitted).load):
             back = loader(tmp_path / "model")
@@ -218,9 +253,72 @@ class ModelContract:
                 np.testing.assert_array_equal(back.recommend(u, 5)[0], fitted.recommend(u, 5)[0])
             np.testing.assert_array_equal(back.train_.user_ids, fitted.train_.user_ids)
 
-    def test_load_refuses_missing_files(self, tmp_path):
-        with pytest.raises(DataError):
+    def test_load_refuses_missing_files(self, fitted, tmp_path):
+        with pytest.raises(DataError, match="nothing-here.npz"):
             Model.load(tmp_path / "nothing-here")
+        npz = fitted.save(tmp_path / "model")
+        npz.with_suffix(".json").unlink()
+        with pytest.raises(DataError, match=r"missing: .*model\.json"):
+            Model.load(npz)
+
+    def test_state_spec_declares_the_saved_arrays(self, fitted, split):
+        spec = fitted._state_spec(split.train.n_users, split.train.n_items)
+        state = fitted._state()
+        assert spec is not None and set(spec) == set(state)
+        for key, shape in spec.items():
+            got = np.asarray(state[key]).shape
+            assert len(got) == len(shape) and all(w is None or g == w for g, w in zip(got, shape)), (key, got, shape)
+
+    def test_load_refuses_an_npz_from_another_save(self, fitted, split, tmp_path):
+        from cofiviz.models import ItemMean
+
+        npz = fitted.save(tmp_path / "model")
+        other = ItemMean(damping=3.0).fit(split.test).save(tmp_path / "other")
+        shutil.copyfile(other, npz)
+        with pytest.raises(DataError, match=r"model\.json and .*model\.npz are not from the same save"):
+            Model.load(npz)
+
+    @pytest.mark.parametrize("relist", [False, True], ids=["listed-in-json", "needed-by-model"])
+    def test_load_names_a_missing_array(self, fitted, tmp_path, relist):
+        npz = fitted.save(tmp_path / "model")
+        key = "state__" + next(iter(fitted._state()))
+        rewrite_npz(npz, drop=key, relist=relist)
+        with pytest.raises(DataError, match=f"model.npz has no array '{key}'"):
+            type(fitted).load(npz)
+        rewrite_npz(npz, drop="train__ratings")
+        with pytest.raises(DataError, match="train__ratings"):
+            Model.load(npz)
+
+    def test_load_refuses_another_class(self, fitted, split, tmp_path):
+        from cofiviz.models import ItemMean, PopRec
+
+        other_class = PopRec if isinstance(fitted, ItemMean) else ItemMean
+        other = other_class().fit(split.train).save(tmp_path / "other")
+        with pytest.raises(DataError, match=f"holds a {other_class.__name__}, not a {type(fitted).__name__}"):
+            type(fitted).load(other)
+        npz = fitted.save(tmp_path / "model")
+        edit_json(npz, model=other_class.model_name(), **{"class": other_class.__name__})
+        with pytest.raises(DataError, match="model"):  # the parameters or arrays are not the other class's
+            Model.load(npz)
+        edit_json(npz, model=fitted.model_name(), **{"class": other_class.__name__})
+        with pytest.raises(DataError, match=f"is a {type(fitted).__name__}, but the file names the class"):
+            Model.load(npz)
+
+    def test_load_refuses_arrays_that_do_not_fit_the_parameters(self, fitted, tmp_path):
+        if "rank" not in fitted.param_names():
+            pytest.skip("no parameter of this model sets the shape of its arrays")
+        npz = fitted.save(tmp_path / "model")
+        params = json.loads(npz.with_suffix(".json").read_text())["params"]
+        edit_json(npz, params={**params, "rank": fitted.rank + 1})
+        with pytest.raises(DataError, match=r"model\.npz: array 'state__\w+' has shape .* needs"):
+            Model.load(npz)
+
+    def test_load_refuses_arrays_that_do_not_fit_the_training_table(self, fitted, tmp_path):
+        npz = fitted.save(tmp_path / "model")
+        ids = fitted.train_.item_ids
+        rewrite_npz(npz, replace={"train__item_ids": np.concatenate([ids, ids[-1:] + 1000])})
+        with pytest.raises(DataError, match=rf"items needs"):
+            Model.load(npz)
 
     # ------------------------------------------------------------------ unfitted use and parameters
     def test_unfitted_use_is_a_clear_error(self, tmp_path):

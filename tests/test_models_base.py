@@ -1,7 +1,9 @@
 """The epoch loop of the model contract (cofiviz.models.base) on tiny iterative toy models: early stopping,
-and divergence detection."""
+divergence detection, and the integrity checks of save / load."""
 
 from __future__ import annotations
+
+import hashlib
 
 import numpy as np
 import param
@@ -231,3 +233,133 @@ def test_every_registered_model_names_parameters_to_change():
     assert RegSVD().divergence_advice() == "lower lr (now 0.01) or raise reg (now 0.05)"
     assert "closed-form" in ItemMean().divergence_advice()
 
+
+# ---------------------------------------------------------------------------------------------- save / load
+@pytest.fixture(scope="module")
+def saved_itemmean(split):
+    from cofiviz.models import ItemMean
+
+    return ItemMean(damping=4.0).fit(split.train)
+
+
+def _save(model, tmp_path):
+    npz = model.save(tmp_path / "m")
+    return npz, npz.with_suffix(".json")
+
+
+def test_a_truncated_npz_is_named(saved_itemmean, tmp_path):
+    npz, _ = _save(saved_itemmean, tmp_path)
+    data = npz.read_bytes()
+    npz.write_bytes(data[: len(data) // 2])
+    with pytest.raises(DataError, match=r"m\.npz is damaged or truncated \(checksum mismatch with .*m\.json; "
+                                        rf"{len(data) // 2:,} bytes, the save wrote {len(data):,}\)"):
+        Model.load(npz)
+
+
+def test_random_bytes_in_the_npz_are_named(saved_itemmean, tmp_path):
+    npz, _ = _save(saved_itemmean, tmp_path)
+    size = npz.stat().st_size
+    npz.write_bytes(np.random.default_rng(0).bytes(size))
+    with pytest.raises(DataError, match=r"m\.npz is damaged or truncated .*its bytes changed"):
+        Model.load(npz)
+    data = bytearray(_save(saved_itemmean, tmp_path)[0].read_bytes())
+    data[len(data) // 3] ^= 0xFF  # one flipped byte inside an array
+    npz.write_bytes(bytes(data))
+    with pytest.raises(DataError, match="damaged or truncated"):
+        Model.load(npz)
+
+
+@pytest.mark.parametrize("content", [b"not a zip at all", b"", "npy"])
+def test_an_unreadable_npz_with_a_matching_checksum_is_named(saved_itemmean, tmp_path, content):
+    import io
+
+    from contract import edit_json
+
+    npz, _ = _save(saved_itemmean, tmp_path)
+    if content == "npy":  # one array saved with np.save under the .npz name
+        buf = io.BytesIO()
+        np.save(buf, np.arange(3))
+        content = buf.getvalue()
+    npz.write_bytes(content)
+    edit_json(npz, checksum={"sha256": hashlib.sha256(content).hexdigest(), "bytes": len(content)})
+    with pytest.raises(DataError, match=r"m\.npz is not a readable \.npz archive"):
+        Model.load(npz)
+
+
+@pytest.mark.parametrize("text, what", [("{not json", "not JSON"), ("[1, 2]", "a JSON list, expected an object"),
+                                        ("\udcff", "not JSON")])
+def test_a_json_that_is_not_a_model_description_is_named(saved_itemmean, tmp_path, text, what):
+    npz, js = _save(saved_itemmean, tmp_path)
+    js.write_bytes(text.encode("utf-8", "surrogateescape"))
+    with pytest.raises(DataError, match=rf"m\.json: not a model description written by Model.save \({what}"):
+        Model.load(npz)
+
+
+@pytest.mark.parametrize("key", ["format", "model", "class", "params", "scale", "checksum", "arrays"])
+def test_a_json_missing_a_key_is_named(saved_itemmean, tmp_path, key):
+    from contract import edit_json
+
+    npz, _ = _save(saved_itemmean, tmp_path)
+    edit_json(npz, **{key: None})
+    with pytest.raises(DataError, match=rf"m\.json: the model description lacks the key.*'{key}'"):
+        Model.load(npz)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"model": "nosuch"}, "unknown model 'nosuch'"),
+    ({"params": [1]}, "'params' must be a JSON dict"),
+    ({"scale": [1]}, r"'scale' must be \[lowest, highest\]"),
+    ({"checksum": "abc"}, "'checksum' must be an object"),
+    ({"params": {"damping": -1.0}}, "its parameters do not fit a ItemMean: .*damping"),
+    ({"params": {"rank": 3}}, "its parameters do not fit a ItemMean: .*rank"),
+])
+def test_a_json_with_bad_values_is_named(saved_itemmean, tmp_path, change, message):
+    from contract import edit_json
+
+    npz, _ = _save(saved_itemmean, tmp_path)
+    edit_json(npz, **change)
+    with pytest.raises(DataError, match=message):
+        Model.load(npz)
+
+
+def test_other_formats_are_refused(saved_itemmean, tmp_path):
+    from contract import edit_json
+
+    npz, _ = _save(saved_itemmean, tmp_path)
+    edit_json(npz, format=1)
+    with pytest.raises(DataError, match="format-1 save, written before saves carried a checksum.*save it"):
+        Model.load(npz)
+    edit_json(npz, format=3)
+    with pytest.raises(DataError, match="format 3 is not one this cofiviz reads"):
+        Model.load(npz)
+
+
+def test_an_array_that_differs_from_its_listing_is_named(saved_itemmean, tmp_path):
+    from contract import rewrite_npz
+
+    npz, _ = _save(saved_itemmean, tmp_path)
+    rewrite_npz(npz, replace={"state__item_scores": saved_itemmean.item_scores_.astype(np.float32)}, relist=False)
+    with pytest.raises(DataError, match=r"array 'state__item_scores' is <f4 .* records <f8"):
+        Model.load(npz)
+
+
+def test_a_training_table_that_is_not_valid_is_named(saved_itemmean, tmp_path):
+    from contract import rewrite_npz
+
+    npz, _ = _save(saved_itemmean, tmp_path)
+    items = saved_itemmean.train_.items.copy()
+    items[0] = 10_000
+    rewrite_npz(npz, replace={"train__items": items})
+    with pytest.raises(DataError, match=r"m\.npz: the training table is not valid: item index out of range"):
+        Model.load(npz)
+
+
+def test_an_interrupted_save_leaves_a_pair_that_load_refuses(saved_itemmean, split, tmp_path):
+    from cofiviz.models import ItemMean
+
+    npz, js = _save(saved_itemmean, tmp_path)
+    old_json = js.read_text()
+    ItemMean(damping=1.0).fit(split.test).save(tmp_path / "m")  # the new .npz, then its .json
+    js.write_text(old_json)  # as if the save had stopped between the two renames
+    with pytest.raises(DataError, match="are not from the same save"):
+        Model.load(npz)

@@ -351,6 +351,15 @@ class PairwiseFactorModel(Model):
         self.anchor_users_ = np.asarray(state["anchor_users"], dtype=np.int64)
         self.anchor_items_ = np.asarray(state["anchor_items"], dtype=np.int64)
 
+    def _n_models(self) -> int:
+        """Number of factorisations q (GCR: one)."""
+        return 1
+
+    def _state_spec(self, n_users: int, n_items: int) -> dict[str, tuple[int | None, ...]]:
+        q, m, n, r = self._n_models(), n_users, n_items, int(self.rank)
+        return {"U": (q, m, r), "V": (q, n, r), "B": (q, n), "c": (n,), "prior": (n,), "step_scale": (q,),
+                "Ku": (q, m), "Ki": (q, n), "anchor_users": (q,), "anchor_items": (q,)}
+
     # ------------------------------------------------------------------ reports
     def timings(self):
         """Per-iteration seconds of the estimation and update steps (a DataFrame)."""

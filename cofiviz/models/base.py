@@ -18,17 +18,23 @@ Subclasses implement
 
 and may set the class attributes ``iterative = False`` (closed-form: ``fit`` runs one step) and
 ``has_loss = False`` (``_step`` returns ``nan``). Every model declares ``divergence_hint``, the
-parameters that keep its fit stable, named when a fit diverges (see :meth:`Model.fit`). A concrete
-subclass registers itself under its lower-case class name (``PopRec`` → ``"poprec"``,
-:meth:`Model.model_name`), which is also every instance's ``name``; mark base classes with param's
-``__abstract = True`` and test helpers with ``register = False`` to keep them out of the registry. A model module may define a module-level
+parameters that keep its fit stable, named when a fit diverges (see :meth:`Model.fit`), and
+``_state_spec(n_users, n_items)``, the arrays ``_set_state`` needs and their shapes, which
+:meth:`Model.load` checks a save against. A concrete subclass registers itself under its
+lower-case class name (``PopRec`` → ``"poprec"``, :meth:`Model.model_name`), which is also every
+instance's ``name``; mark base classes with param's ``__abstract = True`` and test helpers with
+``register = False`` to keep them out of the registry. A model module may define a module-level
 ``warmup()`` that compiles its numba kernels on tiny inputs; :func:`cofiviz.warmup` calls it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import time
+import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterable, Sequence
@@ -36,14 +42,21 @@ from typing import Any, Callable, ClassVar, Iterable, Sequence
 import numpy as np
 import param
 
-from ..errors import DataError, ModelFitError, ParameterError
+from ..errors import CofivizError, DataError, ModelFitError, ParameterError
 from ..ratings import Ratings
 
 __all__ = ["Model", "IterationInfo", "NotFittedError", "MODEL_REGISTRY", "get_model_class", "available_models",
            "make_model"]
 
 MODEL_REGISTRY: dict[str, type["Model"]] = {}
-FORMAT_VERSION = 1
+#: Version of the files :meth:`Model.save` writes and :meth:`Model.load` reads. 2: the JSON records the
+#: SHA-256 of the ``.npz`` and the name, shape and dtype of every array in it. Saves of format 1, which
+#: had no checksum to tie the two files together, are refused with a message to save the model again.
+FORMAT_VERSION = 2
+#: Keys every saved JSON holds.
+_META_KEYS = ("format", "model", "class", "params", "scale", "checksum", "arrays")
+#: Arrays of the training table in every ``.npz``.
+_TRAIN_ARRAYS = ("train__users", "train__items", "train__ratings", "train__user_ids", "train__item_ids")
 
 #: A fit diverged when its training loss rises above its best value so far by more than this many
 #: times ``max(|best|, 1)``. Legitimate fits of every model (the reproductions' grids, the largest
@@ -465,11 +478,16 @@ class Model(param.Parameterized):
 
         No pickle is used: learned arrays and the training table go into the ``.npz`` (numbers and
         fixed-width strings only, readable with ``np.load(..., allow_pickle=False)``); the model
-        name, class, parameters and history into the JSON. Returns the ``.npz`` path.
+        name, class, parameters and history into the JSON, with the SHA-256 of the ``.npz`` and the
+        name, shape and dtype of each of its arrays (format :data:`FORMAT_VERSION`), which
+        :meth:`load` checks. Each file is written under a temporary name and then renamed, so an
+        interrupted save leaves the previous files or a pair whose checksums disagree, never a
+        half-written file under the final name. Returns the ``.npz`` path.
         """
         self._require_fitted()
         path = Path(path)
         npz = path.with_suffix(".npz")
+        js = npz.with_suffix(".json")
         npz.parent.mkdir(parents=True, exist_ok=True)
         arrays = {f"state__{k}": np.asarray(v) for k, v in self._state().items()}
         for k, v in arrays.items():
@@ -479,51 +497,95 @@ class Model(param.Parameterized):
         t = self.train_
         arrays.update(train__users=t.users, train__items=t.items, train__ratings=t.ratings,
                       train__user_ids=t.user_ids, train__item_ids=t.item_ids)
-        np.savez(npz, **arrays)
-        meta = {"format": FORMAT_VERSION, "model": self.model_name(), "class": type(self).__name__,
-                "params": _jsonable(self.get_params()), "scale": list(t.scale),
-                "history": _jsonable(self.history_), "fit_seconds": self.fit_seconds_,
-                "stopped_reason": self.stopped_reason_, "extra": _jsonable(self._extra_meta())}
-        npz.with_suffix(".json").write_text(json.dumps(meta, indent=2))
+        tmp_npz, tmp_js = npz.with_name(npz.name + ".tmp"), js.with_name(js.name + ".tmp")
+        try:
+            with open(tmp_npz, "wb") as fh:
+                np.savez(fh, **arrays)
+            meta = {"format": FORMAT_VERSION, "model": self.model_name(), "class": type(self).__name__,
+                    "params": _jsonable(self.get_params()), "scale": list(t.scale),
+                    "checksum": {"sha256": _sha256(tmp_npz), "bytes": tmp_npz.stat().st_size},
+                    "arrays": {k: {"shape": list(v.shape), "dtype": v.dtype.str} for k, v in arrays.items()},
+                    "history": _jsonable(self.history_), "fit_seconds": self.fit_seconds_,
+                    "stopped_reason": self.stopped_reason_, "extra": _jsonable(self._extra_meta())}
+            tmp_js.write_text(json.dumps(meta, indent=2))
+            os.replace(tmp_npz, npz)
+            os.replace(tmp_js, js)
+        finally:
+            for tmp in (tmp_npz, tmp_js):
+                tmp.unlink(missing_ok=True)
         return npz
 
     @classmethod
     def load(cls, path) -> "Model":
         """Load a model written by :meth:`save` (call on :class:`Model` or on the right subclass).
 
+        Everything is checked before a model is returned: both files exist; the JSON is a model
+        description with the keys :meth:`save` writes; its ``model`` and ``class`` name a known model
+        (of class ``cls`` or a subclass); the ``.npz`` has the SHA-256 the JSON records and opens; it
+        holds every array the JSON lists with the recorded shape and dtype, the training table, and
+        every array the model's ``_state_spec`` declares, shaped for the parameters and the training
+        table.
+
+        A save of another format than :data:`FORMAT_VERSION` is refused, format 1 included (written
+        before saves carried a checksum, so its two files cannot be checked against each other):
+        fit the model again and save it.
+
         Raises
         ------
         DataError
-            Missing files, an unknown model name, or a model of another class than ``cls``.
+            Naming the file and the problem: a missing file; a JSON that is not a model description,
+            lacks a key or has another format; an unknown model, or one of another class than
+            ``cls``; a ``.npz`` that is damaged or truncated, or from another save than the JSON
+            (checksum mismatch); a missing array; arrays whose shapes do not fit the parameters or
+            the training table.
         """
         path = Path(path)
         npz, js = path.with_suffix(".npz"), path.with_suffix(".json")
-        if not npz.exists() or not js.exists():
-            raise DataError(f"expected {npz} and {js} written by Model.save")
+        missing = [str(f) for f in (npz, js) if not f.is_file()]
+        if missing:
+            raise DataError(f"expected {npz} and {js} written by Model.save; missing: {', '.join(missing)}")
+        meta = _read_meta(js)
+        klass = _saved_class(cls, meta, js)
+        _verify_checksum(npz, js, meta["checksum"])
+        data = _read_npz(npz)
+        for name, info in meta["arrays"].items():
+            if name not in data:
+                raise DataError(f"{npz} has no array {name!r}, which {js} lists")
+            if list(data[name].shape) != list(info.get("shape", [])) or data[name].dtype.str != info.get("dtype"):
+                raise DataError(f"{npz}: array {name!r} is {data[name].dtype.str} of shape {list(data[name].shape)}, "
+                                f"{js} records {info.get('dtype')} of shape {info.get('shape')}")
+        absent = [k for k in _TRAIN_ARRAYS if k not in data]
+        if absent:
+            raise DataError(f"{npz} has no training-table array {absent[0]!r}; it was not written by Model.save")
         try:
-            meta = json.loads(js.read_text())
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{js}: not a model description written by Model.save ({exc})") from None
-        if cls is not Model and meta.get("class") == cls.__name__:
-            klass = cls  # also covers unregistered subclasses
-        else:
-            klass = MODEL_REGISTRY.get(meta.get("model", ""))
-            if klass is None:
-                from . import _load_all  # noqa: F401
-                klass = MODEL_REGISTRY.get(meta.get("model", ""))
-        if klass is None:
-            raise DataError(f"{js}: unknown model {meta.get('model')!r}; known: {', '.join(sorted(MODEL_REGISTRY))}")
-        if cls is not Model and not issubclass(klass, cls):
-            raise DataError(f"{js} holds a {klass.__name__}, not a {cls.__name__}")
-        model = klass(**meta["params"])
-        with np.load(npz, allow_pickle=False) as data:
+            model = klass(**meta["params"])
+        except ParameterError as exc:
+            raise DataError(f"{js}: its parameters do not fit a {klass.__name__}: {_one_line(exc)}") from None
+        try:
             train = Ratings(data["train__users"], data["train__items"], data["train__ratings"],
                             user_ids=data["train__user_ids"], item_ids=data["train__item_ids"],
                             scale=tuple(meta["scale"]), name="train")
-            state = {k[len("state__"):]: data[k] for k in data.files if k.startswith("state__")}
+        except (DataError, ValueError, TypeError, IndexError) as exc:
+            raise DataError(f"{npz}: the training table is not valid: {_one_line(exc)}") from None
+        state = {k[len("state__"):]: v for k, v in data.items() if k.startswith("state__")}
+        spec = model._state_spec(train.n_users, train.n_items)
+        for key, shape in (spec or {}).items():
+            if key not in state:
+                raise DataError(f"{npz} has no array 'state__{key}', which a {klass.__name__} needs")
+            got = state[key].shape
+            if len(got) != len(shape) or any(want is not None and g != want for g, want in zip(got, shape)):
+                want = "(" + ", ".join("any" if w is None else str(w) for w in shape) + ")"
+                raise DataError(f"{npz}: array 'state__{key}' has shape {got}, but a {klass.__name__} with the "
+                                f"parameters of {js} and a training table of {train.n_users} users x "
+                                f"{train.n_items} items needs {want}")
+        try:
+            model._set_extra_meta(meta.get("extra") or {})
+            model._set_state(state)
+        except KeyError as exc:
+            raise DataError(f"{npz} has no array 'state__{exc.args[0]}', which a {klass.__name__} needs") from None
+        except (CofivizError, ValueError, TypeError, IndexError, AttributeError) as exc:
+            raise DataError(f"{npz}: the arrays do not make a {klass.__name__}: {_one_line(exc)}") from None
         model.train_ = train
-        model._set_extra_meta(meta.get("extra", {}))
-        model._set_state(state)
         model.history_ = meta.get("history", [])
         model.fit_seconds_ = meta.get("fit_seconds", float("nan"))
         model.stopped_reason_ = meta.get("stopped_reason", "")
@@ -550,6 +612,12 @@ class Model(param.Parameterized):
 
     def _set_state(self, state: dict[str, np.ndarray]) -> None:
         raise TypeError(f"{type(self).__name__} does not define _set_state()")  # pragma: no cover
+
+    def _state_spec(self, n_users: int, n_items: int) -> dict[str, tuple[int | None, ...]] | None:
+        """The arrays ``_set_state`` needs and their shapes, for these parameters and a training table of
+        ``n_users`` x ``n_items`` (``None`` in a shape: any length). :meth:`load` checks a save against it;
+        ``None`` (the default, for helpers) declares nothing."""
+        return None
 
 
 class _DivergenceWatch:
@@ -605,6 +673,96 @@ def _as_index(values, label: str) -> np.ndarray:
         if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
             raise ParameterError(f"{label} must be integer indices, got non-integer values")
     return arr.astype(np.int64)
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
+def _sha256(path: Path) -> str:
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def _read_meta(js: Path) -> dict:
+    """The JSON of a save, checked for the keys :meth:`Model.load` reads."""
+    try:
+        meta = json.loads(js.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise DataError(f"{js}: not a model description written by Model.save (not JSON: {exc})") from None
+    if not isinstance(meta, dict):
+        raise DataError(f"{js}: not a model description written by Model.save (a JSON {type(meta).__name__}, "
+                        "expected an object)")
+    if "format" not in meta:
+        raise DataError(f"{js}: the model description lacks the key 'format'")
+    fmt = meta["format"]
+    if fmt == 1 and not isinstance(fmt, bool):
+        raise DataError(f"{js} is a format-1 save, written before saves carried a checksum of their .npz, so "
+                        "its two files cannot be checked against each other; fit the model again and save it")
+    if fmt != FORMAT_VERSION:
+        raise DataError(f"{js}: format {fmt!r} is not one this cofiviz reads (it reads format {FORMAT_VERSION})")
+    absent = [k for k in _META_KEYS if k not in meta]
+    if absent:
+        raise DataError(f"{js}: the model description lacks the key(s) {', '.join(map(repr, absent))}")
+    for key, kind in (("model", str), ("class", str), ("params", dict), ("scale", list)):
+        if not isinstance(meta[key], kind):
+            raise DataError(f"{js}: {key!r} must be a JSON {'string' if kind is str else kind.__name__}, "
+                            f"got {meta[key]!r}")
+    if len(meta["scale"]) != 2:
+        raise DataError(f"{js}: 'scale' must be [lowest, highest], got {meta['scale']!r}")
+    if not isinstance(meta["checksum"], dict) or not isinstance(meta["checksum"].get("sha256"), str):
+        raise DataError(f"{js}: 'checksum' must be an object with the 'sha256' of the .npz, got {meta['checksum']!r}")
+    if not isinstance(meta["arrays"], dict) or not all(isinstance(v, dict) for v in meta["arrays"].values()):
+        raise DataError(f"{js}: 'arrays' must map each array name to its shape and dtype")
+    return meta
+
+
+def _saved_class(cls: type[Model], meta: dict, js: Path) -> type[Model]:
+    """The class a save holds, checked against ``cls`` (the class ``load`` was called on)."""
+    name, class_name = meta["model"], meta["class"]
+    if cls is not Model and class_name == cls.__name__ and name == cls.model_name():
+        return cls  # also covers unregistered subclasses
+    klass = MODEL_REGISTRY.get(name)
+    if klass is None:
+        from . import _load_all  # noqa: F401
+        klass = MODEL_REGISTRY.get(name)
+    if klass is None:
+        raise DataError(f"{js}: unknown model {name!r}; known: {', '.join(sorted(MODEL_REGISTRY))}")
+    if klass.__name__ != class_name:
+        raise DataError(f"{js}: model {name!r} is a {klass.__name__}, but the file names the class {class_name!r}")
+    if cls is not Model and not issubclass(klass, cls):
+        raise DataError(f"{js} holds a {klass.__name__}, not a {cls.__name__}")
+    return klass
+
+
+def _verify_checksum(npz: Path, js: Path, checksum: dict) -> None:
+    """Compare the ``.npz`` with the SHA-256 its JSON records; tell a damaged file from another save's."""
+    if _sha256(npz) == checksum["sha256"]:
+        return
+    try:
+        with zipfile.ZipFile(npz) as zf:
+            intact = zf.testzip() is None
+    except (zipfile.BadZipFile, EOFError, OSError, ValueError, zlib.error):
+        intact = False
+    if intact:
+        raise DataError(f"{js} and {npz} are not from the same save (checksum mismatch: {npz} is a readable "
+                        f"archive, but not the one {js} describes)")
+    size = checksum.get("bytes")
+    got = npz.stat().st_size
+    how = f"{got:,} bytes, the save wrote {size:,}" if isinstance(size, int) and size != got else "its bytes changed"
+    raise DataError(f"{npz} is damaged or truncated (checksum mismatch with {js}; {how})")
+
+
+def _read_npz(npz: Path) -> dict[str, np.ndarray]:
+    """Every array of a ``.npz``, read into memory; an unreadable archive is a :class:`DataError`."""
+    try:
+        data = np.load(npz, allow_pickle=False)
+        if not isinstance(data, np.lib.npyio.NpzFile):  # a lone .npy array under the .npz name
+            raise ValueError("it holds a single array, not an archive of named arrays")
+        with data:
+            return {k: data[k] for k in data.files}
+    except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError, zlib.error) as exc:
+        raise DataError(f"{npz} is not a readable .npz archive ({type(exc).__name__}: {_one_line(exc)})") from None
 
 
 def _jsonable(obj):

@@ -349,6 +349,12 @@ class Bilinear(Model):
             arr[k] for k in ("U", "V", "W", "H", "c", "d", "X", "Z"))
         self.sides_ = self._sides()
 
+    def _state_spec(self, n_users: int, n_items: int) -> dict[str, tuple[int | None, ...]]:
+        # the numbers of user and item features (None) are checked against X and Z by _set_state
+        r = int(self.rank)
+        return {"U": (n_users, r), "V": (n_items, r), "W": (None, r), "H": (None, r), "c": (n_items,), "d": (None,),
+                "X": (n_users, None), "Z": (n_items, None)}
+
     def _extra_meta(self) -> dict:
         return {"user_feature_names": list(getattr(self, "user_feature_names_", [])),
                 "item_feature_names": list(getattr(self, "item_feature_names_", []))}

@@ -398,6 +398,13 @@ class CofiRank(Model):
         best = state.get("best_M")
         self.best_M_ = None if best is None else np.array(best, dtype=np.float64)
 
+    def _state_spec(self, n_users: int, n_items: int) -> dict[str, tuple[int | None, ...]]:
+        D = self._layout()[0]
+        spec = {"U": (n_users, D), "M": (n_items, D)}
+        if self.fold_in_items == "best_loss":
+            spec["best_M"] = (n_items, D)
+        return spec
+
     # ------------------------------------------------------------------ strong generalization
     def fold_in(self, given: Ratings, seed: int | None = None) -> "CofiRank":
         """Fit the factors of the users in ``given`` with the item factors frozen (strong generalization).

@@ -209,6 +209,9 @@ class GAPfm(Model):
             raise ParameterError(f"GAPfm state needs U and V with one number of columns, got {U.shape}, {V.shape}")
         self.U_, self.V_ = U, V
 
+    def _state_spec(self, n_users: int, n_items: int) -> dict[str, tuple[int | None, ...]]:
+        return {"U": (n_users, int(self.rank)), "V": (n_items, int(self.rank))}
+
     def smoothed_objective(self, ratings: Ratings | None = None) -> float:
         """Eq 9 (1/M dropped) of the current factors on ``ratings`` (default: the training table), with
         ``item_reg``'s penalty ``(λ_V/2)‖V‖²``."""

@@ -139,6 +139,11 @@ class LLORMA(Model, LocalParams):
         self.anchor_users_ = np.asarray(state["anchor_users"], dtype=np.int64)
         self.anchor_items_ = np.asarray(state["anchor_items"], dtype=np.int64)
 
+    def _state_spec(self, n_users: int, n_items: int) -> dict[str, tuple[int | None, ...]]:
+        q, m, n, r = int(self.n_local), n_users, n_items, int(self.rank)
+        return {"U": (q, m, r), "V": (q, n, r), "bu": (q, m), "bi": (q, n), "mu": (1,), "Ku": (q, m), "Ki": (q, n),
+                "anchor_users": (q,), "anchor_items": (q,)}
+
 
 def warmup() -> None:
     """Compile (or load) LLORMA's kernels: a 2-sweep fit on a tiny table."""

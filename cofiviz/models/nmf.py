@@ -186,6 +186,9 @@ class NMF(Model):
             raise ParameterError(f"NMF state needs P and Q with one number of columns, got {P.shape}, {Q.shape}")
         self.P_, self.Q_ = P, Q
 
+    def _state_spec(self, n_users: int, n_items: int) -> dict[str, tuple[int | None, ...]]:
+        return {"P": (n_users, int(self.rank)), "Q": (n_items, int(self.rank))}
+
 
 def warmup() -> None:
     """Compile (or load from cache) NMF's kernels on a tiny table."""

@@ -148,6 +148,10 @@ class RegSVD(Model):
         self.bi_ = np.ascontiguousarray(state["bi"], dtype=np.float64)
         self.mu_ = np.asarray(state["mu"], dtype=np.float64).reshape(1)
 
+    def _state_spec(self, n_users: int, n_items: int) -> dict[str, tuple[int | None, ...]]:
+        r = int(self.rank)
+        return {"P": (n_users, r), "Q": (n_items, r), "bu": (n_users,), "bi": (n_items,), "mu": (1,)}
+
 
 def regsvd_factors(train: Ratings, rank: int = 10, seed: int = 0, **params) -> tuple[np.ndarray, np.ndarray]:
     """User and item factors ``(P, Q)`` of a :class:`RegSVD` fitted on ``train`` (LCR's distance source).
