@@ -47,7 +47,8 @@ def build(cells: int, max_iter: int):
     if model == "lcr":
         ranks = [5, 10, 15, 20, 25]
         n_local = [5, 10, 15, 20, 25, 30, 35, 40]
-        params = {"rank": ranks, "n_local": n_local, "loss": "log_m", "lr": 10.0, "reg": 0.003, "init_scale": 0.5,
+        # the training settings of the LCR figures (FIGURE_TRAINING in benchmarks/reproduce_lcr.py)
+        params = {"rank": ranks, "n_local": n_local, "loss": "log_m", "lr": 0.3, "reg": 0.1, "init_scale": 0.5,
                   "max_iter": max_iter}
     else:
         params = {"rank": [5, 10, 15, 20, 25], "reg": [0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0],

@@ -7,7 +7,8 @@ Use it as a mixin::
             return PopRec(**params)
 
 and, where the model has them, override ``bad_params`` (values that must be refused, naming the
-parameter). ``make_model`` receives the keywords a test needs (``seed=...``) and should merge them
+parameter) and ``diverging_params`` (settings under which its fit diverges on the planted data).
+``make_model`` receives the keywords a test needs (``seed=...``) and should merge them
 over settings that keep a fit small, e.g. ``CofiRank(**{"rank": 5, "max_iter": 3, **params})``. Every test builds its data with
 :func:`planted`, a small seeded ratings table whose popular items are also the good ones and whose
 users share a low-rank taste, so that both popularity and collaborative models can learn it.
@@ -15,7 +16,10 @@ users share a low-rank taste, so that both popularity and collaborative models c
 
 from __future__ import annotations
 
+import hashlib
 import json
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -65,11 +69,43 @@ def random_ndcg(split: Split, n_draws: int = 30, seed: int = 123) -> float:
     return float(np.mean(vals))
 
 
+def rewrite_npz(npz: Path, drop: str | None = None, replace: dict | None = None, relist: bool = True) -> None:
+    """Rewrite a saved ``.npz`` without array ``drop`` and with the arrays in ``replace``, and record the new
+    file's checksum in its JSON (and, with ``relist``, its list of arrays), so that ``Model.load`` gets past
+    the checksum to the check under test."""
+    with np.load(npz, allow_pickle=False) as data:
+        arrays = {k: data[k] for k in data.files if k != drop}
+    arrays.update(replace or {})
+    with open(npz, "wb") as fh:
+        np.savez(fh, **arrays)
+    js = npz.with_suffix(".json")
+    meta = json.loads(js.read_text())
+    meta["checksum"] = {"sha256": hashlib.sha256(npz.read_bytes()).hexdigest(), "bytes": npz.stat().st_size}
+    if relist:
+        meta["arrays"] = {k: {"shape": list(v.shape), "dtype": v.dtype.str} for k, v in arrays.items()}
+    js.write_text(json.dumps(meta))
+
+
+def edit_json(npz: Path, **changes) -> None:
+    """Change keys of a save's JSON (``None`` deletes the key)."""
+    js = npz.with_suffix(".json")
+    meta = json.loads(js.read_text())
+    for key, value in changes.items():
+        if value is None:
+            meta.pop(key, None)
+        else:
+            meta[key] = value
+    js.write_text(json.dumps(meta))
+
+
 class ModelContract:
     """Shared tests; subclasses provide :meth:`make_model`."""
 
     #: parameter settings each of which must raise ParameterError naming the parameter
     bad_params: list[dict] = [{"seed": -1}]
+    #: settings (merged by make_model) under which the fit diverges on the planted data, e.g. a huge
+    #: learning rate; None for a model that has none (closed-form, or updates that cannot diverge)
+    diverging_params: dict | None = None
     #: how much better than random the model must rank the planted test items (NDCG@10)
     learn_margin: float = 0.03
 
@@ -203,6 +239,9 @@ class ModelContract:
         assert all(a.dtype.kind != "O" for a in arrays.values())
         meta = json.loads(npz.with_suffix(".json").read_text())
         assert meta["model"] == fitted.model_name()
+        assert meta["format"] == 2 and meta["checksum"]["sha256"] == hashlib.sha256(npz.read_bytes()).hexdigest()
+        assert meta["arrays"] == {k: {"shape": list(v.shape), "dtype": v.dtype.str} for k, v in arrays.items()}
+        assert not list(tmp_path.glob("*.tmp"))
         assert meta["params"] == json.loads(json.dumps(fitted.get_params()))
         for loader in (Model.load, type(fitted).load):
             back = loader(tmp_path / "model")
@@ -214,9 +253,72 @@ class ModelContract:
                 np.testing.assert_array_equal(back.recommend(u, 5)[0], fitted.recommend(u, 5)[0])
             np.testing.assert_array_equal(back.train_.user_ids, fitted.train_.user_ids)
 
-    def test_load_refuses_missing_files(self, tmp_path):
-        with pytest.raises(DataError):
+    def test_load_refuses_missing_files(self, fitted, tmp_path):
+        with pytest.raises(DataError, match="nothing-here.npz"):
             Model.load(tmp_path / "nothing-here")
+        npz = fitted.save(tmp_path / "model")
+        npz.with_suffix(".json").unlink()
+        with pytest.raises(DataError, match=r"missing: .*model\.json"):
+            Model.load(npz)
+
+    def test_state_spec_declares_the_saved_arrays(self, fitted, split):
+        spec = fitted._state_spec(split.train.n_users, split.train.n_items)
+        state = fitted._state()
+        assert spec is not None and set(spec) == set(state)
+        for key, shape in spec.items():
+            got = np.asarray(state[key]).shape
+            assert len(got) == len(shape) and all(w is None or g == w for g, w in zip(got, shape)), (key, got, shape)
+
+    def test_load_refuses_an_npz_from_another_save(self, fitted, split, tmp_path):
+        from cofiviz.models import ItemMean
+
+        npz = fitted.save(tmp_path / "model")
+        other = ItemMean(damping=3.0).fit(split.test).save(tmp_path / "other")
+        shutil.copyfile(other, npz)
+        with pytest.raises(DataError, match=r"model\.json and .*model\.npz are not from the same save"):
+            Model.load(npz)
+
+    @pytest.mark.parametrize("relist", [False, True], ids=["listed-in-json", "needed-by-model"])
+    def test_load_names_a_missing_array(self, fitted, tmp_path, relist):
+        npz = fitted.save(tmp_path / "model")
+        key = "state__" + next(iter(fitted._state()))
+        rewrite_npz(npz, drop=key, relist=relist)
+        with pytest.raises(DataError, match=f"model.npz has no array '{key}'"):
+            type(fitted).load(npz)
+        rewrite_npz(npz, drop="train__ratings")
+        with pytest.raises(DataError, match="train__ratings"):
+            Model.load(npz)
+
+    def test_load_refuses_another_class(self, fitted, split, tmp_path):
+        from cofiviz.models import ItemMean, PopRec
+
+        other_class = PopRec if isinstance(fitted, ItemMean) else ItemMean
+        other = other_class().fit(split.train).save(tmp_path / "other")
+        with pytest.raises(DataError, match=f"holds a {other_class.__name__}, not a {type(fitted).__name__}"):
+            type(fitted).load(other)
+        npz = fitted.save(tmp_path / "model")
+        edit_json(npz, model=other_class.model_name(), **{"class": other_class.__name__})
+        with pytest.raises(DataError, match="model"):  # the parameters or arrays are not the other class's
+            Model.load(npz)
+        edit_json(npz, model=fitted.model_name(), **{"class": other_class.__name__})
+        with pytest.raises(DataError, match=f"is a {type(fitted).__name__}, but the file names the class"):
+            Model.load(npz)
+
+    def test_load_refuses_arrays_that_do_not_fit_the_parameters(self, fitted, tmp_path):
+        if "rank" not in fitted.param_names():
+            pytest.skip("no parameter of this model sets the shape of its arrays")
+        npz = fitted.save(tmp_path / "model")
+        params = json.loads(npz.with_suffix(".json").read_text())["params"]
+        edit_json(npz, params={**params, "rank": fitted.rank + 1})
+        with pytest.raises(DataError, match=r"model\.npz: array 'state__\w+' has shape .* needs"):
+            Model.load(npz)
+
+    def test_load_refuses_arrays_that_do_not_fit_the_training_table(self, fitted, tmp_path):
+        npz = fitted.save(tmp_path / "model")
+        ids = fitted.train_.item_ids
+        rewrite_npz(npz, replace={"train__item_ids": np.concatenate([ids, ids[-1:] + 1000])})
+        with pytest.raises(DataError, match=rf"items needs"):
+            Model.load(npz)
 
     # ------------------------------------------------------------------ unfitted use and parameters
     def test_unfitted_use_is_a_clear_error(self, tmp_path):
@@ -255,6 +357,36 @@ class ModelContract:
         assert type(make_model(name)) is type(model)
 
     # ------------------------------------------------------------------ divergence
+    def test_divergence_hint_names_real_parameters(self):
+        model = self.make_model()
+        klass = type(model)
+        for hint in (klass.divergence_hint, model._divergence_hint()):
+            assert isinstance(hint, tuple)
+            for name, direction in hint:
+                assert name in klass.param_names() and direction in ("lower", "raise"), (name, direction)
+        if model.iterative:
+            assert model._divergence_hint(), f"{klass.__name__} names no parameter to change when its fit diverges"
+        advice = model.divergence_advice()
+        for name, direction in model._divergence_hint():
+            assert f"{direction} {name} (now {getattr(model, name)!r})" in advice
+
+    def test_a_diverging_fit_raises_naming_the_parameters(self, split):
+        if self.diverging_params is None:
+            pytest.skip("the model has no setting under which its fit diverges")
+        model = self.make_model(max_iter=1).fit(split.train)  # a fit that the diverging one must not leave behind
+        model.set_params(max_iter=self.make_model().max_iter, **self.diverging_params)
+        with pytest.raises(ModelFitError) as err:
+            model.fit(split.train)
+        msg = str(err.value)
+        assert msg.startswith(f"{type(model).__name__}: ") and "after iteration" in msg
+        hint = model._divergence_hint()
+        assert any(name in self.diverging_params for name, _ in hint)
+        for name, direction in hint:
+            assert f"{direction} {name} (now {getattr(model, name)!r})" in msg
+        assert not model.is_fitted  # the earlier fit is gone too: nothing half-trained is left to score
+        with pytest.raises(DataError, match="not fitted"):
+            model.score(0, 0)
+
     def test_non_finite_state_raises_model_fit_error(self, split):
         base = type(self.make_model())
 
@@ -270,8 +402,9 @@ class ModelContract:
                 return loss
 
         model = Poisoned(**self.make_model().get_params())
-        with pytest.raises(ModelFitError, match="non-finite"):
+        with pytest.raises(ModelFitError, match="non-finite after iteration 1") as err:
             model.fit(split.train)
+        assert str(err.value).endswith(model.divergence_advice())
         assert not model.is_fitted  # nothing half-trained is left to score
         with pytest.raises(DataError, match="not fitted"):
             model.score(0, 0)

@@ -24,6 +24,7 @@ from contract import ModelContract, planted, random_ndcg
 class TestBilinearContract(ModelContract):
     bad_params = [{"seed": -1}, {"rank": 0}, {"lr": 0.0}, {"reg": -1.0}, {"theta": 1.0}, {"nu": 0.0},
                   {"loss": "squared"}, {"features": "some"}, {"pl_ties": "random"}, {"ties": "keep"}]
+    diverging_params = {"lr": 1e6}
 
     def make_model(self, **params):
         return Bilinear(**{"rank": 3, "max_iter": 30, **params})
@@ -31,6 +32,7 @@ class TestBilinearContract(ModelContract):
 
 class TestBilinearRaoKupperContract(ModelContract):
     bad_params = [{"seed": -1}, {"theta": 0.5}]
+    diverging_params = {"lr": 100.0, "solver": "gd"}
 
     def make_model(self, **params):
         return Bilinear(**{"rank": 3, "max_iter": 30, "loss": "rao_kupper", **params})

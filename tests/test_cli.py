@@ -233,3 +233,19 @@ def test_real_subprocess(files, tmp_path):
     proc = subprocess.run([str(BIN), "run", "nope", "--train", files["train"], "--test", files["test"]],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and "available models" in proc.stderr
+
+
+@pytest.mark.parametrize("model, setting, named", [
+    ("gcr", "lr=1000", "lower lr (now 1000.0) or raise reg (now 0.1)"),
+    ("bilinear", "lr=1e6", "lower lr (now 1000000.0) or raise reg (now 0.1)"),
+])
+def test_a_diverging_fit_exits_1_naming_the_parameter(files, tmp_path, model, setting, named):
+    out = tmp_path / "div.json"
+    proc = subprocess.run([str(BIN), "run", model, "--train", files["train"], "--test", files["test"],
+                           "--set", setting, "--json", str(out)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout == ""  # no table of a diverged model
+    assert "Traceback" not in proc.stderr
+    (line,) = [ln for ln in proc.stderr.splitlines() if ln.startswith("cofiviz: error:")]
+    assert "exploded" in line and line.endswith(named)
+    assert not out.exists()

@@ -21,6 +21,7 @@ class TestCofiRankContract(ModelContract):
     bad_params = [{"seed": -1}, {"loss": "hinge"}, {"rank": 0}, {"reg": 0.0}, {"c_exponent": 0.5}, {"bias_reg": -1.0},
                   {"reference_order": "title"}, {"bmrm_max_iter": 1}, {"eru_halflife": 1.0},
                   {"user_weight": "n_items"}]
+    diverging_params = {"loss": "regression", "reg": 0.01, "offsets": True, "bmrm_max_iter": 10}
 
     def make_model(self, **params):
         return CofiRank(**{**FAST, **params})

@@ -363,6 +363,7 @@ def test_shape_functions():
 class TestGAPfmContract(ModelContract):
     bad_params = [{"seed": -1}, {"rank": 0}, {"learning_rate": 0.0}, {"reg": -1.0}, {"objective": "ndcg"},
                   {"selection": "best"}, {"n_selected": 0}, {"ymax": 0}, {"item_update": "hogwild"}]
+    diverging_params = {"learning_rate": 100.0}
 
     def make_model(self, **params):
         return GAPfm(**{"rank": 3, "max_iter": 20, **params})

@@ -17,6 +17,7 @@ from contract import ModelContract, planted
 
 class TestRegSVDContract(ModelContract):
     bad_params = [{"seed": -1}, {"rank": 0}, {"lr": 0.0}, {"reg": -1.0}, {"solver": "lbfgs"}]
+    diverging_params = {"lr": 10.0}
 
     def make_model(self, **params):
         return RegSVD(**{"rank": 3, "max_iter": 20, **params})
@@ -24,6 +25,7 @@ class TestRegSVDContract(ModelContract):
 
 class TestRegSVDALSContract(ModelContract):
     bad_params = [{"seed": -1}, {"init_scale": 0.0}]
+    diverging_params = {"reg": 0.0}  # singular ridge solves; ALS has no learning rate to name
 
     def make_model(self, **params):
         return RegSVD(**{"rank": 3, "max_iter": 5, "solver": "als", "reg": 2.0, **params})

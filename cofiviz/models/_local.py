@@ -100,6 +100,7 @@ class PairwiseFactorModel(Model):
     """
 
     __abstract = True
+    divergence_hint = (("lr", "lower"), ("reg", "raise"))
 
     rank = param.Integer(default=10, bounds=(1, 2000), doc="Rank r of each factorisation.")
     loss = param.Selector(default="log_a", objects=list(SURROGATES), doc="Pairwise surrogate loss (Table 1).")
@@ -349,6 +350,15 @@ class PairwiseFactorModel(Model):
         self.step_scale_ = np.ascontiguousarray(state["step_scale"], dtype=np.float64)
         self.anchor_users_ = np.asarray(state["anchor_users"], dtype=np.int64)
         self.anchor_items_ = np.asarray(state["anchor_items"], dtype=np.int64)
+
+    def _n_models(self) -> int:
+        """Number of factorisations q (GCR: one)."""
+        return 1
+
+    def _state_spec(self, n_users: int, n_items: int) -> dict[str, tuple[int | None, ...]]:
+        q, m, n, r = self._n_models(), n_users, n_items, int(self.rank)
+        return {"U": (q, m, r), "V": (q, n, r), "B": (q, n), "c": (n,), "prior": (n,), "step_scale": (q,),
+                "Ku": (q, m), "Ki": (q, n), "anchor_users": (q,), "anchor_items": (q,)}
 
     # ------------------------------------------------------------------ reports
     def timings(self):

@@ -203,6 +203,7 @@ class Bilinear(Model):
                                doc="L2 penalty of a new user's latent part in fold_in (None: reg).")
 
     tol_window = 10
+    divergence_hint = (("lr", "lower"), ("reg", "raise"))
 
     # ------------------------------------------------------------------ features
     def _encode(self, train: Ratings) -> None:
@@ -347,6 +348,12 @@ class Bilinear(Model):
         self.U_, self.V_, self.W_, self.H_, self.c_, self.d_, self.X_, self.Z_ = (
             arr[k] for k in ("U", "V", "W", "H", "c", "d", "X", "Z"))
         self.sides_ = self._sides()
+
+    def _state_spec(self, n_users: int, n_items: int) -> dict[str, tuple[int | None, ...]]:
+        # the numbers of user and item features (None) are checked against X and Z by _set_state
+        r = int(self.rank)
+        return {"U": (n_users, r), "V": (n_items, r), "W": (None, r), "H": (None, r), "c": (n_items,), "d": (None,),
+                "X": (n_users, None), "Z": (n_items, None)}
 
     def _extra_meta(self) -> dict:
         return {"user_feature_names": list(getattr(self, "user_feature_names_", [])),

@@ -161,6 +161,9 @@ class BPMF(Model):
                               doc="Standard deviation of the initial factors.")
     max_iter = param.Integer(default=60, bounds=(1, 100_000), doc="Gibbs sweeps in all.")
 
+    #: no step size: a lower observation precision gives the prior more weight in every row's posterior
+    divergence_hint = (("alpha", "lower"),)
+
     def _setup(self, train: Ratings, rng: np.random.Generator) -> None:
         D = int(self.rank)
         nu0 = D if self.nu0 is None else int(self.nu0)
@@ -229,15 +232,25 @@ class BPMF(Model):
         return self.mean_ + out / t
 
     def _state(self) -> dict[str, np.ndarray]:
-        return {"U_samples": self.Us_, "V_samples": self.Vs_, "mean": np.array([self.mean_])}
+        # (rows, samples, rank): views of the concatenated samples, one block of rank columns per sample
+        D = int(self.rank)
+        return {"U_samples": self.Us_.reshape(self.Us_.shape[0], -1, D),
+                "V_samples": self.Vs_.reshape(self.Vs_.shape[0], -1, D), "mean": np.array([self.mean_])}
 
     def _set_state(self, state: dict[str, np.ndarray]) -> None:
-        Us = np.ascontiguousarray(state["U_samples"], dtype=np.float64)
-        Vs = np.ascontiguousarray(state["V_samples"], dtype=np.float64)
-        if Us.ndim != 2 or Vs.ndim != 2 or Us.shape[1] != Vs.shape[1] or Us.shape[1] % int(self.rank):
-            raise ParameterError(f"BPMF state needs sample blocks of {self.rank} columns, got {Us.shape}, {Vs.shape}")
-        self.Us_, self.Vs_ = Us, Vs
+        Us = np.asarray(state["U_samples"], dtype=np.float64)
+        Vs = np.asarray(state["V_samples"], dtype=np.float64)
+        if Us.ndim != 3 or Vs.ndim != 3 or Us.shape[1:] != Vs.shape[1:] or Us.shape[2] != int(self.rank):
+            raise ParameterError(f"BPMF state needs samples shaped (rows, samples, {self.rank}) alike for users and "
+                                 f"items, got {Us.shape}, {Vs.shape}")
+        self.Us_ = np.ascontiguousarray(Us.reshape(Us.shape[0], -1))
+        self.Vs_ = np.ascontiguousarray(Vs.reshape(Vs.shape[0], -1))
         self.mean_ = float(np.asarray(state["mean"]).ravel()[0])
+
+    def _state_spec(self, n_users: int, n_items: int) -> dict[str, tuple[int | None, ...]]:
+        # the samples averaged so far (the current sample before burn-in ends), each of rank columns
+        return {"U_samples": (n_users, None, int(self.rank)), "V_samples": (n_items, None, int(self.rank)),
+                "mean": (1,)}
 
 
 def warmup() -> None:

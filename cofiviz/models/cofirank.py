@@ -203,6 +203,9 @@ class CofiRank(Model):
     init_reg = param.Number(default=None, allow_None=True, bounds=(0.0, None), inclusive_bounds=(False, True),
                             doc="λ of the regression warm start (None: reg).")
 
+    #: no step size (BMRM solves each phase): the penalty bounds the factors
+    divergence_hint = (("reg", "raise"),)
+
     # ------------------------------------------------------------------ layout of the factors
     def _has_prior(self) -> bool:
         return self.item_prior != "none"
@@ -394,6 +397,13 @@ class CofiRank(Model):
         self._free_u, self._free_m = free_u, free_m
         best = state.get("best_M")
         self.best_M_ = None if best is None else np.array(best, dtype=np.float64)
+
+    def _state_spec(self, n_users: int, n_items: int) -> dict[str, tuple[int | None, ...]]:
+        D = self._layout()[0]
+        spec = {"U": (n_users, D), "M": (n_items, D)}
+        if self.fold_in_items == "best_loss":
+            spec["best_M"] = (n_items, D)
+        return spec
 
     # ------------------------------------------------------------------ strong generalization
     def fold_in(self, given: Ratings, seed: int | None = None) -> "CofiRank":

@@ -149,6 +149,8 @@ class GAPfm(Model):
     monitor_loss = param.Boolean(default=True, doc="Report the objective after each iteration (one extra pass).")
     valid_metric = param.String(default="ndcg@10", doc="Metric watched by early stopping.")
 
+    divergence_hint = (("learning_rate", "lower"), ("reg", "raise"))
+
     # ------------------------------------------------------------------ training
     def _setup(self, train: Ratings, rng: np.random.Generator) -> None:
         p = prepare(train, ymax=self.ymax, objective=self.objective, cutoff=self.cutoff, normalize=self.normalize)
@@ -206,6 +208,9 @@ class GAPfm(Model):
         if U.ndim != 2 or V.ndim != 2 or U.shape[1] != V.shape[1]:
             raise ParameterError(f"GAPfm state needs U and V with one number of columns, got {U.shape}, {V.shape}")
         self.U_, self.V_ = U, V
+
+    def _state_spec(self, n_users: int, n_items: int) -> dict[str, tuple[int | None, ...]]:
+        return {"U": (n_users, int(self.rank)), "V": (n_items, int(self.rank))}
 
     def smoothed_objective(self, ratings: Ratings | None = None) -> float:
         """Eq 9 (1/M dropped) of the current factors on ``ratings`` (default: the training table), with

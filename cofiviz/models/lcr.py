@@ -98,6 +98,9 @@ class LCR(PairwiseFactorModel, LocalParams):
         self.coverage_ = float(np.mean((Ku[:, train.users] * Ki[:, train.items]).sum(axis=0) > 0))
         return Ku, Ki, au, ai
 
+    def _n_models(self) -> int:
+        return int(self.n_local)
+
 
 def trace(split: Split, metrics=("zero_one", "ap", "ndcg@10"), part: str = "test", model: str = "lcr",
           every: int = 1, **params):

@@ -70,6 +70,9 @@ class LLORMA(Model, LocalParams):
     patience = param.Integer(default=3, bounds=(0, None),
                              doc="Early stopping on validation: sweeps without improvement (0: off).")
 
+    #: no step size: the penalties keep the ridge solves of ALS well-posed
+    divergence_hint = (("reg", "raise"), ("reg_bias", "raise"))
+
     def _setup(self, train: Ratings, rng: np.random.Generator) -> None:
         self.Ku_, self.Ki_, self.anchor_users_, self.anchor_items_, _, _ = local_kernels(
             train, int(self.n_local), rng, bandwidth=float(self.bandwidth), kernel=self.kernel,
@@ -135,6 +138,11 @@ class LLORMA(Model, LocalParams):
         self.mu_ = np.asarray(state["mu"], dtype=np.float64).reshape(1)
         self.anchor_users_ = np.asarray(state["anchor_users"], dtype=np.int64)
         self.anchor_items_ = np.asarray(state["anchor_items"], dtype=np.int64)
+
+    def _state_spec(self, n_users: int, n_items: int) -> dict[str, tuple[int | None, ...]]:
+        q, m, n, r = int(self.n_local), n_users, n_items, int(self.rank)
+        return {"U": (q, m, r), "V": (q, n, r), "bu": (q, m), "bi": (q, n), "mu": (1,), "Ku": (q, m), "Ki": (q, n),
+                "anchor_users": (q,), "anchor_items": (q,)}
 
 
 def warmup() -> None:

@@ -130,6 +130,9 @@ class NMF(Model):
     tol = param.Number(default=1e-5, bounds=(0.0, None), doc="Relative objective decrease that stops training.")
     max_iter = param.Integer(default=200, bounds=(1, 100_000), doc="Iterations at most.")
 
+    #: no step size: the multiplicative updates never increase the objective; the penalty bounds the factors
+    divergence_hint = (("reg", "raise"),)
+
     def _setup(self, train: Ratings, rng: np.random.Generator) -> None:
         if train.ratings.min() < 0:
             raise DataError(f"NMF needs non-negative ratings, got {train.ratings.min():g}")
@@ -182,6 +185,9 @@ class NMF(Model):
         if P.ndim != 2 or Q.ndim != 2 or P.shape[1] != Q.shape[1]:
             raise ParameterError(f"NMF state needs P and Q with one number of columns, got {P.shape}, {Q.shape}")
         self.P_, self.Q_ = P, Q
+
+    def _state_spec(self, n_users: int, n_items: int) -> dict[str, tuple[int | None, ...]]:
+        return {"P": (n_users, int(self.rank)), "Q": (n_items, int(self.rank))}
 
 
 def warmup() -> None:

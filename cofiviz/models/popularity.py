@@ -73,6 +73,9 @@ class _ItemModel(Model):
         self.item_scores_ = np.asarray(state["item_scores"], dtype=np.float64)
         self.item_counts_ = np.asarray(state["item_counts"], dtype=np.float64)
 
+    def _state_spec(self, n_users: int, n_items: int) -> dict[str, tuple[int | None, ...]]:
+        return {"item_scores": (n_items,), "item_counts": (n_items,)}
+
 
 class PopRec(_ItemModel):
     """Rank items by popularity: the number of training ratings they received.

@@ -77,6 +77,12 @@ class RegSVD(Model):
     tol = param.Number(default=1e-4, bounds=(0.0, None), doc="Stop when the training RMSE improves by less.")
     max_iter = param.Integer(default=60, bounds=(1, 100_000), doc="Epochs (SGD) or sweeps (ALS) at most.")
 
+    divergence_hint = (("lr", "lower"), ("reg", "raise"))
+
+    def _divergence_hint(self) -> tuple[tuple[str, str], ...]:
+        """ALS has no learning rate: only ``reg`` keeps its ridge solves stable."""
+        return (("reg", "raise"),) if self.solver == "als" else type(self).divergence_hint
+
     def _setup(self, train: Ratings, rng: np.random.Generator) -> None:
         m, n, r = train.n_users, train.n_items, int(self.rank)
         if self.init == "uniform":
@@ -141,6 +147,10 @@ class RegSVD(Model):
         self.bu_ = np.ascontiguousarray(state["bu"], dtype=np.float64)
         self.bi_ = np.ascontiguousarray(state["bi"], dtype=np.float64)
         self.mu_ = np.asarray(state["mu"], dtype=np.float64).reshape(1)
+
+    def _state_spec(self, n_users: int, n_items: int) -> dict[str, tuple[int | None, ...]]:
+        r = int(self.rank)
+        return {"P": (n_users, r), "Q": (n_items, r), "bu": (n_users,), "bi": (n_items,), "mu": (1,)}
 
 
 def regsvd_factors(train: Ratings, rank: int = 10, seed: int = 0, **params) -> tuple[np.ndarray, np.ndarray]:
