@@ -41,9 +41,9 @@ _MAGIC = ((b"\x1f\x8b", "gzip-compressed data", ".gz"),
           (b"PK\x03\x04", "a zip archive", ".zip"),
           (b"PAR1", "a Parquet table", ".parquet"))
 _DECOMPRESSION_ERRORS = (OSError, EOFError, zlib.error, lzma.LZMAError, zipfile.BadZipFile)
-#: Bytes that never occur in text (C0 controls other than tab, line feed, vertical tab, form feed,
-#: carriage return, and DOS' end-of-file mark).
-_CONTROL = bytes(b for b in range(32) if b not in (9, 10, 11, 12, 13, 26))
+#: Bytes that do not occur in text (C0 controls other than tab, line feed, vertical tab, form feed and
+#: carriage return).
+_CONTROL = bytes(b for b in range(32) if b not in (9, 10, 11, 12, 13))
 
 
 def compression(path: Path) -> str | None:
