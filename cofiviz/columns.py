@@ -181,7 +181,7 @@ def check_outliers(values: np.ndarray, label: str, labels, row_label: str) -> No
 
     The size of the bulk is ``ref = max(|q1|, |q3|, q3 - q1)`` with q1 and q3 the quartiles taken
     between observed values (inward, so that with a few ratings the outlier itself is not one of
-    them); when ``ref`` is 0 (mostly zeros) it is the median magnitude of the non-zero ratings. A
+    them); when ``ref`` is 0 (mostly zeros) it is the upper quartile of the non-zero magnitudes. A
     rating whose magnitude exceeds ``OUTLIER_FACTOR * ref`` is absurd. On real scales nothing comes
     close: 1–5 stars allow up to 5e4, 0–100 scores about 1e6, play counts with a median of a few
     hundred several million.
@@ -203,7 +203,7 @@ def check_outliers(values: np.ndarray, label: str, labels, row_label: str) -> No
             nonzero = np.abs(values[values != 0])
             if len(nonzero) == 0:
                 return
-            ref = float(np.median(nonzero))
+            ref = float(np.quantile(nonzero, 0.75, method="lower"))
         limit = OUTLIER_FACTOR * ref
         far = np.abs(values) > limit
     if not np.isfinite(limit) or not far.any():

@@ -168,6 +168,7 @@ def _scales():
         "mostly-zero": (rng.random(n) < 0.05).astype(float),
         "skewed-stars": np.where(rng.random(n) < 0.95, 5.0, 1.0),
         "play-counts": np.round(rng.lognormal(5, 1.5, n)) + 1,
+        "spending-mostly-zero": np.where(rng.random(n) < 0.8, 0.0, np.round(rng.lognormal(3, 1.5, n), 2)),
         "probabilities": rng.random(n) * 1e-3,
         "two-extremes": np.array([1.0, 5.0] * (n // 2)),
     }
