@@ -4,7 +4,10 @@
 
     cofiviz run MODEL --train FILE --test FILE [--valid FILE] [--set KEY=VALUE ...]
                       [--metrics ndcg@10,ap,gap,zero_one] [--seed S] [--json OUT] [--threshold 4]
+                      [--scale LO,HI] [--duplicates error|first|last|mean] [--encoding ENC] [--sep SEP]
+                      [--user COL] [--item COL] [--rating COL]
     cofiviz split PROTOCOL --data movielens-100k|FILE --out DIR [--set KEY=VALUE ...] [--seed S]
+                           [--scale LO,HI] [--duplicates ...] [--encoding ENC] [--sep SEP] [--user COL] ...
     cofiviz datasets [list | fetch NAME]
     cofiviz models
     cofiviz warmup
@@ -21,6 +24,7 @@ cannot be obtained, or a fit that diverged. No traceback is shown for any of the
 from __future__ import annotations
 
 import argparse
+import codecs
 import inspect
 import itertools
 import json
@@ -35,6 +39,7 @@ import numpy as np
 
 from .compile_notice import announce_compilation
 from .errors import CofivizError, DataError, DataSourceError, ModelFitError, ParameterError
+from .ratings import DUPLICATE_POLICIES
 
 __all__ = ["main", "parse_sets", "convert_value"]
 
@@ -222,7 +227,14 @@ def _cmd_run(args) -> int:
                         print(f"using {found[0]} (written with the split; pass --{part} to override)",
                               file=sys.stderr)
     split = Split.from_files(args.train, args.test, args.valid, negatives=negatives, given=given,
-                             protocol=protocol)
+                             protocol=protocol, **_reading(args))
+    unseen = split.report.get("unseen", {})
+    if not args.quiet:
+        for part, seen in unseen.items():
+            if seen["users_unseen"] or seen["items_unseen"]:
+                print(f"warning: {seen['users_unseen']:,} of the {seen['users']:,} {part} users and "
+                      f"{seen['items_unseen']:,} of the {seen['items']:,} {part} items have no rating in "
+                      f"{args.train}{' (nor in ' + str(given) + ')' if given is not None else ''}", file=sys.stderr)
     threshold = args.threshold if args.threshold is not None else default_threshold(split)
     ymax = args.ymax
     first = metrics[0]
@@ -292,6 +304,8 @@ def _cmd_run(args) -> int:
                   "negatives": None if negatives is None else str(negatives),
                   "given": None if given is None else str(given)},
         "protocol": split.protocol.get("name", "custom"),
+        "n_test_users_unseen": unseen.get("test", {}).get("users_unseen", 0),
+        "n_test_items_unseen": unseen.get("test", {}).get("items_unseen", 0),
     }
     if search is not None:
         result["search"] = search
@@ -350,7 +364,7 @@ def _cmd_split(args) -> int:
             raise _UsageError(f"protocol {args.protocol!r} parameter {key!r}: {exc}") from None
     if "seed" in defaults:
         kwargs["seed"] = args.seed
-    ratings = _load_data(args.data, datasets)
+    ratings = _load_data(args.data, datasets, _reading(args))
     split = protocols.make(args.protocol, ratings, **kwargs)
     out = split.write(args.out)
     parts = ", ".join(f"{name} {len(r):,}" for name, r in split.parts())
@@ -388,11 +402,20 @@ def _convert_plain(raw: str, default: Any) -> Any:
         return raw
 
 
-def _load_data(spec: str, datasets):
-    """A ratings file (CSV, TSV, Parquet), else a dataset name (``movielens-100k``, ``popularity``, ...)."""
+def _load_data(spec: str, datasets, reading: dict | None = None):
+    """A ratings file (CSV, TSV, Parquet), else a dataset name (``movielens-100k``, ``popularity``, ...).
+
+    ``reading`` (from :func:`_reading`) goes to :func:`cofiviz.datasets.read`; it is a usage error
+    with a dataset name.
+    """
     path = Path(spec)
+    reading = reading or {}
     if path.is_file():
-        return datasets.read(path)
+        return datasets.read(path, **reading)
+    if reading:
+        flags = ", ".join(f"--{k}" for k in reading)
+        raise _UsageError(f"{flags} only apply to a ratings file, and --data {spec!r} is not a file; give a "
+                          "ratings file, or leave them out for a dataset name")
     try:
         return datasets.load(spec)
     except ParameterError as exc:
@@ -531,6 +554,65 @@ def _cmd_reproduce(args) -> int:
 
 
 # ---------------------------------------------------------------------------------- parser
+_SEPARATORS = {"tab": "\t", "\\t": "\t", "comma": ",", "semicolon": ";", "space": r"\s+", "whitespace": r"\s+"}
+_READING = ("scale", "duplicates", "encoding", "sep", "user", "item", "rating")
+
+
+def _scale_arg(text: str) -> tuple[float, float]:
+    parts = text.split(",")
+    try:
+        lo, hi = (float(p) for p in parts) if len(parts) == 2 else (None, None)
+    except ValueError:
+        lo = hi = None
+    if lo is None or not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise argparse.ArgumentTypeError(f"expected LO,HI, two finite numbers with LO < HI (e.g. 1,5), got {text!r}")
+    return lo, hi
+
+
+def _encoding_arg(text: str) -> str:
+    try:
+        codecs.lookup(text)
+    except LookupError:
+        raise argparse.ArgumentTypeError(f"unknown text encoding {text!r} (e.g. utf-8, latin-1, utf-16, "
+                                         "cp1252)") from None
+    return text
+
+
+def _sep_arg(text: str) -> str:
+    if text == "":
+        raise argparse.ArgumentTypeError("expected a separator (a character such as ':' or tab, comma, "
+                                         "semicolon, whitespace)")
+    return _SEPARATORS.get(text.lower(), text)
+
+
+def _column_arg(text: str) -> str | int:
+    return int(text) if text.isdigit() else text
+
+
+def _add_reading_arguments(p: argparse.ArgumentParser, files: str) -> None:
+    """The options of :func:`cofiviz.datasets.read` that the errors of a ratings file advise."""
+    g = p.add_argument_group("reading ratings files", f"how {files} is read (the Python keywords of "
+                             "cofiviz.datasets.read); by default sniffed")
+    g.add_argument("--scale", type=_scale_arg, default=None, metavar="LO,HI",
+                   help="declared rating scale; a rating outside it is an error (default: the observed range)")
+    g.add_argument("--duplicates", choices=DUPLICATE_POLICIES, default=None,
+                   help="several ratings of one (user, item) pair: error (default), keep the first or the last "
+                        "in the file, or their mean")
+    g.add_argument("--encoding", type=_encoding_arg, default=None, metavar="ENC",
+                   help="text encoding (default utf-8; e.g. latin-1), of the decompressed text for .gz/.bz2/.xz/.zip")
+    g.add_argument("--sep", type=_sep_arg, default=None, metavar="SEP",
+                   help="field separator (default: sniffed; tab, comma, semicolon, whitespace or a character)")
+    for role in ("user", "item", "rating"):
+        g.add_argument(f"--{role}", type=_column_arg, default=None, metavar="COL",
+                       help=f"the {role} column: a header name or a 0-based position (default: by header name, "
+                            "else position)")
+
+
+def _reading(args) -> dict[str, Any]:
+    """The reading options given on the command line, as keywords of :func:`cofiviz.datasets.read`."""
+    return {k: getattr(args, k) for k in _READING if getattr(args, k, None) is not None}
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, exit code 2 (argparse's convention) without the usage dump
         raise _UsageError(f"{self.prog}: {message}")
@@ -561,6 +643,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="relevance threshold of AP, P@k (default 4; a top-N protocol.json beside --train: its own)")
     r.add_argument("--ymax", type=float, default=None, help="GAP's highest grade (default: the scale's maximum)")
     r.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    _add_reading_arguments(r, "every ratings file")
     r.set_defaults(func=_cmd_run)
 
     s = sub.add_parser("split", help="write a protocol's train/valid/test split to files")
@@ -569,6 +652,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", required=True, metavar="DIR")
     s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="protocol parameter")
     s.add_argument("--seed", type=int, default=0)
+    _add_reading_arguments(s, "the --data file")
     s.set_defaults(func=_cmd_split)
 
     d = sub.add_parser("datasets", help="list or fetch datasets")

@@ -18,11 +18,15 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
+from .columns import check_ids, check_outliers, check_rating_kind
 from .errors import DataError
+from .parts import check_parts
 
 __all__ = ["Ratings", "Split", "DUPLICATE_POLICIES"]
 
-DUPLICATE_POLICIES = ("error", "last", "mean")
+#: What to do with several ratings of one (user, item) pair: refuse them, keep the earliest or the latest
+#: in the table's order, or average them.
+DUPLICATE_POLICIES = ("error", "first", "last", "mean")
 
 
 def _show(value) -> str:
@@ -130,10 +134,12 @@ class Ratings:
             Column names of the user id, item id and rating value.
         scale : (float, float), optional
             Declared rating scale; every rating must lie inside it. Default: the observed
-            (min, max).
-        duplicates : {"error", "last", "mean"}
+            (min, max), once no rating lies absurdly far from the others (more than
+            :data:`cofiviz.columns.OUTLIER_FACTOR` times the size of the bulk, e.g. 1e308 among 1–5
+            stars): such a rating is an error that advises declaring the scale.
+        duplicates : {"error", "first", "last", "mean"}
             What to do with several ratings of one (user, item) pair: raise (default), keep the
-            last one in file order, or average them. Whatever is merged is reported in
+            first or the last one in file order, or average them. Whatever is merged is reported in
             ``ratings.report``.
         row_label : str
             How rows are named in error messages (``"row"`` uses the DataFrame index; files read
@@ -143,8 +149,12 @@ class Ratings:
         ------
         DataError
             Naming the row and column at fault: a missing column, an empty table, a missing or
-            non-numeric rating, a missing id, a NaN or infinite rating, a rating outside ``scale``,
-            or a duplicate (user, item) pair under ``duplicates="error"``.
+            non-numeric rating, a missing id, a NaN or infinite rating, a rating outside ``scale``
+            (or absurdly far from the others without one), a duplicate (user, item) pair under
+            ``duplicates="error"``, ids that are booleans, dates or times or that mix integers with
+            decimal numbers (``1`` and ``2.5``, ``'3'`` and ``'3.0'``), ratings that are booleans or
+            dates. See :mod:`cofiviz.columns`; how ids were read when they are neither plain
+            integers nor text is recorded in ``report["ids"]``.
         """
         if not isinstance(df, pd.DataFrame):
             raise DataError(f"expected a pandas DataFrame, got {type(df).__name__}")
@@ -157,20 +167,28 @@ class Ratings:
             raise DataError("the ratings table is empty (no rows)")
         labels = df.index.to_numpy()
 
-        for col in (user, item):
+        ids, notes = {}, {}
+        for col, role in ((user, "user"), (item, "item")):
             isna = df[col].isna().to_numpy()
             if isna.any():
                 k = int(np.flatnonzero(isna)[0])
                 raise DataError(f"{row_label} {labels[k]}: column {col!r} is missing (empty); "
                                 f"every rating needs a {col} id ({int(isna.sum())} such row(s))")
+            ids[role], note = check_ids(df[col], col, role, labels, row_label)
+            if note:
+                notes[col] = note
         raw = df[rating]
+        check_rating_kind(raw, rating, labels, row_label)
         values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
         bad_num = np.isnan(values) & raw.notna().to_numpy() & ~raw.astype(str).str.strip().str.lower().isin(
             ["nan", "+nan", "-nan"]).to_numpy()
         if bad_num.any():
             k = int(np.flatnonzero(bad_num)[0])
+            boolean = str(raw.iloc[k]).strip().lower() in ("true", "false")
             raise DataError(f"{row_label} {labels[k]}: column {rating!r} holds {_show(raw.iloc[k])}, expected a "
-                            f"number ({int(bad_num.sum())} non-numeric row(s))")
+                            f"number ({int(bad_num.sum())} non-numeric row(s))"
+                            + ("; booleans are not ratings: write 1 and 0 if that is what they mean" if boolean
+                               else ""))
         isna = raw.isna().to_numpy()
         if isna.any():
             k = int(np.flatnonzero(isna)[0])
@@ -182,6 +200,7 @@ class Ratings:
             raise DataError(f"{row_label} {labels[k]}: column {rating!r} is {values[k]}, expected a finite "
                             f"number ({int(nonfinite.sum())} NaN or infinite row(s))")
         if scale is None:
+            check_outliers(values, rating, labels, row_label)
             scale = (float(values.min()), float(values.max()))
             if scale[0] == scale[1]:
                 scale = (scale[0] - 1.0, scale[1]) if scale[0] > 0 else (scale[0], scale[1] + 1.0)
@@ -192,9 +211,9 @@ class Ratings:
             raise DataError(f"{row_label} {labels[k]}: column {rating!r} is {values[k]:g}, outside the declared "
                             f"scale [{lo:g}, {hi:g}] ({int(outside.sum())} such row(s))")
 
-        user_codes, user_ids = pd.factorize(df[user], sort=True)
-        item_codes, item_ids = pd.factorize(df[item], sort=True)
-        report: dict[str, Any] = {}
+        user_codes, user_ids = pd.factorize(ids["user"], sort=True)
+        item_codes, item_ids = pd.factorize(ids["item"], sort=True)
+        report: dict[str, Any] = {"ids": notes} if notes else {}
         key = user_codes.astype(np.int64) * max(len(item_ids), 1) + item_codes
         dup = pd.Series(key).duplicated(keep=False).to_numpy()
         if dup.any():
@@ -205,10 +224,11 @@ class Ratings:
                 raise DataError(
                     f"{row_label}s {labels[first[0]]} and {labels[first[1]]}: duplicate rating of user "
                     f"{_show(df[user].iloc[first[0]])} on item {_show(df[item].iloc[first[0]])} ({n_pairs} duplicated "
-                    f"(user, item) pair(s)); pass duplicates='last' or duplicates='mean' to merge them")
+                    f"(user, item) pair(s)); to merge them pass --duplicates last (or first, mean; "
+                    f"duplicates='last' in Python)")
             frame = pd.DataFrame({"k": key, "u": user_codes, "i": item_codes, "r": values})
-            if duplicates == "last":
-                frame = frame.drop_duplicates("k", keep="last")
+            if duplicates in ("first", "last"):
+                frame = frame.drop_duplicates("k", keep=duplicates)
             else:
                 frame = frame.groupby("k", sort=False).agg(u=("u", "first"), i=("i", "first"), r=("r", "mean"))
             report["duplicates"] = {"policy": duplicates, "pairs": n_pairs,
@@ -335,6 +355,10 @@ class Split:
         user's ``test`` items. ``train`` then holds only the training users. ``None`` elsewhere.
     protocol : dict
         The protocol's name, parameters and seed, and what its filters removed.
+    report : dict
+        What reading the parts found (:meth:`from_frames`): ``report["unseen"]["test"]`` (and
+        ``["valid"]``) counts the users and items with no rating in train (nor in given). Empty for
+        splits made in process.
     """
 
     train: Ratings
@@ -343,6 +367,7 @@ class Split:
     negatives: Ratings | None = None
     protocol: dict = field(default_factory=dict)
     given: Ratings | None = None
+    report: dict = field(default_factory=dict)
 
     def candidates(self, part: str = "test") -> Ratings:
         """The lists a ranking is scored on: ``part``'s ratings, plus the sampled negatives for test."""
@@ -395,33 +420,46 @@ class Split:
 
     @classmethod
     def from_files(cls, train, test, valid=None, *, negatives=None, given=None, scale=None, protocol=None,
-                   duplicates: str = "error") -> "Split":
-        """Read ``user item rating`` files (CSV, TSV or Parquet) into one shared index space."""
+                   duplicates: str = "error", user=None, item=None, rating=None, sep=None,
+                   encoding: str = "utf-8") -> "Split":
+        """Read ``user item rating`` files (CSV, TSV or Parquet, maybe compressed) into one shared index space.
+
+        ``user``, ``item``, ``rating``, ``sep`` and ``encoding`` apply to every file, as in
+        :func:`cofiviz.datasets.read`; the parts are checked against each other by :meth:`from_frames`.
+        """
         from .datasets.files import read_frame
 
-        frames = {"train": read_frame(train), "test": read_frame(test)}
-        if valid is not None:
-            frames["valid"] = read_frame(valid)
-        if negatives is not None:
-            frames["negatives"] = read_frame(negatives)
-        if given is not None:
-            frames["given"] = read_frame(given)
-        return cls.from_frames(frames, scale=scale, protocol=protocol, duplicates=duplicates,
-                               sources={"train": train, "test": test, "valid": valid, "negatives": negatives,
-                                        "given": given})
+        files = {"train": train, "test": test, "valid": valid, "negatives": negatives, "given": given}
+        frames = {part: read_frame(path, user=user, item=item, rating=rating, sep=sep, encoding=encoding)
+                  for part, path in files.items() if path is not None}
+        return cls.from_frames(frames, scale=scale, protocol=protocol, duplicates=duplicates, sources=files)
 
     @classmethod
     def from_frames(cls, frames: dict[str, pd.DataFrame], *, scale=None, protocol=None,
                     duplicates: str = "error", sources: dict | None = None) -> "Split":
-        """Validate each part's ``user item rating`` frame and put all parts in one index space."""
+        """Validate each part's ``user item rating`` frame and put all parts in one index space.
+
+        Each frame is validated by :meth:`Ratings.from_dataframe`; then the parts are checked against
+        each other (:func:`cofiviz.parts.check_parts`): a test, validation or given part sharing no
+        user or no item with train is an error (users of ``given`` count as known), and so is a
+        (user, item) pair in two parts (a sampled negative included). Users and items of test and
+        validation with no rating in train (nor given) are counted in ``split.report["unseen"]``.
+
+        Raises
+        ------
+        DataError
+            Naming the file (``sources``) and line of the first problem.
+        """
         sources = sources or {}
         parts = {}
+        labels = {}
         for part, df in frames.items():
             label = str(sources.get(part) or part)
+            labels[part] = (f"{label}: line" if df.attrs.get("lines") else f"{label}: row", df.index.to_numpy())
             try:
                 parts[part] = Ratings.from_dataframe(
                     df, scale=None if part == "negatives" else scale, duplicates=duplicates,
-                    row_label=f"{label}: line" if df.attrs.get("lines") else f"{label}: row", name=part)
+                    row_label=labels[part][0], name=part)
             except DataError as exc:
                 raise DataError(str(exc)) from None
         if scale is None:
@@ -432,16 +470,25 @@ class Split:
                                              for p in parts.values()]))
         item_ids = np.unique(np.concatenate([p.item_ids.astype(str) if _mixed(parts, "item_ids") else p.item_ids
                                              for p in parts.values()]))
-        out = {}
+        out, maps = {}, {}
         for part, p in parts.items():
             uid = p.user_ids.astype(str) if _mixed(parts, "user_ids") else p.user_ids
             iid = p.item_ids.astype(str) if _mixed(parts, "item_ids") else p.item_ids
-            u = np.searchsorted(user_ids, uid)[p.users]
-            i = np.searchsorted(item_ids, iid)[p.items]
-            out[part] = Ratings(u, i, p.ratings, user_ids=user_ids, item_ids=item_ids,
-                                scale=scale, name=part, allow_zero=(part == "negatives"))
+            maps[part] = (np.searchsorted(user_ids, uid), np.searchsorted(item_ids, iid))
+            out[part] = Ratings(maps[part][0][p.users], maps[part][1][p.items], p.ratings, user_ids=user_ids,
+                                item_ids=item_ids, scale=scale, name=part, allow_zero=(part == "negatives"))
+
+        def row_keys(part: str) -> np.ndarray:
+            """``user * n_items + item`` in the shared index space of every row of ``part``'s frame."""
+            df, (row_label, rows) = frames[part], labels[part]
+            codes = [pd.factorize(check_ids(df[col], col, col, rows, row_label)[0], sort=True)[0]
+                     for col in ("user", "item")]
+            return maps[part][0][codes[0]].astype(np.int64) * len(item_ids) + maps[part][1][codes[1]]
+
+        names = {part: str(sources.get(part) or part) for part in frames}
+        unseen = check_parts(out, names, row_keys, labels)
         return cls(train=out["train"], test=out["test"], valid=out.get("valid"), negatives=out.get("negatives"),
-                   protocol=dict(protocol or {}), given=out.get("given"))
+                   protocol=dict(protocol or {}), given=out.get("given"), report={"unseen": unseen})
 
 
 def _mixed(parts: dict, attr: str) -> bool:

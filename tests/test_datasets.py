@@ -411,8 +411,8 @@ BAD = [
     ("scale.csv", "user,item,rating\n1,2,3\n1,3,6\n1,4,0\n", (1, 5),
      "line 3: column 'rating' is 6, outside the declared scale [1, 5] (2 such row(s))"),
     ("dup.csv", "user,item,rating\n1,2,3\n1,3,4\n2,2,1\n1,3,5\n2,2,1\n", None,
-     "lines 3 and 5: duplicate rating of user 1 on item 3 (2 duplicated (user, item) pair(s)); pass "
-     "duplicates='last' or duplicates='mean'"),
+     "lines 3 and 5: duplicate rating of user 1 on item 3 (2 duplicated (user, item) pair(s)); to merge them pass "
+     "--duplicates last (or first, mean; duplicates='last' in Python)"),
 ]
 
 
@@ -440,8 +440,11 @@ def test_duplicate_policies(tmp_path):
     mean = read(p, duplicates="mean")
     assert mean.to_dataframe().values.tolist() == [[1, 2, 3], [1, 3, pytest.approx(11 / 3)], [2, 2, 1]]
     assert mean.report["duplicates"] == {"policy": "mean", "pairs": 1, "rows_merged": 2}
+    first = read(p, duplicates="first")                               # the earliest line of each pair
+    assert first.to_dataframe().values.tolist() == [[1, 2, 3], [1, 3, 4], [2, 2, 1]]
+    assert first.report["duplicates"] == {"policy": "first", "pairs": 1, "rows_merged": 2}
     with pytest.raises(DataError, match="duplicates must be one of"):
-        read(p, duplicates="first")
+        read(p, duplicates="drop")
 
 
 def test_dropna_reports_what_it_removed(tmp_path):

@@ -153,7 +153,10 @@ def test_split_write_read_round_trip(tmp_path):
     part = rng.integers(0, 3, len(r))
     train, valid, test = r.take(part == 0, name="train"), r.take(part == 1, name="valid"), r.take(part == 2,
                                                                                                name="test")
-    neg = r.like(test.users[:20], (test.items[:20] + 1) % r.n_items, np.zeros(20), name="negatives", allow_zero=True)
+    rated = set(zip(r.users.tolist(), r.items.tolist()))
+    unrated = [(u, i) for u in test.users[:20].tolist() for i in range(r.n_items) if (u, i) not in rated]
+    nu, ni = np.array(unrated[::7][:20]).T                              # negatives: items the user never rated
+    neg = r.like(nu, ni, np.zeros(len(nu)), name="negatives", allow_zero=True)
     split = Split(train=train, test=test, valid=valid, negatives=neg,
                   protocol={"name": "unit-test", "seed": 0, "removed": {"users": 0}})
     d = split.write(tmp_path / "split")
@@ -168,14 +171,18 @@ def test_split_write_read_round_trip(tmp_path):
     assert np.array_equal(back.train.user_ids, back.test.user_ids)       # one shared index space
     assert back.negatives.allow_zero and (back.negatives.ratings == 0).all()
     cand = back.candidates("test")
-    assert len(cand) == len(back.test) + 20
+    assert len(cand) == len(back.test) + len(neg) and len(neg) == 20
 
 
 def test_split_read_with_string_ids_and_csv(tmp_path, small):
-    split = Split(train=small.take(small.users != 2, name="train"), test=small.take(small.users == 2, name="test"))
+    # test: a's rating of item 30 and c's of item 10; train: the rest (users a, b; items 10, 20)
+    held = ((small.users == 0) & (small.items == 2)) | (small.users == 2)
+    split = Split(train=small.take(~held, name="train"), test=small.take(held, name="test"))
     back = Split.read(split.write(tmp_path / "s", sep=","))
     assert back.train.equals(split.train) and back.test.equals(split.test)
     assert list(back.test.user_ids) == ["a", "b", "c"]
+    # user 'c' and item 30 have no training rating: counted, not refused
+    assert back.report["unseen"]["test"] == {"users_unseen": 1, "users": 2, "items_unseen": 1, "items": 2}
 
 
 def test_split_read_needs_train_and_test(tmp_path):

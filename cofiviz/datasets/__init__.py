@@ -4,8 +4,8 @@
   GroupLens → the copy inside the ``recbole==1.2.1`` wheel).
 * :func:`synthetic`, :func:`netflix_like` — locally low-rank, popularity-dominated and low-rank data,
   from toy to Netflix size, in time and memory proportional to the ratings.
-* :func:`read`, :func:`read_frame` — CSV, TSV, whitespace text and Parquet ``user item rating`` files,
-  validated with errors that name the file, line and column.
+* :func:`read`, :func:`read_frame` — CSV, TSV, whitespace text (plain or .gz/.bz2/.xz/.zip) and Parquet
+  ``user item rating`` files, validated with errors that name the file, line and column.
 * :func:`available`, :func:`describe`, :func:`load` — datasets by name (for ``cofiviz datasets``).
 """
 

@@ -1,5 +1,10 @@
 """Reading a user's own ratings file: CSV, TSV, whitespace-separated text and Parquet.
 
+Text files may be compressed: a name ending in ``.gz``, ``.bz2``, ``.xz`` or ``.zip`` (one file
+inside) is decompressed, for the header sniffing as for the parsing (see :mod:`.streams`), and gives
+exactly the table of the plain file. A file that is not text (binary data, a first line of more than a
+MiB, no number in the rating column of its first lines) is refused before it is parsed.
+
 A ratings file holds one rating per line, ``user item rating`` (more columns are allowed and
 ignored; which ones is reported). The header is optional: when the first line's rating field (the
 third, unless told otherwise) is not a number, and its two id fields are not both numbers, it is
@@ -11,7 +16,10 @@ numbers assume that no quoted field spans several lines.
 Every bad line is an error that names the file, the line (1-based, as an editor shows it) and the
 column: an empty file, a file with fewer than three columns, a line with too many fields, a missing
 id, a missing, non-numeric, NaN or infinite rating, a rating outside the declared scale, a duplicate
-(user, item) pair (unless ``duplicates="last"`` or ``"mean"``). Nothing is dropped silently: lines
+(user, item) pair (unless ``duplicates="first"``, ``"last"`` or ``"mean"``). Every piece of advice an
+error gives names the Python keyword and the ``cofiviz run`` / ``cofiviz split`` flag that follow it
+(``encoding=`` / ``--encoding``, ``sep=`` / ``--sep``, ``user=`` / ``--user``, ...). Nothing is dropped
+silently: lines
 that are blank, a header, columns that are not used, rows removed by ``dropna=True`` and merged
 duplicates are all recorded in ``ratings.report``.
 """
@@ -28,6 +36,7 @@ import pandas as pd
 
 from ..errors import DataError
 from ..ratings import DUPLICATE_POLICIES, Ratings
+from .streams import check_encoding, check_head, compression, member_name, open_binary, text_lines
 
 __all__ = ["read", "read_frame", "PARQUET_SUFFIXES"]
 
@@ -41,6 +50,9 @@ ALIASES = {
 _NA_TOKENS = {"", "na", "n/a", "nan", "null", "none", "<na>"}
 _INT_RE = r"^-?(?:0|[1-9][0-9]*)$"
 _MAX_LISTED = 10
+#: Data lines read ahead of the parser: when none of them holds a number in the rating column (and the
+#: file goes on), the file is not a ratings table and is refused before it is parsed whole.
+_SAMPLE_LINES = 100
 
 
 def _is_number(text: str) -> bool:
@@ -55,23 +67,32 @@ def _norm(name: str) -> str:
     return re.sub(r"[\s_\-]", "", str(name)).lower()
 
 
-def _first_lines(path: Path, encoding: str, n: int = 1) -> tuple[int, list[str]]:
-    """The number of blank lines before the first non-blank line, and up to ``n`` lines from there."""
+def _decode_error(path: Path, encoding: str, exc: UnicodeDecodeError) -> DataError:
+    bad = exc.object[exc.start:exc.end][:8] if isinstance(exc.object, (bytes, bytearray)) else b""
+    shown = f" {bytes(bad)!r}" if bad else ""
+    return DataError(f"{path}: cannot be decoded as {_encoding_name(encoding)} ({exc.reason}{shown}); pass "
+                     f"--encoding latin-1 (encoding='latin-1' in Python), or the file's own encoding")
+
+
+def _encoding_name(encoding: str) -> str:
+    return "utf-8" if encoding == "utf-8-sig" else encoding
+
+
+def _first_lines(path: Path, encoding: str, n: int = 1) -> tuple[int, list[str], bool]:
+    """The number of blank lines before the first non-blank line, up to ``n`` lines from there, and
+    whether that is the whole file."""
     skipped, lines = 0, []
     try:
-        with open(path, encoding=encoding, newline="") as fh:
-            for raw in fh:
-                line = raw.rstrip("\r\n")
-                if not lines and not line.strip():
-                    skipped += 1
-                    continue
-                lines.append(line)
-                if len(lines) >= n:
-                    break
+        for line, _ in text_lines(path, encoding):
+            if not lines and not line.strip():
+                skipped += 1
+                continue
+            if len(lines) >= n:
+                return skipped, lines, False
+            lines.append(line)
     except UnicodeDecodeError as exc:
-        raise DataError(f"{path}: cannot be decoded as {encoding} ({exc.reason} at byte {exc.start}); pass "
-                        f"encoding='latin-1' (or the file's encoding)") from None
-    return skipped, lines
+        raise _decode_error(path, encoding, exc) from None
+    return skipped, lines, True
 
 
 def _sniff_sep(line: str) -> str:
@@ -122,7 +143,8 @@ def _pick_columns(names: list[str], header: bool, user, item, rating, path: Path
             pos[role] = int(spec)
         elif not header:
             raise DataError(f"{path}: {role}={spec!r} names a column, but the file has no header line "
-                            f"(its first line looks like data); give a 0-based position instead")
+                            f"(its first line looks like data); give a 0-based position instead "
+                            f"(--{role} POSITION, {role}=POSITION in Python)")
         elif spec in names:
             pos[role] = names.index(spec)
         else:
@@ -140,18 +162,47 @@ def _pick_columns(names: list[str], header: bool, user, item, rating, path: Path
         if role not in pos:
             if default in pos.values():
                 raise DataError(f"{path}: cannot tell which column holds the {role} (the header has columns "
-                                f"{names}); pass {role}=NAME or {role}=POSITION")
+                                f"{names}); pass --{role} NAME or --{role} POSITION ({role}=NAME or "
+                                f"{role}=POSITION in Python)")
             pos[role] = default
     if len(set(pos.values())) < 3:
         raise DataError(f"{path}: user, item and rating must be three different columns, got {pos}")
     return pos
 
 
+def _check_sample(path: Path, lines: list[str], first_line: int, sep: str, rp: int, label: str,
+                  complete: bool) -> None:
+    """Refuse a file none of whose first data lines holds a number in the rating column.
+
+    Only when the file goes on beyond the sample: a short file is parsed whole and every bad line is
+    reported with its count by the validation.
+    """
+    if complete:
+        return
+    sample = [(first_line + k, line) for k, line in enumerate(lines) if line.strip()]
+    if not sample:
+        return
+    values = []
+    for _, line in sample:
+        fields = _split(line, sep)
+        values.append(fields[rp] if rp < len(fields) else "")
+    if any(v != "" and _is_number(v) for v in values):
+        return
+    number, value = sample[0][0], values[0]
+    shown = "is missing (empty)" if value == "" else f"holds {value[:80]!r}"
+    raise DataError(f"{path}: line {number}: column {label!r} {shown}, expected a number, and so does every one of "
+                    f"the first {len(sample)} data lines: this does not look like a ratings table (lines of "
+                    f"'user item rating', separator: {_sep_name(sep)})")
+
+
 def _parse_text(path: Path, sep: str | None, encoding: str, user, item, rating):
     """(frame of raw strings indexed by line number, chosen names, report) for a text file."""
-    if path.stat().st_size == 0:
-        raise DataError(f"{path}: the file is empty (0 bytes); expected lines of 'user item rating'")
-    skipped, first = _first_lines(path, encoding)
+    kind = compression(path)
+    after = " after decompression" if kind else ""
+    head = check_head(path, encoding)
+    if not head:
+        raise DataError(f"{path}: the file is empty (0 bytes{after}); expected lines of 'user item rating'")
+    skipped, first, complete = _first_lines(path, encoding, n=1 + _SAMPLE_LINES)
     if not first:
         raise DataError(f"{path}: the file is empty (only blank lines); expected lines of 'user item rating'")
     line0 = first[0]
@@ -162,15 +213,21 @@ def _parse_text(path: Path, sep: str | None, encoding: str, user, item, rating):
         raise DataError(
             f"{path}: line {skipped + 1} has {len(fields)} column(s) ({line0[:80]!r}) when split on "
             f"{_sep_name(sep)}; a ratings file needs at least 3 columns: user item rating"
-            + ("" if sep != r"\s+" else " (pass sep=... if the file uses another separator)"))
+            + ("" if sep != r"\s+" else " (if the file uses another separator, pass --sep SEP, sep=SEP in "
+                                        "Python)"))
     header = _has_header(fields, user, item, rating)
+    names = fields if header else ["user", "item", "rating"] + [f"column {k + 1}" for k in range(3, len(fields))]
+    pos = _pick_columns(names, header, user, item, rating, path)
+    _check_sample(path, first[1:] if header else first, skipped + (2 if header else 1), sep, pos["rating"],
+                  names[pos["rating"]], complete)
     engine = "python" if len(sep) > 1 and sep != r"\s+" else "c"
     kwargs: dict[str, Any] = dict(sep=sep, header=None, dtype=str, keep_default_na=False, na_filter=False,
                                   skip_blank_lines=False, skiprows=skipped + (1 if header else 0),
                                   encoding=encoding, engine=engine, skipinitialspace=True,
                                   names=list(range(len(fields))))
     try:
-        df = pd.read_csv(path, **kwargs)
+        with open_binary(path) as fh:
+            df = pd.read_csv(fh, **kwargs)
     except pd.errors.EmptyDataError:
         df = pd.DataFrame(columns=list(range(len(fields))), dtype=str)
     except pd.errors.ParserError as exc:
@@ -182,18 +239,19 @@ def _parse_text(path: Path, sep: str | None, encoding: str, user, item, rating):
                             f"line (separator: {_sep_name(sep)})") from None
         raise DataError(f"{path}: cannot be parsed as {_sep_name(sep)}-separated text: {msg}") from None
     except UnicodeDecodeError as exc:
-        raise DataError(f"{path}: cannot be decoded as {encoding} ({exc.reason}); pass encoding='latin-1' "
-                        f"(or the file's encoding)") from None
+        raise _decode_error(path, encoding, exc) from None
     start = skipped + (2 if header else 1)
     df.index = pd.RangeIndex(start, start + len(df), name="line")
-    names = fields if header else ["user", "item", "rating"] + [f"column {k + 1}" for k in range(3, len(fields))]
     df.columns = list(range(len(fields)))
     for k in df.columns:
         df[k] = df[k].fillna("").astype(str).str.strip()
     blank = np.ones(len(df), dtype=bool)
     for k in df.columns:
         blank &= (df[k] == "").to_numpy()
-    report: dict[str, Any] = {"format": f"{_sep_name(sep)}-separated text", "header": fields if header else None}
+    fmt = f"{_sep_name(sep)}-separated text" + (f" ({kind}-compressed)" if kind else "")
+    report: dict[str, Any] = {"format": fmt, "header": fields if header else None}
+    if kind == "zip":
+        report["member"] = member_name(path)
     if skipped or blank.any():
         lines = list(range(1, skipped + 1)) + df.index[blank].tolist()
         report["blank_lines"] = {"count": len(lines), "lines": lines[:_MAX_LISTED]}
@@ -201,7 +259,6 @@ def _parse_text(path: Path, sep: str | None, encoding: str, user, item, rating):
     if len(df) == 0:
         what = "only a header line" if header else "no data lines"
         raise DataError(f"{path}: the file has {what}; expected lines of 'user item rating'")
-    pos = _pick_columns(names, header, user, item, rating, path)
     return df, names, pos, report, True
 
 
@@ -224,7 +281,7 @@ def _parse_parquet(path: Path, user, item, rating):
 
 def _load(path, *, user=None, item=None, rating=None, sep=None, encoding="utf-8"):
     path = Path(os.fspath(path))
-    if encoding.lower().replace("_", "-") in ("utf-8", "utf8"):
+    if check_encoding(encoding) == "utf-8":
         encoding = "utf-8-sig"                              # a byte-order mark is not part of the header
     if not path.exists():
         raise DataError(f"{path}: no such file")
@@ -245,17 +302,21 @@ def _load(path, *, user=None, item=None, rating=None, sep=None, encoding="utf-8"
 
 
 def _missing_mask(col: pd.Series) -> np.ndarray:
-    if col.dtype.kind in "fiub":
+    if col.dtype.kind in "fiubMm":
         return col.isna().to_numpy()
     text = col.astype(str).str.strip().str.lower()
     return (col.isna() | text.isin(_NA_TOKENS)).to_numpy()
 
 
 def _convert_ids(col: pd.Series) -> pd.Series:
-    """Integer ids when every id is a plain integer (no leading zeros), the stripped strings otherwise."""
+    """Integer ids when every id is a plain integer (no leading zeros), the stripped strings otherwise.
+
+    Only text is converted; any other column (numbers, and also booleans or dates from a Parquet
+    table) is left as it is for :meth:`Ratings.from_dataframe` to accept or refuse.
+    """
     if col.dtype.kind in "iu":
         return col.astype(np.int64)
-    if col.dtype.kind == "f":
+    if pd.api.types.infer_dtype(col, skipna=True) not in ("string", "empty"):
         return col
     text = col.astype(str).str.strip()
     if len(text) and text.str.fullmatch(_INT_RE).all():
@@ -296,8 +357,12 @@ def read_frame(path, *, user=None, item=None, rating=None, sep=None, encoding: s
     Raises
     ------
     DataError
-        For a file that is missing, empty, has fewer than three columns, a line with too many fields,
-        or a missing user or item id (naming file, line and column).
+        For a file that is missing, empty, not text (binary data, a line longer than a MiB), not a
+        ratings table (no number in the rating column of its first data lines), not decompressible
+        under its name, has fewer than three columns, a line with too many fields, or a missing user
+        or item id (naming file, line and column).
+    ParameterError
+        An unknown ``encoding``.
     """
     path, out, names, pos, report = _load(path, user=user, item=item, rating=rating, sep=sep, encoding=encoding)
     where = f"{path}: line" if out.attrs["lines"] else f"{path}: row"
@@ -317,7 +382,8 @@ def read(path, *, user=None, item=None, rating=None, sep=None, scale=None, dupli
     Parameters
     ----------
     path : str or path-like
-        ``.parquet``/``.pq`` files are read as Parquet, anything else as text.
+        ``.parquet``/``.pq`` files are read as Parquet, anything else as text; ``.gz``, ``.bz2``,
+        ``.xz`` and ``.zip`` (one file inside) text files are decompressed.
     user, item, rating : str or int, optional
         The column of each role, by header name or 0-based position. By default the header names
         (``user``/``user_id``/``userId``, ``item``/``item_id``/``movie_id``, ``rating``/``score``, ...)
@@ -326,15 +392,18 @@ def read(path, *, user=None, item=None, rating=None, sep=None, scale=None, dupli
         Field separator; by default sniffed from the first line (tab, ``::``, comma, semicolon, ``|``,
         else whitespace).
     scale : (float, float), optional
-        The declared rating scale; a rating outside it is an error. Default: the observed range.
-    duplicates : {"error", "last", "mean"}
-        Several ratings of one (user, item) pair are an error by default; ``"last"`` keeps the one
-        latest in the file, ``"mean"`` averages them. Merges are recorded in ``report["duplicates"]``.
+        The declared rating scale; a rating outside it is an error. Default: the observed range, once
+        no rating lies absurdly far from the others (see :meth:`Ratings.from_dataframe`).
+    duplicates : {"error", "first", "last", "mean"}
+        Several ratings of one (user, item) pair are an error by default; ``"first"`` keeps the one
+        earliest in the file, ``"last"`` the one latest, ``"mean"`` averages them. Merges are recorded
+        in ``report["duplicates"]``.
     dropna : bool
         Drop (instead of rejecting) rows whose rating is missing, NaN or infinite. What is dropped is
         recorded in ``report["dropped"]``; a user left with no rating at all is still an error.
     encoding : str
-        Text encoding (``"latin-1"`` for MovieLens' own ``u.item``).
+        Text encoding (``"latin-1"`` for MovieLens' own ``u.item``); of the decompressed text for a
+        compressed file.
     name : str, optional
         Label of the table (default: the file name).
 
