@@ -26,7 +26,7 @@ MESSAGE = "cofiviz: compiling numba kernels (first run only; later runs load the
 class _FirstCompile(event.Listener):
     """Prints :data:`MESSAGE` when the first cofiviz kernel starts compiling, then stays quiet."""
 
-    def __init__(self, stream: TextIO):
+    def __init__(self, stream: TextIO | None):
         self.stream = stream
         self.said = False
         self._lock = threading.Lock()
@@ -40,7 +40,7 @@ class _FirstCompile(event.Listener):
             if self.said:
                 return
             self.said = True
-        print(MESSAGE, file=self.stream, flush=True)
+        print(MESSAGE, file=self.stream or sys.stderr, flush=True)
 
     def on_end(self, ev: event.Event) -> None:
         pass
@@ -50,11 +50,12 @@ _listener: _FirstCompile | None = None
 
 
 def announce_compilation(stream: TextIO | None = None) -> None:
-    """From now on, print :data:`MESSAGE` to ``stream`` (standard error) at the first kernel compilation.
+    """From now on, print :data:`MESSAGE` to ``stream`` at the first kernel compilation.
 
-    Idempotent: a second call changes nothing. The line is printed at most once per process.
+    ``stream`` defaults to whatever ``sys.stderr`` is when the compilation starts. Idempotent: a second
+    call changes nothing. The line is printed at most once per process.
     """
     global _listener
     if _listener is None:
-        _listener = _FirstCompile(stream or sys.stderr)
+        _listener = _FirstCompile(stream)
         event.register("numba:compile", _listener)
