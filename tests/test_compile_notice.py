@@ -11,8 +11,8 @@ def _run(tmp_path, cache):
     train, test = tmp_path / "train.csv", tmp_path / "test.csv"
     if not train.exists():
         rows = [(u, i, 1 + (u * 7 + i * 3) % 5) for u in range(12) for i in range(10)]
-        train.write_text("".join(f"{u},{i},{r}\n" for u, i, r in rows if i < 6))
-        test.write_text("".join(f"{u},{i},{r}\n" for u, i, r in rows if i >= 6))
+        train.write_text("".join(f"{u},{i},{r}\n" for u, i, r in rows if (i + u) % 10 < 6))
+        test.write_text("".join(f"{u},{i},{r}\n" for u, i, r in rows if (i + u) % 10 >= 6))
     return subprocess.run([sys.executable, "-m", "cofiviz.cli", "run", "poprec", "--train", str(train),
                            "--test", str(test), "--metrics", "ndcg@10"],
                           capture_output=True, text=True, env={**os.environ, "NUMBA_CACHE_DIR": str(cache)})
