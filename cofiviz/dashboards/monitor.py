@@ -177,7 +177,7 @@ class TrainingMonitor(pn.viewable.Viewer):
         for name, label in self._BOUNDED.items():
             # free entry (no start/end, which the browser would clamp silently): the server resets an
             # out-of-bounds value and says why
-            w = pn.widgets.IntInput(name=_bounded_label(label, self.param[name].bounds), value=getattr(self, name),
+            w = pn.widgets.IntInput(label=_bounded_label(label, self.param[name].bounds), value=getattr(self, name),
                                     description=self.param[name].doc, sizing_mode="stretch_width")
             w.param.watch(partial(self._on_bounded, name), "value")
             self._bounded[name] = w
@@ -482,11 +482,11 @@ class TrainingMonitor(pn.viewable.Viewer):
     def controls(self) -> pn.Column:
         """Data, protocol, model, Run and Stop, the model's form (a served page puts them in its sidebar)."""
         return pn.Column(
-            pn.widgets.Select.from_param(self.param.data, name="Data", sizing_mode="stretch_width"),
+            pn.widgets.Select.from_param(self.param.data, label="Data", sizing_mode="stretch_width"),
             self._upload_box,
-            pn.widgets.Select.from_param(self.param.protocol, name="Protocol", sizing_mode="stretch_width"),
+            pn.widgets.Select.from_param(self.param.protocol, label="Protocol", sizing_mode="stretch_width"),
             self._bounded["n"],
-            pn.widgets.Select.from_param(self.param.model, name="Model", sizing_mode="stretch_width"),
+            pn.widgets.Select.from_param(self.param.model, label="Model", sizing_mode="stretch_width"),
             self._bounded["max_iter"], self._notice, pn.Row(self._run, self._stop_btn),
             pn.pane.Markdown("#### Model parameters"), self._form, sizing_mode="stretch_width")
 
