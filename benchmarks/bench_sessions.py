@@ -71,13 +71,14 @@ def open_session(browser, url):
 
 
 def fill(page, label, value):
-    box = page.locator(".bk-input-group").filter(has_text=label).locator("input").first
+    box = page.locator(".bk-input-group").filter(has_text=label).locator("input").filter(visible=True).first
     box.fill(str(value))
     box.press("Enter")
 
 
 def choose(page, label, value):
-    page.locator(".bk-input-group").filter(has_text=label).locator("select").first.select_option(value)
+    box = page.locator(".bk-input-group").filter(has_text=label).locator("select").filter(visible=True).first
+    box.select_option(value)
 
 
 def measure(page, repeats: int) -> tuple[float, list[float]]:

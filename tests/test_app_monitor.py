@@ -174,7 +174,7 @@ def _open(chromium, page_errors, server):
 
 
 def _input(page, label: str):
-    return page.locator(".bk-input-group").filter(has_text=label).locator("input").first
+    return page.locator(".bk-input-group").filter(has_text=label).locator("input").filter(visible=True).first
 
 
 def _fill(page, label: str, value):
@@ -184,7 +184,8 @@ def _fill(page, label: str, value):
 
 
 def _select(page, label: str, value: str):
-    page.locator(".bk-input-group").filter(has_text=label).locator("select").first.select_option(value)
+    box = page.locator(".bk-input-group").filter(has_text=label).locator("select").filter(visible=True).first
+    box.select_option(value)
 
 
 def _set_long_run(page, max_iter: int = 5000):
