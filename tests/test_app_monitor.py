@@ -3,8 +3,10 @@
 import csv
 import io
 import os
+import random
 import threading
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import psutil
@@ -86,6 +88,26 @@ def test_monitor_trains_in_a_worker_process_and_validates_input():
     m._upload.value = {"mine.tsv": "".join(f"{u}\t{i}\t{1 + (u + i) % 5}\n" for u in range(3) for i in range(4))}
     assert not m._error.visible and "12 ratings, 3 users, 4 items" in m._status.object
     assert m._upload.value == {}
+
+
+def test_upload_chunks_handled_out_of_order_on_several_threads_make_the_file():
+    """A server with several threads handles a file's chunk events in any order."""
+    m = TrainingMonitor(data=UPLOAD)
+    content = "".join(f"{u}\t{i}\t{1 + (u * i) % 5}\n" for u in range(40) for i in range(30)).encode()
+    chunks = [content[k:k + 1000] for k in range(0, len(content), 1000)]
+    events = [SimpleNamespace(event_name="upload_event",
+                              data={"name": "r.tsv", "chunk": k + 1, "data": c, "total_chunks": len(chunks),
+                                    "type": "text/tab-separated-values"})
+              for k, c in enumerate(chunks)]
+    random.Random(0).shuffle(events)
+    threads = [threading.Thread(target=m._upload._process_event, args=(e,)) for e in events]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not m._error.visible, m._error.object
+    assert "1,200 ratings, 40 users, 30 items" in m._status.object
+    assert len(m._uploaded) == 1200
 
 
 def test_out_of_bounds_n_and_max_iter_are_reset_with_a_reason():
@@ -173,6 +195,21 @@ def _open(chromium, page_errors, server):
     return page
 
 
+@pytest.fixture
+def open_page(chromium, page_errors, server):
+    """Opens monitor sessions in the shared browser, and closes them when the test ends (an open page
+    that keeps drawing would take the machine's time from the tests after it)."""
+    pages = []
+
+    def open_():
+        pages.append(_open(chromium, page_errors, server))
+        return pages[-1]
+
+    yield open_
+    for page in pages:
+        page.close()
+
+
 def _input(page, label: str):
     return page.locator(".bk-input-group").filter(has_text=label).locator("input").filter(visible=True).first
 
@@ -200,8 +237,8 @@ def _wait_points(page, n, timeout=60):
 
 
 @pytest.mark.browser
-def test_monitor_run_draws_points_and_stop_stops(server, chromium, page_errors):
-    page = _open(chromium, page_errors, server)
+def test_monitor_run_draws_points_and_stop_stops(open_page, page_errors):
+    page = open_page()
     _set_long_run(page)
     page.get_by_role("button", name="Run").click()
     pts = _wait_points(page, 3)
@@ -219,8 +256,8 @@ def test_monitor_run_draws_points_and_stop_stops(server, chromium, page_errors):
 
 
 @pytest.mark.browser
-def test_double_click_on_run_starts_one_run(server, chromium, page_errors):
-    page = _open(chromium, page_errors, server)
+def test_double_click_on_run_starts_one_run(open_page, page_errors):
+    page = open_page()
     _fill(page, "Max iter", 6)
     page.wait_for_timeout(300)
     page.get_by_role("button", name="Run").dblclick()
@@ -235,9 +272,10 @@ def test_double_click_on_run_starts_one_run(server, chromium, page_errors):
 
 
 @pytest.mark.browser
-def test_monitor_two_sessions_stay_independent(server, chromium, page_errors):
-    a = _open(chromium, page_errors, server)
-    b = _open(chromium, page_errors, server)
+def test_monitor_two_sessions_stay_independent(open_page, page_errors):
+    a = open_page()
+    b = open_page()
+    _select(a, "Data", "Synthetic: locally low-rank")   # iterations slow enough to keep A's plots light
     _set_long_run(a)
     a.get_by_role("button", name="Run").click()
     assert _wait_points(a, 3) >= 3
@@ -260,8 +298,8 @@ def test_monitor_two_sessions_stay_independent(server, chromium, page_errors):
 
 
 @pytest.mark.browser
-def test_out_of_bounds_n_is_reset_with_a_message_in_the_page(server, chromium, page_errors):
-    page = _open(chromium, page_errors, server)
+def test_out_of_bounds_n_is_reset_with_a_message_in_the_page(open_page, page_errors):
+    page = open_page()
     _fill(page, "N [", 500)
     page.get_by_text("N = 500 is above its upper bound 100; reset to 100.").first.wait_for(timeout=30_000)
     assert _input(page, "N [").input_value() == "100"
@@ -284,8 +322,8 @@ def _ratings_file(path, target_bytes: int):
 
 
 @pytest.mark.browser
-def test_uploads_large_too_large_and_empty(server, chromium, page_errors, tmp_path):
-    page = _open(chromium, page_errors, server)
+def test_uploads_large_too_large_and_empty(open_page, page_errors, tmp_path):
+    page = open_page()
     _select(page, "Data", UPLOAD)
     page.get_by_text("Drag & Drop").first.wait_for(state="visible", timeout=30_000)
     # about 50 MB: read in full, its size in the status

@@ -10,7 +10,7 @@ and test, the training loss and the seconds per iteration. Run is atomic (a doub
 run); Stop takes effect after the current iteration; closing the tab stops the run and ends its
 process if it does not stop by itself (``pn.state.on_session_destroyed``).
 
-Uploads (CSV, TSV or Parquet) arrive in chunks through a ``FileDropper``, up to :data:`UPLOAD_LIMIT_MB`;
+Uploads (CSV, TSV or Parquet) arrive in chunks through a file dropper, up to :data:`UPLOAD_LIMIT_MB`;
 the browser refuses a larger file with a message, and an empty or malformed file is reported. A value
 of N or Max iter outside its bounds is reset to the bound, and the page says why. Each model's form is
 built the first time the model is chosen and kept: choosing it again only shows it.
@@ -88,6 +88,37 @@ def read_upload(data: bytes | str, filename: str):
             return read(path, name=name)
         except Exception as exc:  # name the visitor's file, not our temporary copy
             raise DataError(str(exc).replace(path, name)) from None
+
+
+class _ChunkedUpload(pn.widgets.FileDropper):
+    """A ``FileDropper`` whose chunks may be handled in any order, on any thread.
+
+    A server with several threads (``--num-threads``) handles a file's chunk events concurrently, so
+    they cannot be appended as they come: each chunk is kept by its number, under a lock, and the file
+    is joined (as bytes) once every chunk is there.
+    """
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self._chunks: dict[str, dict[int, bytes]] = {}
+        self._chunks_lock = threading.Lock()
+
+    def _process_event(self, event):
+        data = event.data
+        if event.event_name != "upload_event":
+            with self._chunks_lock:
+                self._chunks.pop(data["name"], None)   # a removed file: drop what arrived of it
+            return super()._process_event(event)
+        name, total = data["name"], data["total_chunks"]
+        with self._chunks_lock:
+            parts = self._chunks.setdefault(name, {})
+            parts[data["chunk"]] = data["data"]
+            if len(parts) < total:
+                return
+            del self._chunks[name]
+        self.value[name] = b"".join(bytes(parts[i]) for i in range(1, total + 1))
+        self.mime_type[name] = data["type"]
+        self.param.trigger("mime_type", "value")
 
 
 def _bounded_label(label: str, bounds) -> str:
@@ -276,10 +307,9 @@ class TrainingMonitor(pn.viewable.Viewer):
         if self.data == UPLOAD and self._upload is None:
             # made on demand: the page loads FilePond's scripts only when the app asked for them
             # (``pn.extension("filedropper")``, as apps/monitor.py does)
-            self._upload = pn.widgets.FileDropper(multiple=False, max_file_size=f"{UPLOAD_LIMIT_MB}MB",
-                                                  chunk_size=UPLOAD_CHUNK, layout="compact",
-                                                  sizing_mode="stretch_width",
-                                                  css_classes=["cofiviz-monitor-upload"])
+            self._upload = _ChunkedUpload(multiple=False, max_file_size=f"{UPLOAD_LIMIT_MB}MB",
+                                          chunk_size=UPLOAD_CHUNK, layout="compact", sizing_mode="stretch_width",
+                                          css_classes=["cofiviz-monitor-upload"])
             self._upload.param.watch(self._on_upload, "value")
             self._upload_box.objects = [self._upload, pn.pane.Markdown(
                 f"A ratings file up to {UPLOAD_LIMIT_MB} MB: CSV, TSV or Parquet with user, item, rating "
