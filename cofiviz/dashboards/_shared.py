@@ -1,5 +1,5 @@
-"""Helpers the dashboards share: model discovery, the dashboard data sets and per-process caches of
-read-only data, kernel safety, and the per-session worker."""
+"""Helpers the dashboards share: model discovery, the dashboard data sets (loaded once per process),
+kernel safety, and the per-session worker."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import panel as pn
 from ..ratings import Ratings
 
 __all__ = ["model_names", "load_models", "KERNEL_LOCK", "use_thread_safe_numba", "DATASETS", "load_dataset",
-           "cached_split", "SessionWorker"]
+           "SessionWorker"]
 
 #: the data sets the dashboards offer: label -> (cofiviz.datasets name, keyword arguments)
 DATASETS = {
@@ -93,14 +93,6 @@ def load_dataset(label: str) -> Ratings:
     if kind == "movielens-100k":
         return datasets.movielens_100k()
     return datasets.synthetic(**kwargs)
-
-
-@pn.cache(max_items=16)
-def cached_split(data_label: str, protocol: str, params: tuple):
-    """A protocol's split of a dashboard data set, computed once per process (read-only)."""
-    from .. import protocols
-
-    return protocols.make(protocol, load_dataset(data_label), **dict(params))
 
 
 class SessionWorker:
