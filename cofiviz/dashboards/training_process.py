@@ -17,6 +17,9 @@ A child
   that exits normally terminates the ones still running.
 
 Errors (data a protocol cannot split, a model whose fit fails) come back as messages for the page.
+As with every multiprocessing start method but fork, each worker imports the main script of the process
+that starts it again (as ``__mp_main__``): a script's own top-level code belongs under
+``if __name__ == "__main__":``.
 """
 
 from __future__ import annotations
