@@ -9,7 +9,7 @@ measured inside the page (``performance.now()``, one animation frame after the t
 Two phases, each in a fresh session B so that both start alike:
 
 1. baseline: session A is open and idle;
-2. session A trains LCR on MovieLens 100K (5000 iterations, no convergence test) meanwhile.
+2. session A trains LCR on MovieLens 100K (5000 iterations, no convergence test, no early stop) meanwhile.
 
 In each phase B first chooses LCR once (its form is built: reported as "first time"), then alternates
 ``--repeats`` times between RegSVD and LCR (forms shown before). Reported: median and 90th percentile
@@ -119,6 +119,7 @@ def main(argv=None):
             a.locator("strong", has_text="LCR").first.wait_for(state="visible", timeout=60_000)
             fill(a, "Max iter", 5000)
             fill(a, "tol [", 0)
+            fill(a, "patience [", 0)          # no early stop: A trains until Stop
             a.wait_for_timeout(500)
             a.get_by_role("button", name="Run").click()
             deadline = time.monotonic() + 120
@@ -131,7 +132,11 @@ def main(argv=None):
             busy_first, busy = measure(b2, args.repeats)
             trained = a.evaluate(POINTS_JS) - start_points
             load = os.getloadavg()[0]
-            a.get_by_role("button", name="Stop").click()
+            stop = a.get_by_role("button", name="Stop")
+            if not stop.is_enabled():
+                said = a.get_by_text("Finished after").all_inner_texts() + a.get_by_text("failed").all_inner_texts()
+                raise SystemExit(f"session A stopped training before the measurement ended: {' '.join(said)}")
+            stop.click()
             a.get_by_text("stopped by a callback").first.wait_for(timeout=120_000)
             browser.close()
     finally:
