@@ -5,6 +5,8 @@ import panel as pn
 from cofiviz.dashboards.monitor import TrainingMonitor
 from cofiviz.dashboards.theme import page
 
-pn.extension("tabulator", sizing_mode="stretch_width")
+pn.extension("tabulator", "filedropper", sizing_mode="stretch_width")
 
-page("Training monitor", TrainingMonitor()).servable()
+monitor = TrainingMonitor()
+# the controls in the sidebar: a form that appears there does not lay the plots out again
+page("Training monitor", monitor.results(), sidebar=monitor.controls()).servable()

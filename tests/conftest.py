@@ -17,6 +17,8 @@ ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = os.environ.get("COFIVIZ_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
+#: the largest message a page may send, as `make serve` allows it (64 MiB)
+WEBSOCKET_MAX_MESSAGE = 64 * 2**20
 
 
 def free_port() -> int:
@@ -49,7 +51,8 @@ class PanelServer:
         self.log = ARTIFACTS / f"panel-serve-{self.port}.log"
         ARTIFACTS.mkdir(exist_ok=True)
         cmd = [sys.executable, "-m", "panel", "serve", *apps, "--port", str(self.port), "--address", "127.0.0.1",
-               "--allow-websocket-origin", f"127.0.0.1:{self.port}", "--num-threads", "4"]
+               "--allow-websocket-origin", f"127.0.0.1:{self.port}", "--num-threads", "4",
+               "--websocket-max-message-size", str(WEBSOCKET_MAX_MESSAGE)]
         if setup:
             cmd += ["--setup", str(ROOT / "cofiviz" / "dashboards" / "serve_setup.py")]
         self._logf = open(self.log, "w")

@@ -83,10 +83,8 @@ def server(store):
 @pytest.mark.browser
 def test_comparisons_in_the_browser(server, chromium, page_errors):
     page = page_errors(chromium.new_page(viewport={"width": 1400, "height": 1200}))
-    t0 = time.monotonic()
     page.goto(f"{server.url}/comparisons", wait_until="domcontentloaded")
     page.get_by_text("4 of 4 cells").first.wait_for(timeout=60_000)      # cached LCR figures, at once
-    first_view = time.monotonic() - t0
     deadline = time.monotonic() + 30
     while count_canvases(page) == 0 and time.monotonic() < deadline:
         time.sleep(0.25)
@@ -105,5 +103,3 @@ def test_comparisons_in_the_browser(server, chromium, page_errors):
     page.wait_for_function("() => !document.body.innerText.includes('not run')", timeout=30_000)
     screenshot(page, "comparisons-cofirank-computed")
     assert page_errors.errors == [], page_errors.errors
-    print(f"comparisons: first view with cached results in {first_view:.2f} s")
-    assert first_view < 15, f"first view took {first_view:.1f} s"

@@ -47,10 +47,8 @@ def _table_numbers(page, table: str = ".cofiviz-fig4-table"):
 @pytest.mark.browser
 def test_losses_gamma_changes_the_curves(server, chromium, page_errors):
     page = page_errors(chromium.new_page(viewport={"width": 1400, "height": 1200}))
-    t0 = time.monotonic()
     page.goto(f"{server.url}/losses", wait_until="networkidle")
     page.locator(".cofiviz-fig4-table td").first.wait_for(timeout=30_000)
-    first_view = time.monotonic() - t0
     wait_for_canvases(page, 3)
     assert count_canvases(page) >= 3
     before = _table_numbers(page)
@@ -79,7 +77,6 @@ def test_losses_gamma_changes_the_curves(server, chromium, page_errors):
     page.get_by_text("F E D C B A").first.wait_for(timeout=30_000)
     screenshot(page, "losses-bound")
     assert page_errors.errors == [], page_errors.errors
-    assert first_view < 15, f"first view took {first_view:.1f} s"
 
 
 # ---------------------------------------------------------------------------------------------- ties & Plackett–Luce tab

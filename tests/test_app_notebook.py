@@ -31,10 +31,8 @@ def server():
 @pytest.mark.browser
 def test_served_notebook_moving_an_item_changes_ndcg(server, chromium, page_errors):
     page = page_errors(chromium.new_page(viewport={"width": 1400, "height": 1100}))
-    t0 = time.monotonic()
     page.goto(f"{server.url}/01-ranking-metrics", wait_until="networkidle")
     page.locator(".cofiviz-metric-values").first.wait_for(timeout=30_000)
-    first_view = time.monotonic() - t0
     assert "Metric playground" in page.title()
     assert wait_for_canvases(page, 1) >= 1
     # the notebook's last cell moves the top item down and back: the served page shows the default list
@@ -49,4 +47,3 @@ def test_served_notebook_moving_an_item_changes_ndcg(server, chromium, page_erro
     page.wait_for_timeout(1500)  # let the bar charts redraw before the screenshot
     screenshot(page, "notebook-01-moved")
     assert page_errors.errors == [], page_errors.errors
-    assert first_view < 30, f"first view took {first_view:.1f} s"

@@ -54,10 +54,8 @@ def server():
 @pytest.mark.browser
 def test_playground_moving_an_item_changes_ndcg(server, chromium, page_errors):
     page = page_errors(chromium.new_page(viewport={"width": 1400, "height": 1100}))
-    t0 = time.monotonic()
     page.goto(f"{server.url}/playground", wait_until="networkidle")
     page.locator(".cofiviz-metric-values").first.wait_for(timeout=30_000)
-    first_view = time.monotonic() - t0
     wait_for_canvases(page, 1)
     assert count_canvases(page) >= 1
     assert _ndcg(page) == "0.542"  # NDCG@5 of the default preset
@@ -88,4 +86,3 @@ def test_playground_moving_an_item_changes_ndcg(server, chromium, page_errors):
         time.sleep(0.2)
     assert _ndcg(page) == "1.000"
     assert page_errors.errors == [], page_errors.errors
-    assert first_view < 15, f"first view took {first_view:.1f} s"

@@ -38,10 +38,8 @@ def _first_titles(page, name="itemmean"):
 @pytest.mark.browser
 def test_recommendations_changing_the_user_changes_the_list(server, chromium, page_errors):
     page = page_errors(chromium.new_page(viewport={"width": 1400, "height": 1100}))
-    t0 = time.monotonic()
     page.goto(f"{server.url}/recommendations", wait_until="networkidle")
     before = _first_titles(page)
-    first_view = time.monotonic() - t0
     assert page.locator(".cofiviz-user-ratings td").count() > 0
     screenshot(page, "recommendations-user1")
     box = page.locator(".cofiviz-user input").first
@@ -57,4 +55,3 @@ def test_recommendations_changing_the_user_changes_the_list(server, chromium, pa
     box.press("Enter")
     page.get_by_text("is not in MovieLens 100K").first.wait_for(timeout=30_000)
     assert page_errors.errors == [], page_errors.errors
-    assert first_view < 15, f"first view took {first_view:.1f} s"

@@ -1,4 +1,5 @@
-"""Helpers the dashboards share: model discovery, per-process caches of read-only data, kernel safety."""
+"""Helpers the dashboards share: model discovery, the dashboard data sets (loaded once per process),
+kernel safety, and the per-session worker."""
 
 from __future__ import annotations
 
@@ -9,7 +10,21 @@ from functools import partial
 
 import panel as pn
 
-__all__ = ["model_names", "load_models", "KERNEL_LOCK", "use_thread_safe_numba", "cached_split", "SessionWorker"]
+from ..ratings import Ratings
+
+__all__ = ["model_names", "load_models", "KERNEL_LOCK", "use_thread_safe_numba", "DATASETS", "load_dataset",
+           "SessionWorker"]
+
+#: the data sets the dashboards offer: label -> (cofiviz.datasets name, keyword arguments)
+DATASETS = {
+    "MovieLens 100K": ("movielens-100k", {}),
+    "Synthetic: popularity-dominated": ("synthetic", {"kind": "popularity", "n_users": 1000, "n_items": 800,
+                                                      "seed": 0}),
+    "Synthetic: locally low-rank": ("synthetic", {"kind": "local_low_rank", "n_users": 1000, "n_items": 800,
+                                                  "seed": 0}),
+    "Synthetic: small (300 users, 200 items)": ("synthetic", {"kind": "local_low_rank", "n_users": 300,
+                                                              "n_items": 200, "n_ratings": 12000, "seed": 0}),
+}
 
 #: Serialises numba-parallel work from several threads when the threading layer is not thread-safe
 #: (numba's ``workqueue`` layer crashes on concurrent parallel kernels; ``omp`` and ``tbb`` do not).
@@ -69,35 +84,59 @@ def model_names() -> list[str]:
     return available_models()
 
 
-@pn.cache(max_items=16)
-def cached_split(data_label: str, protocol: str, params: tuple):
-    """A protocol's split of a dashboard data set, computed once per server process (read-only)."""
-    from .. import protocols
-    from .overview import load_dataset
+@pn.cache(max_items=8)
+def load_dataset(label: str) -> Ratings:
+    """The dataset behind a dashboard label, loaded once per process (read-only, shared)."""
+    from .. import datasets
 
-    return protocols.make(protocol, load_dataset(data_label), **dict(params))
+    kind, kwargs = DATASETS[label]
+    if kind == "movielens-100k":
+        return datasets.movielens_100k()
+    return datasets.synthetic(**kwargs)
 
 
 class SessionWorker:
     """One background thread per browser session, and the thread-safe way back into its document.
 
-    Long work (training, computing cells) runs in :meth:`start`'s thread, never on the server's event
-    loop; the thread hands results back with :meth:`schedule`, which queues ``fn`` on the session's
+    Long work (training, computing cells) is followed from :meth:`start`'s thread, never on the server's
+    event loop; the thread hands results back with :meth:`schedule`, which queues ``fn`` on the session's
     event loop (``doc.add_next_tick_callback``, under the document lock) or calls it at once outside a
-    server (in JupyterLab). :attr:`stop` is the worker's stop flag: the Stop button sets it, and so does
-    the end of the browser session (``pn.state.on_session_destroyed``), so a closed tab stops its work.
+    server (in JupyterLab).
+
+    Starting is atomic: :meth:`claim` takes the worker (a compare-and-set under a lock), so of two
+    clicks arriving together on two server threads exactly one starts work; the claim lasts until the
+    work's last callback calls :meth:`release`. :attr:`stop` is the work's stop flag: the Stop button
+    sets it, and so does the end of the browser session (``pn.state.on_session_destroyed``), which
+    also sets :attr:`closed` so that the work can end its worker process outright.
     """
 
     def __init__(self, name: str):
         self.name = name
         self.stop = threading.Event()
+        self.closed = threading.Event()
         self.thread: threading.Thread | None = None
         self._doc = None
         self._hooked = False
+        self._lock = threading.Lock()
+        self._claimed = False
 
     @property
     def busy(self) -> bool:
-        return self.thread is not None and self.thread.is_alive()
+        """True from a successful :meth:`claim` until :meth:`release`, and while the thread runs."""
+        return self._claimed or (self.thread is not None and self.thread.is_alive())
+
+    def claim(self) -> bool:
+        """Take the worker for one piece of work: True for exactly one caller until :meth:`release`."""
+        with self._lock:
+            if self.busy:
+                return False
+            self._claimed = True
+            return True
+
+    def release(self) -> None:
+        """Give the worker back (the work's last callback, or a start that did not happen)."""
+        with self._lock:
+            self._claimed = False
 
     def bind(self) -> None:
         """Attach to the current session's document (done by :meth:`start`; call it first to
@@ -111,7 +150,10 @@ class SessionWorker:
                 print(f"cofiviz {self.name}: could not watch the session's end: {exc}")
 
     def start(self, target, *args) -> None:
-        """Run ``target(*args)`` in a new daemon thread, bound to the current session's document."""
+        """Run ``target(*args)`` in a new daemon thread, bound to the current session's document.
+
+        The caller holds the claim (:meth:`claim`); ``target`` releases it through its last callback.
+        """
         self.bind()
         self.stop.clear()
         self.thread = threading.Thread(target=target, args=args, daemon=True, name=f"cofiviz-{self.name}")
@@ -119,6 +161,7 @@ class SessionWorker:
 
     def _on_destroyed(self, session_context) -> None:
         """The browser tab closed (Bokeh destroyed the session): stop this session's work."""
+        self.closed.set()
         self.stop.set()
 
     def schedule(self, fn, *args) -> None:
@@ -128,12 +171,13 @@ class SessionWorker:
             try:
                 doc.add_next_tick_callback(partial(fn, *args))
             except Exception:  # the session is gone: stop quietly
+                self.closed.set()
                 self.stop.set()
         else:
             fn(*args)
 
     def join(self, timeout: float | None = None) -> bool:
-        """Wait for the thread; True when no work is running any more."""
+        """Wait for the thread; True when it is not running any more."""
         if self.thread is not None:
             self.thread.join(timeout)
-        return not self.busy
+        return not (self.thread is not None and self.thread.is_alive())

@@ -228,16 +228,18 @@ class Comparisons(pn.viewable.Viewer):
 
     # ------------------------------------------------------------------ computing missing cells
     def _on_compute(self, all_cells: bool, event=None):
-        if self._work.busy or self._status is None:
+        if self._status is None or not self._work.claim():   # atomic: a double click computes once
             return
         pending = self._status.pending
         if not pending:
+            self._work.release()
             return
         if all_cells:
             todo = pending
         else:
             i = self._pending_select.value
             if i is None or i >= len(pending):
+                self._work.release()
                 self._show_error("Choose a missing cell first.")
                 return
             todo = [pending[i]]
@@ -287,6 +289,7 @@ class Comparisons(pn.viewable.Viewer):
         self._refresh()
 
     def _finish(self, ran, total, error):
+        self._work.release()          # before the refresh, which enables Compute again
         self._stop_btn.disabled = True
         self._progress.object = (f"Done: {ran} of {total} cell(s) computed"
                                  f"{' (stopped)' if self._work.stop.is_set() and ran < total else ''}.")

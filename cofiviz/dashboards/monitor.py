@@ -1,15 +1,22 @@
 """Training monitor: pick data, protocol, model and parameters, then watch the model train live.
 
-Each browser session owns one :class:`TrainingMonitor`; its training runs in a worker thread of that
-session (never on the server's event loop) and streams its iterations into the plots through
-``doc.add_next_tick_callback`` (the thread-safe way into a Bokeh document): rows are batched at most
-every 0.5 s and appended with ``ColumnDataSource.stream``, which sends only the new rows, so one
-session's training costs the shared event loop next to nothing: NDCG@10,
-AP and GAP on train, validation and test, the training loss and the seconds per iteration. Stop takes
-effect after the current iteration (the fit callback returns True); closing the tab stops the worker
-(``pn.state.on_session_destroyed``). Data sets and splits are shared read-only between sessions
-through ``pn.cache``; everything else lives in the Viewer instance. ``panel serve apps/monitor.py``
-serves it; in JupyterLab, ``TrainingMonitor()`` shows it inline (updates are then applied directly).
+Each browser session owns one :class:`TrainingMonitor`. Run trains in a worker process
+(:mod:`.training_process`): the model's fit never runs in the server's process, so a session that
+trains costs the other sessions next to nothing. A thread of the session follows the process and
+hands each iteration's row to the page through ``doc.add_next_tick_callback`` (the thread-safe way
+into a Bokeh document): rows are batched at most every 0.5 s and appended with
+``ColumnDataSource.stream``, which sends only the new rows: NDCG@10, AP and GAP on train, validation
+and test, the training loss and the seconds per iteration. Run is atomic (a double click starts one
+run); Stop takes effect after the current iteration; closing the tab stops the run and ends its
+process if it does not stop by itself (``pn.state.on_session_destroyed``).
+
+Uploads (CSV, TSV or Parquet) arrive in chunks through a file dropper, up to :data:`UPLOAD_LIMIT_MB`;
+the browser refuses a larger file with a message, and an empty or malformed file is reported. A value
+of N or Max iter outside its bounds is reset to the bound, and the page says why. Each model's form is
+built the first time the model is chosen and kept: choosing it again only shows it.
+
+``panel serve apps/monitor.py`` serves it; in JupyterLab, ``TrainingMonitor()`` shows it inline
+(updates are then applied directly; uploading there needs ``pn.extension("filedropper")``).
 """
 
 from __future__ import annotations
@@ -26,15 +33,19 @@ import pandas as pd
 import panel as pn
 import param
 
-from ._shared import KERNEL_LOCK, SessionWorker, cached_split, kernels_need_lock, model_names
-from .overview import DATASETS, load_dataset
+from ..datasets import read
+from ..errors import DataError
+from ..models.base import get_model_class
+from ._shared import DATASETS, SessionWorker, model_names
+from .training_process import COLUMNS, METRICS, PARTS, TrainingJob, TrainingProcess
 
-__all__ = ["TrainingMonitor", "UPLOAD", "model_form_widgets", "read_upload"]
+__all__ = ["TrainingMonitor", "UPLOAD", "UPLOAD_LIMIT_MB", "model_form_widgets", "read_upload"]
 
 UPLOAD = "Uploaded file"
-METRICS = ("ndcg@10", "ap", "gap")
-PARTS = ("train", "valid", "test")
-COLUMNS = ["iteration", "seconds", "elapsed", "loss"] + [f"{p}_{m}" for p in PARTS for m in METRICS]
+#: the largest upload the browser sends, in MB of 1,000,000 bytes
+UPLOAD_LIMIT_MB = 64
+#: an upload travels in chunks of this many bytes (binary websocket messages well under any size limit)
+UPLOAD_CHUNK = 4_000_000
 PART_COLORS = {"train": "#4c72b0", "valid": "#55a868", "test": "#c44e52"}
 #: protocols offered, with the parameter "N" maps to (None: N unused) and fixed extras
 PROTOCOL_CHOICES = {
@@ -45,20 +56,29 @@ PROTOCOL_CHOICES = {
 }
 
 
-def read_upload(data: bytes, filename: str):
+def read_upload(data: bytes | str, filename: str):
     """Read an uploaded ratings file with :func:`cofiviz.datasets.read` through a temporary file.
+
+    Parameters
+    ----------
+    data : bytes or str
+        The file's content (text files may arrive decoded).
+    filename : str
+        The visitor's name for the file (its extension tells the format).
 
     Raises
     ------
     cofiviz.errors.DataError
-        The file is malformed (the message says which rows and why).
+        The file is empty, larger than :data:`UPLOAD_LIMIT_MB`, or malformed (the message says which rows
+        and why).
     """
-    from ..datasets import read
-    from ..errors import DataError
-
     name = os.path.basename(filename or "upload.csv")
+    if isinstance(data, str):
+        data = data.encode("utf-8")
     if not data:
         raise DataError(f"{name}: the file is empty")
+    if len(data) > UPLOAD_LIMIT_MB * 1_000_000:
+        raise DataError(f"{name}: {len(data) / 1e6:.1f} MB is more than the {UPLOAD_LIMIT_MB} MB an upload may have")
     suffix = os.path.splitext(name)[1].lower() or ".csv"
     with tempfile.TemporaryDirectory(prefix="cofiviz-upload-") as tmp:
         path = os.path.join(tmp, f"upload{suffix}")
@@ -68,6 +88,42 @@ def read_upload(data: bytes, filename: str):
             return read(path, name=name)
         except Exception as exc:  # name the visitor's file, not our temporary copy
             raise DataError(str(exc).replace(path, name)) from None
+
+
+class _ChunkedUpload(pn.widgets.FileDropper):
+    """A ``FileDropper`` whose chunks may be handled in any order, on any thread.
+
+    A server with several threads (``--num-threads``) handles a file's chunk events concurrently, so
+    they cannot be appended as they come: each chunk is kept by its number, under a lock, and the file
+    is joined (as bytes) once every chunk is there.
+    """
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self._chunks: dict[str, dict[int, bytes]] = {}
+        self._chunks_lock = threading.Lock()
+
+    def _process_event(self, event):
+        data = event.data
+        if event.event_name != "upload_event":
+            with self._chunks_lock:
+                self._chunks.pop(data["name"], None)   # a removed file: drop what arrived of it
+            return super()._process_event(event)
+        name, total = data["name"], data["total_chunks"]
+        with self._chunks_lock:
+            parts = self._chunks.setdefault(name, {})
+            parts[data["chunk"]] = data["data"]
+            if len(parts) < total:
+                return
+            del self._chunks[name]
+        self.value[name] = b"".join(bytes(parts[i]) for i in range(1, total + 1))
+        self.mime_type[name] = data["type"]
+        self.param.trigger("mime_type", "value")
+
+
+def _bounded_label(label: str, bounds) -> str:
+    lo, hi = bounds
+    return f"{label} [{'−∞' if lo is None else lo} … {'∞' if hi is None else hi}]"
 
 
 def model_form_widgets(model_cls) -> dict:
@@ -82,8 +138,7 @@ def model_form_widgets(model_cls) -> dict:
         label = name
         bounds = getattr(p, "bounds", None)
         if bounds is not None and bounds != (None, None):
-            lo, hi = bounds
-            label = f"{name} [{'−∞' if lo is None else lo} … {'∞' if hi is None else hi}]"
+            label = _bounded_label(name, bounds)
         desc = (p.doc or "").strip() or None
         if isinstance(p, param.Boolean):
             w = pn.widgets.Checkbox(label=label, value=bool(p.default))
@@ -122,7 +177,7 @@ def _empty_frame() -> pd.DataFrame:
 
 
 class TrainingMonitor(pn.viewable.Viewer):
-    """Choose data, protocol and model; Run trains in a per-session worker thread and plots live."""
+    """Choose data, protocol and model; Run trains in a worker process and plots live."""
 
     data = param.Selector(default="Synthetic: small (300 users, 200 items)", objects=[*DATASETS, UPLOAD],
                           doc="Data set (or a file you upload).")
@@ -130,6 +185,9 @@ class TrainingMonitor(pn.viewable.Viewer):
     n = param.Integer(default=10, bounds=(1, 100), doc="N: training ratings per user (weak protocols).")
     model = param.Selector(default="regsvd", objects=["regsvd"], doc="Model to train.")
     max_iter = param.Integer(default=30, bounds=(1, 10_000), doc="Iterations at most.")
+
+    #: the labels of the bounded inputs
+    _BOUNDED = {"n": "N", "max_iter": "Max iter"}
 
     def __init__(self, **params):
         names = model_names()
@@ -140,17 +198,30 @@ class TrainingMonitor(pn.viewable.Viewer):
             self.model = "regsvd" if "regsvd" in names else names[0]
         self._error = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width",
                                     css_classes=["cofiviz-monitor-error"])
+        self._notice = pn.pane.Alert("", alert_type="warning", visible=False, sizing_mode="stretch_width",
+                                     css_classes=["cofiviz-monitor-notice"])
         self._status = pn.pane.Markdown("Ready.", css_classes=["cofiviz-monitor-status"],
                                         sizing_mode="stretch_width")
-        self._upload = pn.widgets.FileInput(accept=".csv,.tsv,.txt,.dat,.data,.parquet,.pq", multiple=False,
-                                            visible=False)
-        self._upload.param.watch(self._on_upload, "value")
+        self._bounded = {}
+        self._reset_to: dict[str, int] = {}    # input -> the bound it is being reset to
+        self._notice_for: str | None = None     # the input the note is about
+        for name, label in self._BOUNDED.items():
+            # free entry (no start/end, which the browser would clamp silently): the server resets an
+            # out-of-bounds value and says why
+            w = pn.widgets.IntInput(label=_bounded_label(label, self.param[name].bounds), value=getattr(self, name),
+                                    description=self.param[name].doc, sizing_mode="stretch_width")
+            w.param.watch(partial(self._on_bounded, name), "value")
+            self._bounded[name] = w
+        self.param.watch(self._sync_bounded, list(self._BOUNDED))
+        self._upload = None             # the file dropper, made when "Uploaded file" is first chosen
+        self._upload_box = pn.Column(sizing_mode="stretch_width", visible=False)
         self._uploaded = None
         self._run = pn.widgets.Button(label="Run", color="primary", width=100)
         self._stop_btn = pn.widgets.Button(label="Stop", color="danger", width=100, disabled=True)
         self._run.on_click(self._on_run)
         self._stop_btn.on_click(self._on_stop)
         self._form = pn.Column(sizing_mode="stretch_width")
+        self._forms: dict[str, tuple[pn.Column, dict]] = {}   # model -> (its form, its widgets), built once
         self._form_widgets: dict = {}
         self._sources: list = []  # the Bokeh data sources of the figures shown (one per display)
         self._pending: list[dict] = []
@@ -164,54 +235,118 @@ class TrainingMonitor(pn.viewable.Viewer):
         self._parquet = pn.widgets.FileDownload(callback=self._parquet_bytes, filename="training.parquet",
                                                 label="Parquet", disabled=True, width=140)
         self._work = SessionWorker("train")
+        self._process: TrainingProcess | None = None
         if wanted is not None and wanted != self.model:
             self.model = wanted          # builds the form (a watcher)
         else:
             self._build_form()
+        if self.data == UPLOAD:
+            self._on_data()
 
     # ------------------------------------------------------------------ form
     @param.depends("model", watch=True)
     def _build_form(self):
-        from ..models.base import get_model_class
+        """Show the chosen model's form: built the first time, shown again (a visibility switch) after."""
+        if self.model not in self._forms:
+            cls = get_model_class(self.model)
+            widgets = {k: w for k, w in model_form_widgets(cls).items() if k != "max_iter"}
+            for name, w in widgets.items():
+                w.param.watch(partial(self._on_param_change, cls, name), "value")
+            doc = (cls.__doc__ or "").strip().split("\n")[0]
+            form = pn.Column(pn.pane.Markdown(f"**{cls.__name__}** — {doc}"), *widgets.values(),
+                             sizing_mode="stretch_width", visible=False,
+                             css_classes=["cofiviz-monitor-form", f"cofiviz-form-{self.model}"])
+            self._forms[self.model] = (form, widgets)
+        self._form_widgets = self._forms[self.model][1]
+        # one callback on the session's event loop (at once outside a server) changes the layout, so that
+        # the browser gets the switch in one message
+        pn.state.execute(self._show_form)
 
-        cls = get_model_class(self.model)
-        widgets = {k: w for k, w in model_form_widgets(cls).items() if k not in ("max_iter",)}
-        for name, w in widgets.items():
-            w.param.watch(partial(self._on_param_change, name), "value")
-        self._form_widgets = widgets
-        doc = (cls.__doc__ or "").strip().split("\n")[0]
-        self._form.objects = [pn.pane.Markdown(f"**{cls.__name__}** — {doc}"), *widgets.values()]
+    def _show_form(self):
+        shown = self._forms[self.model][0]
+        with pn.io.hold():
+            if shown not in self._form.objects:
+                self._form.append(shown)
+            for form, _ in self._forms.values():
+                if form.visible != (form is shown):
+                    form.visible = form is shown
 
-    def _on_param_change(self, name, event):
-        from ..models.base import get_model_class
+    def _on_param_change(self, cls, name, event):
+        self._show_error(_check_param(cls, name, event.new))
 
-        msg = _check_param(get_model_class(self.model), name, event.new)
-        self._show_error(msg)
+    def _on_bounded(self, name: str, event):
+        """N or Max iter typed: kept when within its bounds, else reset to the nearest bound with a note."""
+        value = event.new
+        lo, hi = self.param[name].bounds
+        label = self._BOUNDED[name]
+        if value is not None and lo <= value <= hi:
+            if self._reset_to.get(name) == value:
+                del self._reset_to[name]         # the reset itself: its note stays
+            elif self._notice_for == name:
+                self._show_notice(None)          # a new valid value: the note about this input is stale
+            setattr(self, name, value)
+            return
+        if value is None:
+            new = getattr(self, name)
+            msg = f"{label} must be a whole number from {lo} to {hi}; reset to {new}."
+        elif value < lo:
+            new, msg = lo, f"{label} = {value} is below its lower bound {lo}; reset to {lo}."
+        else:
+            new, msg = hi, f"{label} = {value} is above its upper bound {hi}; reset to {hi}."
+        self._reset_to[name] = new
+        self._show_notice(msg)
+        self._notice_for = name
+        event.obj.value = new
+
+    def _sync_bounded(self, *events):
+        for event in events:
+            self._bounded[event.name].value = event.new
 
     @param.depends("data", watch=True)
     def _on_data(self):
-        self._upload.visible = self.data == UPLOAD
+        if self.data == UPLOAD and self._upload is None:
+            # made on demand: the page loads FilePond's scripts only when the app asked for them
+            # (``pn.extension("filedropper")``, as apps/monitor.py does)
+            self._upload = _ChunkedUpload(multiple=False, max_file_size=f"{UPLOAD_LIMIT_MB}MB",
+                                          chunk_size=UPLOAD_CHUNK, layout="compact", sizing_mode="stretch_width",
+                                          css_classes=["cofiviz-monitor-upload"])
+            self._upload.param.watch(self._on_upload, "value")
+            self._upload_box.objects = [self._upload, pn.pane.Markdown(
+                f"A ratings file up to {UPLOAD_LIMIT_MB} MB: CSV, TSV or Parquet with user, item, rating "
+                "columns.", sizing_mode="stretch_width")]
+        self._upload_box.visible = self.data == UPLOAD
 
     def _on_upload(self, event):
-        if not event.new:
+        files = event.new or {}
+        if not files:
+            self._uploaded = None
             return
+        name, content = list(files.items())[-1]
+        # the widget keeps no copy of the bytes (a 50 MB file would otherwise stay in memory twice); a
+        # later removal in the browser still reaches this watcher
+        files.clear()
         try:
-            self._uploaded = read_upload(event.new, self._upload.filename or "upload.csv")
+            ratings = read_upload(content, name)
         except Exception as exc:  # DataError with the row, or anything unexpected: never a traceback
             self._uploaded = None
-            self._show_error(f"Could not read {self._upload.filename!r}: {exc}")
+            self._show_error(f"Upload refused: {exc}")
+            self._status.object = "Ready."
             return
+        self._uploaded = ratings
         self._show_error(None)
-        self._status.object = f"Uploaded **{self._upload.filename}**: {self._uploaded!r}"
+        self._status.object = (f"Uploaded **{name}**: {len(ratings):,} ratings, {ratings.n_users:,} users, "
+                               f"{ratings.n_items:,} items.")
 
     def _show_error(self, msg: str | None):
         self._error.object = msg or ""
         self._error.visible = bool(msg)
 
+    def _show_notice(self, msg: str | None):
+        self._notice.object = msg or ""
+        self._notice.visible = bool(msg)
+
     # ------------------------------------------------------------------ run / stop
     def _model_params(self) -> dict:
-        from ..models.base import get_model_class
-
         cls = get_model_class(self.model)
         values = {}
         for name, w in self._form_widgets.items():
@@ -220,30 +355,30 @@ class TrainingMonitor(pn.viewable.Viewer):
                 raise ValueError(msg)
             values[name] = w.value
         values["max_iter"] = self.max_iter
+        cls(**values)  # a parameter the model refuses is said now, before a process starts
         return values
 
-    def _split(self):
+    def _job(self) -> TrainingJob:
+        """What Run trains, checked here; the split is made by the worker."""
         arg, extra = PROTOCOL_CHOICES[self.protocol]
-        params = dict(extra)
+        protocol_params = dict(extra)
         if arg is not None:
-            params[arg] = self.n
+            protocol_params[arg] = self.n
         if self.data == UPLOAD:
             if self._uploaded is None:
                 raise ValueError("Upload a ratings file first (CSV, TSV or Parquet with user, item, rating).")
-            from .. import protocols
-
-            return protocols.make(self.protocol, self._uploaded, **params)
-        return cached_split(self.data, self.protocol, tuple(sorted(params.items())))
+            data = self._uploaded
+        else:
+            data = self.data
+        return TrainingJob(self.model, self._model_params(), self.protocol, protocol_params, data)
 
     def _on_run(self, event=None):
-        if self._work.busy:
+        if not self._work.claim():      # a run is on (or a second click of a double click): nothing to do
             return
-        from ..models.base import get_model_class
-
         try:
-            model = get_model_class(self.model)(**self._model_params())
-            split = self._split()
+            job = self._job()
         except Exception as exc:
+            self._work.release()
             self._show_error(f"Cannot start: {exc}")
             return
         self._show_error(None)
@@ -256,8 +391,9 @@ class TrainingMonitor(pn.viewable.Viewer):
         self._table.value = _empty_frame()
         self._csv.disabled = self._parquet.disabled = True
         self._run.disabled, self._stop_btn.disabled = True, False
-        self._status.object = f"Training **{self.model}** on {self.data} ({self.protocol}, N = {self.n}) …"
-        self._work.start(self._train, model, split)
+        n = f", N = {self.n}" if PROTOCOL_CHOICES[self.protocol][0] else ""
+        self._status.object = f"Training **{self.model}** on {self.data} ({self.protocol}{n}) …"
+        self._work.start(self._follow, job)
 
     def _clear_sources(self):
         for source in self._sources:
@@ -268,50 +404,20 @@ class TrainingMonitor(pn.viewable.Viewer):
         self._status.object = "Stopping after the current iteration …"
 
     def stop_and_wait(self, timeout: float = 30.0) -> bool:
-        """Ask the worker to stop and wait for it; True when no worker is running any more."""
+        """Ask the run to stop and wait for it; True when no run is going on any more."""
         self._work.stop.set()
         return self._work.join(timeout)
 
-    # ------------------------------------------------------------------ the worker thread
-
-    def _train(self, model, split):
-        from ..evaluation import mean_metrics
-
-        parts = {"train": split.train, "valid": split.valid, "test": split.candidates("test")}
-        threshold = 4.0
-
-        def on_iteration(info):
-            row = {"iteration": info.iteration, "seconds": info.seconds, "elapsed": info.elapsed,
-                   "loss": info.loss}
-            for part, ratings in parts.items():
-                if ratings is None or len(ratings) == 0:
-                    vals = {m: np.nan for m in METRICS}
-                else:
-                    vals = mean_metrics(info.model, ratings, list(METRICS), train=split.train, threshold=threshold)
-                for m in METRICS:
-                    row[f"{part}_{m}"] = float(vals.get(m, np.nan))
-            self._queue_row(row)
-            time.sleep(self.YIELD_SECONDS)  # let the event loop threads take the GIL between iterations
-            return self._work.stop.is_set()
-
-        error = None
+    # ------------------------------------------------------------------ the session's follower thread
+    def _follow(self, job: TrainingJob):
+        """Start the worker process and hand its rows to the page until the run ends."""
+        reason, error = "failed", None
         try:
-            # numba's thread count is per thread: leave one core to the server's event loop
-            import numba
-
-            numba.set_num_threads(max(1, numba.config.NUMBA_NUM_THREADS - 1))
-        except Exception:
-            pass
-        try:
-            if kernels_need_lock():
-                with KERNEL_LOCK:
-                    model.fit(split.train, split.valid, callbacks=[on_iteration])
-            else:
-                model.fit(split.train, split.valid, callbacks=[on_iteration])
-            reason = model.stopped_reason_
-        except Exception as exc:  # shown in the page
-            error, reason = f"Training failed: {exc}", "failed"
-        self._work.schedule(self._finish, reason, error)
+            self._process = TrainingProcess(job)
+            reason, error = self._process.follow(self._queue_row, self._work.stop, self._work.closed)
+        except Exception as exc:  # the process could not start: said in the page
+            error = str(exc) or type(exc).__name__
+        self._work.schedule(self._finish, reason, f"Training failed: {error}" if error else None)
 
     def _queue_row(self, row: dict):
         """Worker side: queue one iteration's row; schedule a flush at most every FLUSH_EVERY seconds, so a
@@ -327,7 +433,6 @@ class TrainingMonitor(pn.viewable.Viewer):
 
     # ------------------------------------------------------------------ on the event loop
     FLUSH_EVERY = 0.5
-    YIELD_SECONDS = 0.003
 
     def _flush(self):
         with self._pending_lock:
@@ -344,14 +449,17 @@ class TrainingMonitor(pn.viewable.Viewer):
                                f"{row['seconds']:.3f} s; test NDCG@10 {row['test_ndcg@10']:.4f}")
 
     def _finish(self, reason: str, error: str | None):
-        self._flush()
-        self._run.disabled, self._stop_btn.disabled = False, True
-        if error:
-            self._show_error(error)
-        n = len(self._frame)
-        self._status.object = f"Finished after **{n}** iteration(s): {reason}."
-        self._table.value = self._frame.round(5).astype({"iteration": int})
-        self._csv.disabled = self._parquet.disabled = n == 0
+        try:
+            self._flush()
+            self._run.disabled, self._stop_btn.disabled = False, True
+            if error:
+                self._show_error(error)
+            n = len(self._frame)
+            self._status.object = f"Finished after **{n}** iteration(s): {reason}."
+            self._table.value = self._frame.round(5).astype({"iteration": int})
+            self._csv.disabled = self._parquet.disabled = n == 0
+        finally:
+            self._work.release()        # the next Run may start
 
     def _csv_bytes(self):
         return io.BytesIO(self._frame.to_csv(index=False).encode())
@@ -401,19 +509,26 @@ class TrainingMonitor(pn.viewable.Viewer):
             figs.append(fig)
         return figs
 
-    def __panel__(self):
-        controls = pn.Param(self.param, parameters=["data", "protocol", "n", "model", "max_iter"], show_name=False,
-                            widgets={"data": pn.widgets.Select, "protocol": pn.widgets.Select,
-                                     "n": pn.widgets.IntInput, "model": pn.widgets.Select,
-                                     "max_iter": pn.widgets.IntInput},
-                            sizing_mode="stretch_width")
+    def controls(self) -> pn.Column:
+        """Data, protocol, model, Run and Stop, the model's form (a served page puts them in its sidebar)."""
+        return pn.Column(
+            pn.widgets.Select.from_param(self.param.data, label="Data", sizing_mode="stretch_width"),
+            self._upload_box,
+            pn.widgets.Select.from_param(self.param.protocol, label="Protocol", sizing_mode="stretch_width"),
+            self._bounded["n"],
+            pn.widgets.Select.from_param(self.param.model, label="Model", sizing_mode="stretch_width"),
+            self._bounded["max_iter"], self._notice, pn.Row(self._run, self._stop_btn),
+            pn.pane.Markdown("#### Model parameters"), self._form, sizing_mode="stretch_width")
+
+    def results(self) -> pn.Column:
+        """Messages, status, the live plots, the table of iterations and the downloads."""
         figs = self._make_figures()
         plots = pn.Column(
             pn.Row(*(pn.pane.Bokeh(f, sizing_mode="stretch_width") for f in figs[:3]), sizing_mode="stretch_width"),
             pn.Row(*(pn.pane.Bokeh(f, sizing_mode="stretch_width") for f in figs[3:]), sizing_mode="stretch_width"),
             sizing_mode="stretch_width")
-        left = pn.Column(controls, self._upload, pn.pane.Markdown("#### Model parameters"), self._form,
-                         pn.Row(self._run, self._stop_btn), width=340)
-        right = pn.Column(self._status, plots, pn.pane.Markdown("#### Results"), self._table,
-                          pn.Row(self._csv, self._parquet), sizing_mode="stretch_width")
-        return pn.Column(self._error, pn.Row(left, right, sizing_mode="stretch_width"), sizing_mode="stretch_width")
+        return pn.Column(self._error, self._status, plots, pn.pane.Markdown("#### Results"), self._table,
+                         pn.Row(self._csv, self._parquet), sizing_mode="stretch_width")
+
+    def __panel__(self):
+        return pn.Row(pn.Column(self.controls(), width=340), self.results(), sizing_mode="stretch_width")

@@ -16,29 +16,9 @@ import panel as pn
 import param
 
 from ..ratings import Ratings
+from ._shared import DATASETS, load_dataset
 
 __all__ = ["DatasetOverview", "DATASETS", "load_dataset"]
-
-DATASETS = {
-    "MovieLens 100K": ("movielens-100k", {}),
-    "Synthetic: popularity-dominated": ("synthetic", {"kind": "popularity", "n_users": 1000, "n_items": 800,
-                                                      "seed": 0}),
-    "Synthetic: locally low-rank": ("synthetic", {"kind": "local_low_rank", "n_users": 1000, "n_items": 800,
-                                                  "seed": 0}),
-    "Synthetic: small (300 users, 200 items)": ("synthetic", {"kind": "local_low_rank", "n_users": 300,
-                                                              "n_items": 200, "n_ratings": 12000, "seed": 0}),
-}
-
-
-@pn.cache(max_items=8)
-def load_dataset(label: str) -> Ratings:
-    """The dataset behind a dashboard label, loaded once per server process (read-only, shared)."""
-    from .. import datasets
-
-    kind, kwargs = DATASETS[label]
-    if kind == "movielens-100k":
-        return datasets.movielens_100k()
-    return datasets.synthetic(**kwargs)
 
 
 def _counts_histogram(counts: np.ndarray, label: str, color: str) -> hv.Histogram:

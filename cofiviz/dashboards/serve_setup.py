@@ -1,18 +1,23 @@
 """Run by `panel serve --setup` before the first visitor: load the data and compile the kernels.
 
-Also selects numba's thread-safe ``omp`` threading layer before any parallel kernel runs: the training
-monitor trains in one worker thread per browser session, and the default ``workqueue`` layer crashes
-when parallel kernels are launched from several threads at once.
+First starts the training workers' forkserver, which readies its own copy of cofiviz (modules, kernels,
+data sets) in the background while this process warms up. Then selects numba's thread-safe ``omp``
+threading layer before any parallel kernel runs here: Panel runs the sessions' callbacks on several
+threads (``--num-threads``) and the comparisons page computes cells in a thread per session, and the
+``workqueue`` layer crashes when parallel kernels are launched from several threads at once.
 """
 
 import time
 
 t0 = time.perf_counter()
+from cofiviz.dashboards.training_process import start_forkserver  # noqa: E402
+
+start_forkserver()
 from cofiviz.dashboards._shared import load_models, use_thread_safe_numba  # noqa: E402
 
 use_thread_safe_numba()
 import cofiviz  # noqa: E402
-from cofiviz.dashboards.overview import DATASETS, load_dataset  # noqa: E402
+from cofiviz.dashboards._shared import DATASETS, load_dataset  # noqa: E402
 
 load_models()
 cofiviz.warmup()

@@ -12,7 +12,8 @@ __all__ = ["warm_dashboards"]
 
 
 def warm_dashboards(verbose: bool = True) -> float:
-    """Build every dashboard once (and train the monitor's default model for two iterations).
+    """Build every dashboard once (and train the monitor's default model for two iterations in a worker
+    process, which also waits for the workers' forkserver to be ready).
 
     Returns
     -------
@@ -31,7 +32,7 @@ def warm_dashboards(verbose: bool = True) -> float:
     mon = TrainingMonitor(max_iter=2)
     mon.__panel__()
     mon._on_run()
-    mon._work.join(120)
+    mon._work.join(180)
     try:
         from .recommendations import warm as warm_recommendations
 

@@ -1,0 +1,33 @@
+"""Imported once by the training workers' forkserver: readies everything a run needs.
+
+multiprocessing imports the modules named by ``set_forkserver_preload`` in the forkserver, and every
+worker is forked from it with that state: cofiviz and every model imported, the numba kernels loaded
+(``cofiviz.warmup``) and the dashboards' data sets read, so that a run starts training at once.
+
+Workers are forked after the warm-up's parallel kernels ran, so numba uses a fork-safe threading
+layer here (GNU OpenMP is not fork-safe). Nothing may raise out of this import (the forkserver would
+die): a failure is printed, and the workers then load what they need themselves.
+"""
+
+import time
+
+_t0 = time.perf_counter()
+try:
+    import numba
+
+    numba.config.THREADING_LAYER = "forksafe"
+
+    import cofiviz
+    from cofiviz.dashboards import training_process  # noqa: F401  (the workers' entry point)
+    from cofiviz.dashboards._shared import DATASETS, load_dataset, load_models
+
+    load_models()
+    cofiviz.warmup()
+    for _label in DATASETS:
+        try:
+            load_dataset(_label)
+        except Exception as _exc:  # the run that needs it reports the error
+            print(f"cofiviz training workers: could not preload {_label}: {_exc}")
+    print(f"cofiviz training workers: ready in {time.perf_counter() - _t0:.1f} s", flush=True)
+except Exception as _exc:  # pragma: no cover - the workers still import what they need
+    print(f"cofiviz training workers: preload failed: {_exc}", flush=True)

@@ -1,0 +1,243 @@
+"""Training in worker processes: a session that trains never slows the server's other sessions.
+
+:class:`TrainingJob` says what to train (a model and its parameters, the data and the protocol);
+:class:`TrainingProcess` runs one job in a child process and follows it from a thread of the session.
+Children are forked from multiprocessing's forkserver, which imports cofiviz and loads every model,
+numba kernel and dashboard data set once (:mod:`._worker_preload`), so a run starts training at once.
+
+A child
+
+- splits the data, fits the model and sends one row per iteration (the loss, the seconds and NDCG@10,
+  AP and GAP on train, validation and test) through a pipe;
+- stops after the current iteration when asked (its fit callback returns True): :meth:`TrainingProcess.follow`
+  sends ``"stop"`` down a second pipe, which a small thread of the child watches;
+- runs at a lower priority with one numba thread fewer than the machine has cores, so the server keeps a core;
+- ends by itself when the server's ends of the pipes close (the server exited, even when killed), after the
+  current iteration or at the latest :data:`ORPHAN_GRACE` seconds later. Children are daemonic, so a server
+  that exits normally terminates the ones still running.
+
+Errors (data a protocol cannot split, a model whose fit fails) come back as messages for the page.
+As with every multiprocessing start method but fork, each worker imports the main script of the process
+that starts it again (as ``__mp_main__``): a script's own top-level code belongs under
+``if __name__ == "__main__":``.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from multiprocessing import forkserver
+
+import numpy as np
+
+from .. import protocols
+from ..evaluation import mean_metrics
+from ..models.base import make_model
+from ..ratings import Ratings
+from ._shared import load_dataset, load_models
+
+__all__ = ["TrainingJob", "TrainingProcess", "start_forkserver", "METRICS", "PARTS", "COLUMNS"]
+
+METRICS = ("ndcg@10", "ap", "gap")
+PARTS = ("train", "valid", "test")
+#: the columns of one iteration's row
+COLUMNS = ["iteration", "seconds", "elapsed", "loss"] + [f"{p}_{m}" for p in PARTS for m in METRICS]
+#: the module the forkserver imports before forking any worker
+PRELOAD = "cofiviz.dashboards._worker_preload"
+#: seconds a child whose server has gone may finish its iteration before it exits anyway
+ORPHAN_GRACE = 10.0
+#: how much lower than the server a child runs (``os.nice``)
+NICENESS = 10
+#: a rated item counts as relevant for AP and GAP from this rating on
+RELEVANT_FROM = 4.0
+
+
+def _context():
+    """The forkserver context; its server preloads :data:`PRELOAD` (when this process starts it)."""
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload([PRELOAD])
+    return ctx
+
+
+def start_forkserver() -> None:
+    """Start the workers' forkserver now; it preloads in the background while the caller goes on."""
+    _context()
+    forkserver.ensure_running()
+
+
+@dataclass(frozen=True)
+class TrainingJob:
+    """What one run trains.
+
+    Attributes
+    ----------
+    model : str
+        A registered model's name.
+    params : dict
+        The model's parameters.
+    protocol : str
+        A protocol of :func:`cofiviz.protocols.make`.
+    protocol_params : dict
+        The protocol's parameters.
+    data : str or Ratings
+        A dashboard data set's label (the worker has it loaded) or the ratings themselves (an upload).
+    """
+
+    model: str
+    params: dict
+    protocol: str
+    protocol_params: dict = field(default_factory=dict)
+    data: str | Ratings = ""
+
+    def split(self):
+        ratings = load_dataset(self.data) if isinstance(self.data, str) else self.data
+        return protocols.make(self.protocol, ratings, **self.protocol_params)
+
+
+def _row(info, parts: dict, train: Ratings) -> dict:
+    """One iteration's row: what the model reported, and the metrics of its current state on each part."""
+    row = {"iteration": info.iteration, "seconds": info.seconds, "elapsed": info.elapsed, "loss": info.loss}
+    for part, ratings in parts.items():
+        if ratings is None or len(ratings) == 0:
+            values = {}
+        else:
+            values = mean_metrics(info.model, ratings, list(METRICS), train=train, threshold=RELEVANT_FROM)
+        for m in METRICS:
+            row[f"{part}_{m}"] = float(values.get(m, np.nan))
+    return row
+
+
+def _watch_server(control, stop: threading.Event) -> None:
+    """Child side: set ``stop`` on ``"stop"``; when the server's end closes, stop, and exit after a grace."""
+    try:
+        while True:
+            if control.recv() == "stop":
+                stop.set()
+    except (EOFError, OSError):
+        stop.set()
+        time.sleep(ORPHAN_GRACE)
+        os._exit(0)
+
+
+def _leave_a_core() -> None:
+    """Child side: a lower priority and one numba thread fewer than the cores this process may use."""
+    try:
+        os.nice(NICENESS)
+    except OSError:
+        pass
+    import numba
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 2)
+    numba.set_num_threads(max(1, min(numba.config.NUMBA_NUM_THREADS, cores - 1)))
+
+
+def _child_main(rows, control, job: TrainingJob) -> None:
+    """The worker: fit ``job``'s model and send ``("row", dict)`` per iteration, then ``("done", reason)``
+    or ``("error", message)``."""
+    stop = threading.Event()
+    threading.Thread(target=_watch_server, args=(control, stop), daemon=True, name="cofiviz-watch").start()
+    try:
+        _leave_a_core()
+        load_models()
+        split = job.split()
+        model = make_model(job.model, **job.params)
+        parts = {"train": split.train, "valid": split.valid, "test": split.candidates("test")}
+
+        def on_iteration(info):
+            rows.send(("row", _row(info, parts, split.train)))
+            return stop.is_set()
+
+        model.fit(split.train, split.valid, callbacks=[on_iteration])
+        rows.send(("done", model.stopped_reason_))
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the server is gone: nobody to tell
+    except Exception as exc:  # a message for the page, never a traceback
+        try:
+            rows.send(("error", str(exc) or type(exc).__name__))
+        except OSError:
+            pass
+
+
+class TrainingProcess:
+    """One training run in a worker process, followed by :meth:`follow`.
+
+    Parameters
+    ----------
+    job : TrainingJob
+        What to train. Its data travels to the child once (a label costs nothing; an upload is pickled).
+    """
+
+    #: seconds a run whose session closed may take to stop by itself before it is killed
+    KILL_GRACE = 10.0
+
+    def __init__(self, job: TrainingJob):
+        ctx = _context()
+        self._rows, child_rows = ctx.Pipe(duplex=False)
+        child_control, self._control = ctx.Pipe(duplex=False)
+        self.process = ctx.Process(target=_child_main, args=(child_rows, child_control, job), daemon=True,
+                                   name=f"cofiviz-train-{job.model}")
+        try:
+            self.process.start()
+        finally:  # the child holds its ends now: their closing tells each side the other is gone
+            child_rows.close()
+            child_control.close()
+
+    @property
+    def alive(self) -> bool:
+        return self.process.is_alive()
+
+    def request_stop(self) -> None:
+        """Ask the child to stop after its current iteration."""
+        try:
+            self._control.send("stop")
+        except OSError:  # it has ended already
+            pass
+
+    def kill(self) -> None:
+        """End the child at once."""
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join(5)
+
+    def follow(self, on_row, stop: threading.Event, closed: threading.Event | None = None,
+               poll: float = 0.1) -> tuple[str, str | None]:
+        """Hand each iteration's row to ``on_row`` until the run ends; returns ``(reason, error)``.
+
+        ``stop`` set asks the child to stop after its iteration; ``closed`` set (the session ended) also
+        kills it if it has not ended :attr:`KILL_GRACE` seconds later. ``error`` is None unless the run
+        failed (then ``reason`` is ``"failed"``).
+        """
+        stop_sent, kill_at = False, None
+        try:
+            while True:
+                if stop.is_set() and not stop_sent:
+                    self.request_stop()
+                    stop_sent = True
+                if closed is not None and closed.is_set() and kill_at is None:
+                    kill_at = time.monotonic() + self.KILL_GRACE
+                if kill_at is not None and time.monotonic() >= kill_at:
+                    self.kill()
+                    return "the session closed and its training process was ended", None
+                if not self._rows.poll(poll):
+                    continue
+                try:
+                    kind, payload = self._rows.recv()
+                except EOFError:
+                    self.process.join(5)
+                    return "failed", (f"the training process ended unexpectedly "
+                                      f"(exit code {self.process.exitcode})")
+                if kind == "row":
+                    on_row(payload)
+                elif kind == "done":
+                    return payload, None
+                else:
+                    return "failed", payload
+        finally:
+            self.process.join(self.KILL_GRACE)
+            if self.process.is_alive():
+                self.kill()
+            self._rows.close()
+            self._control.close()
