@@ -58,22 +58,24 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from cofiviz.errors import DataError  # noqa: E402
+from cofiviz.errors import DataError
+from cofiviz.evaluation import evaluate
+from cofiviz.experiment import make_split
+from cofiviz.metrics import score_lists
+from cofiviz.models import CofiRank, PopRec
+from cofiviz.reproductions.cofirank import PAPER_SETTINGS, WEAK_METHODS
+from cofiviz.reproductions.gapfm import TOPN_COFIRANK_GRID
+from cofiviz.search import best_index
 
 #: The authors' ``cofi.loss`` for each cofiviz loss.
 LOSS_NAMES = {"ndcg": "NDCG", "ordinal": "ORDINAL", "regression": "REGRESSION"}
 
-#: cofiviz's CofiRank in the original code's form, per loss (the paper's settings are added).
-COFIVIZ_ORIGINAL_FORM = {
-    "ndcg": {"loss": "ndcg", "reference_order": "item_id"},
-    "ordinal": {"loss": "ordinal", "pair_cost": "difference", "normalize_pairs": False},
-    "regression": {"loss": "regression"},
-}
-PAPER_SETTINGS = {"rank": 100, "reg": 10.0, "k": 10, "c_exponent": -0.25, "max_iter": 31}
+#: cofiviz's CofiRank in the original code's form, per loss: the reproduction rows the program's numbers
+#: sit beside (their settings are the paper's plus the form of the loss)
+COFIVIZ_ORIGINAL_FORM = {loss: next(m.fixed for m in WEAK_METHODS if m.label == label)
+                         for loss, label in (("ndcg", "CofiRank-NDCG (item-id order)"),
+                                             ("ordinal", "CofiRank-Ordinal (original form)"),
+                                             ("regression", "CofiRank-Regression"))}
 
 
 def write_cofirank_lines(path, users, items, ratings, rows) -> None:
@@ -134,15 +136,21 @@ def read_cofirank_scores(path) -> list[dict[int, float]]:
 
 
 def config_text(loss: str, protocol: str, **overrides) -> str:
-    """The program's configuration at the paper's settings (``type name value`` per line)."""
+    """The program's configuration at the paper's settings (``type name value`` per line).
+
+    The settings are the reproduction's :data:`~cofiviz.reproductions.cofirank.PAPER_SETTINGS`; the program
+    counts its iterations from 0, so ``maxIterations = max_iter - 1`` runs ``max_iter`` of them.
+    """
+    p = PAPER_SETTINGS
     cfg = {
         "string cofibmrm.DtrainFile": "train.lsvm", "string cofibmrm.DtestFile": "test.lsvm",
         "string cofibmrm.evaluation": "WEAK" if protocol == "weak" else "STRONG",
         "string cofibmrm.DtrainStrongFile": "given.lsvm", "string cofibmrm.DtestStrongFile": "strongtest.lsvm",
         "string cofi.outfolder": "out/", "int cofi.storeF": 1, "int cofi.storeModel": 0,
-        "double cofi.userphase.lambda": 10, "double cofi.moviephase.lambda": 10, "int cofi.dimW": 100,
-        "string cofi.loss": LOSS_NAMES[loss], "int loss.ndcg.trainK": 10, "double loss.ndcg.c_exponent": -0.25,
-        "int cofi.minIterations": 30, "int cofi.maxIterations": 30,
+        "double cofi.userphase.lambda": f"{p['reg']:g}", "double cofi.moviephase.lambda": f"{p['reg']:g}",
+        "int cofi.dimW": p["rank"], "string cofi.loss": LOSS_NAMES[loss], "int loss.ndcg.trainK": p["k"],
+        "double loss.ndcg.c_exponent": p["c_exponent"],
+        "int cofi.minIterations": p["max_iter"] - 1, "int cofi.maxIterations": p["max_iter"] - 1,
         "int cofi.eval.ndcg": 1, "int cofi.eval.ndcg.k": 10, "int cofi.eval.norm": 1,
         "int cofi.eval.evaluateOnTestSet": 1 if protocol == "weak" else 0, "int cofi.eval.evaluateOnTrainSet": 0,
     }
@@ -197,13 +205,12 @@ def run_authors(binary: str, split, loss: str, protocol: str, workdir: Path) -> 
     return _mean_metrics(split.test, F, line_of, ("ndcg@10",))["ndcg@10"], secs
 
 
-TOPN_GRID = [{"reg": reg, "offsets": off} for reg in (1.0, 10.0, 100.0, 1000.0) for off in (False, True)]
+TOPN_GRID = [{"reg": reg, "offsets": off} for reg in TOPN_COFIRANK_GRID["reg"] for off in TOPN_COFIRANK_GRID["offsets"]]
 TOPN_METRICS = ("gap@5", "ndcg@5", "p@5")
 
 
 def _mean_metrics(cands, F, line_of, metrics, threshold=5) -> dict[str, float]:
     """Mean over users of ``metrics`` of the lists in ``cands`` ranked by the program's F (cofiviz's metrics)."""
-    from cofiviz.metrics.batch import score_lists
     order = np.argsort(cands.users, kind="stable")
     u, i, r = cands.users[order], cands.items[order], cands.ratings[order]
     s = np.array([F[line_of[int(a)]].get(int(b), 0.0) for a, b in zip(u, i)])
@@ -227,9 +234,6 @@ def run_authors_topn(binary: str, split, setting: dict, workdir: Path) -> tuple[
 
 
 def topn(binary: str, ns, seeds, base: Path) -> list[dict]:
-    from cofiviz.evaluation import evaluate
-    from cofiviz.experiment import make_split
-    from cofiviz.models import PopRec
     data = {"name": "movielens-100k"}
     cells = []
     for n in ns:
@@ -244,8 +248,9 @@ def topn(binary: str, ns, seeds, base: Path) -> list[dict]:
                 print(f"N={n:<3} seed={seed} reg={setting['reg']:<6g} offsets={setting['offsets']!s:5}  "
                       f"valid GAP@5 {v['gap@5']:.4f}  test GAP@5 {te['gap@5']:.4f}  {secs:5.1f} s", flush=True)
         mine = [c for c in cells if c["N"] == n]
-        best = max(TOPN_GRID, key=lambda g: np.mean([c["valid"]["gap@5"] for c in mine
-                                                     if (c["reg"], c["offsets"]) == (g["reg"], g["offsets"])]))
+        best = TOPN_GRID[best_index([np.mean([c["valid"]["gap@5"] for c in mine
+                                              if (c["reg"], c["offsets"]) == (g["reg"], g["offsets"])])
+                                     for g in TOPN_GRID], "gap@5")]
         chosen = [c for c in mine if (c["reg"], c["offsets"]) == (best["reg"], best["offsets"])]
         line = f"== Given {n}: authors' CofiRank (chosen reg={best['reg']:g}, offsets={best['offsets']})"
         for m in TOPN_METRICS:
@@ -257,10 +262,8 @@ def topn(binary: str, ns, seeds, base: Path) -> list[dict]:
 
 
 def run_cofiviz(split, loss: str, seed: int) -> tuple[float, float]:
-    from cofiviz.evaluation import evaluate
-    from cofiviz.models import CofiRank
     t = time.perf_counter()
-    model = CofiRank(**{**PAPER_SETTINGS, **COFIVIZ_ORIGINAL_FORM[loss], "seed": seed}).fit(split.train)
+    model = CofiRank(**{**COFIVIZ_ORIGINAL_FORM[loss], "seed": seed}).fit(split.train)
     value = evaluate(model, split, ["ndcg@10"])["ndcg@10"]
     return float(value), time.perf_counter() - t
 
@@ -285,7 +288,6 @@ def main(argv=None) -> int:
         if args.json:
             Path(args.json).write_text(json.dumps(cells, indent=1))
         return 0
-    from cofiviz.experiment import make_split
     data = {"name": "movielens-100k"}
     proto_name, n_key = ("cofirank-weak", "n_train") if args.protocol == "weak" else ("strong", "n_given")
     cells = []

@@ -1,4 +1,4 @@
-"""The rank-1 experiment on MovieLens 100K (:mod:`cofiviz.rank1` holds its settings and tables).
+"""The rank-1 experiment on MovieLens 100K (:mod:`cofiviz.reproductions.rank_functional` holds it).
 
 Each (model, dimension, protocol, seed) cell is stored in a :class:`cofiviz.store.ResultsStore` under
 ``benchmarks/results/rank1`` (git-ignored), so a rerun reads them instead of fitting again.
@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from cofiviz.rank1 import DIMS, MODELS, PROTOCOLS, experiments, lift, random_baseline, table
+from cofiviz.reproductions.rank_functional import (DIMS, MODELS, PROTOCOLS, lift, random_baseline,
+                                                  rank1_experiments, rank1_table)
 from cofiviz.store import ResultsStore
 
 STORE = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "rank1"
@@ -44,7 +45,7 @@ def main(argv=None) -> int:
     store = ResultsStore(a.store)
     frames = []
     for proto in [p for p in a.protocols.split(",") if p]:
-        exp = experiments(proto, dims, models, seeds)
+        exp = rank1_experiments(proto, dims, models, seeds)
         t0 = time.perf_counter()
 
         def done(cell, key, res):
@@ -58,7 +59,7 @@ def main(argv=None) -> int:
         print(f"\n== {proto}: NDCG@10 on MovieLens 100K, weak generalization N=20"
               f"{' (controversial test items)' if proto == 'controversial' else ''}; seeds {seeds} "
               f"({time.perf_counter() - t0:.0f}s)")
-        print(table(res, dims).to_string())
+        print(rank1_table(res, dims).to_string())
         rnd = random_baseline(proto, seeds)
         pop = res.results.query("model == 'poprec' and part == 'test' and metric == 'ndcg@10'")["value"].mean()
         print(f"random order: {rnd:.4f}; PopRec − random: {pop - rnd:+.4f}")

@@ -2,20 +2,23 @@
 
 Data flows one way: :class:`Ratings` → a protocol (:mod:`cofiviz.protocols`) makes a :class:`Split`
 → a model's ``fit`` (:mod:`cofiviz.models`) → metrics (:mod:`cofiviz.metrics`) score its rankings
-→ :func:`evaluate` returns tidy tables. Importing cofiviz compiles nothing: numba kernels are
-compiled (and cached on disk) at first use, or ahead of time by :func:`warmup`.
+→ :func:`evaluate` returns tidy tables; an :class:`Experiment` runs many such cells into a
+:class:`ResultsStore`, and :mod:`cofiviz.reproductions` holds the papers' tables. Importing cofiviz
+compiles nothing: numba kernels are compiled (and cached on disk) at first use, or ahead of time by
+:func:`warmup`. ``ARCHITECTURE.md`` draws the layers.
 """
 
+from ._version import __version__
 from .errors import CofivizError, DataError, DataSourceError, ModelFitError, ParameterError
-from .ratings import Ratings, Split
+from .ratings import Ratings
+from .split import Split
 from . import datasets, metrics, models, protocols
 from .evaluation import evaluate, Evaluation
-from .experiment import Experiment, Results
+from .experiment import Experiment
+from .results import Results
 from .store import ResultsStore
 from .warmup import warmup
 
-__version__ = "0.1.0"
-
-__all__ = ["Ratings", "Split", "datasets", "metrics", "models", "protocols", "evaluate", "Evaluation", "Experiment", "Results", "ResultsStore",
-           "warmup", "CofivizError", "DataError", "DataSourceError", "ModelFitError", "ParameterError",
-           "__version__"]
+__all__ = ["Ratings", "Split", "datasets", "metrics", "models", "protocols", "evaluate", "Evaluation", "Experiment",
+           "Results", "ResultsStore", "warmup", "CofivizError", "DataError", "DataSourceError", "ModelFitError",
+           "ParameterError", "__version__"]

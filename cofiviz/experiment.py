@@ -2,24 +2,11 @@
 
 An :class:`Experiment` expands into :class:`Cell` s, one per (model configuration, protocol
 configuration, seed). Running a cell loads the data (cached per process), makes the protocol's split
-(cached per process), fits the model with a callback that records a per-iteration trace, and
-evaluates the fitted model. The outcome of a cell is a :class:`Results` of three tidy tables:
-
-``results``
-    One row per (cell, part, metric): the final metric on the test part (and on the validation
-    part when the protocol has one, which is what hyperparameter selection uses).
-``traces``
-    One row per (cell, iteration, part, metric): ``iteration``, ``seconds``, ``elapsed``, ``loss``,
-    ``part`` and ``value``. The training loss is always there (``part="train"``,
-    ``metric="loss"``); validation metrics are recorded when the split has a validation part; test
-    metrics per iteration only when asked for (``trace={"parts": ["valid", "test"]}``: it costs a
-    full evaluation per iteration).
-``per_user``
-    One row per (cell, user, metric) of the test part, on request (``per_user=True``).
-
-Every row carries the cell's key (``cell``), its label, model name, protocol, seed and one column per
-model parameter (``model.<name>``) and protocol parameter (``protocol.<name>``), so that tables of many
-cells can be grouped and pivoted directly.
+(cached per process), fits the model with a :class:`~cofiviz.trace.Trace` that records the training
+curves, and evaluates the fitted model; its outcome is a :class:`~cofiviz.results.Results` of tidy
+tables (final metrics, per-iteration traces, optionally per-user values). The training loss is always
+traced; validation metrics are traced when the split has a validation part; test metrics per iteration
+only when asked for (``trace={"parts": ["valid", "test"]}``: it costs a full evaluation per iteration).
 
 Configurations are plain dicts, or YAML / TOML files (:meth:`Experiment.from_file`)::
 
@@ -53,34 +40,31 @@ from typing import Any, Callable, Iterable
 import numpy as np
 import pandas as pd
 
-from .errors import DataError, ParameterError
-from .ratings import Ratings, Split
+from tqdm.auto import tqdm
+
+from . import datasets, protocols
+from ._version import __version__
+from .errors import CofivizError, DataError, ParameterError
+from .evaluation import evaluate
+from .jsonable import jsonable
+from .metrics.names import check_metrics
+from .metrics.scorer import default_threshold
+from .models import get_model_class
+from .ratings import Ratings
+from .results import Results
+from .split import Split
+from .store import ResultsStore
+from .trace import Trace
 
 __all__ = ["Experiment", "Cell", "Results", "run_cell", "load_data", "data_version", "make_split",
-           "cell_key", "EXTRA_PROTOCOLS", "resolve_model"]
-
-#: Protocols an experiment may name beyond :data:`cofiviz.protocols.PROTOCOLS` (``name -> function(ratings,
-#: seed=..., **params) -> Split``); :mod:`cofiviz.reproduce` registers the papers' variants here.
-EXTRA_PROTOCOLS: dict[str, Callable[..., Split]] = {}
+           "cell_key", "resolve_model"]
 
 _TRACE_PARTS = ("train", "valid", "test")
 
 
 # ====================================================================== helpers
-def _jsonable(obj):
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return [_jsonable(v) for v in obj.tolist()]
-    if isinstance(obj, np.generic):
-        return obj.item()
-    return obj
-
-
 def _canonical_json(obj) -> str:
-    return json.dumps(_jsonable(obj), sort_keys=True, separators=(",", ":"), default=str)
+    return json.dumps(jsonable(obj), sort_keys=True, separators=(",", ":"), default=str)
 
 
 def _grid(values: dict[str, Any]) -> list[dict[str, Any]]:
@@ -94,42 +78,14 @@ def _grid(values: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def resolve_model(name: str):
-    """The model class registered as ``name``, importing ``cofiviz.models.<name>`` if needed.
+    """The model class registered as ``name``.
 
     Raises
     ------
     ParameterError
         No such model; the message lists the available ones.
     """
-    from .models.base import MODEL_REGISTRY, available_models
-
-    key = str(name).strip().lower()
-    names = available_models()
-    if key not in MODEL_REGISTRY:
-        import importlib
-        try:
-            importlib.import_module(f"cofiviz.models.{key}")
-        except Exception:  # noqa: BLE001 - a missing or unfinished module is "not available"
-            pass
-    if key not in MODEL_REGISTRY:
-        raise ParameterError(f"unknown model {name!r}; available models: {', '.join(names)}")
-    return MODEL_REGISTRY[key]
-
-
-def _protocol_function(name: str):
-    from . import protocols
-
-    key = str(name).strip().lower().replace("_", "-")
-    if key not in EXTRA_PROTOCOLS and key not in protocols.PROTOCOLS:
-        from . import reproduce  # noqa: F401  (registers the papers' protocol variants)
-    if key in EXTRA_PROTOCOLS:
-        return key, EXTRA_PROTOCOLS[key]
-    try:
-        protocols.get(key)
-    except ParameterError:
-        raise ParameterError(f"unknown protocol {name!r}; valid protocols: "
-                             f"{', '.join(list(protocols.PROTOCOLS) + list(EXTRA_PROTOCOLS))}") from None
-    return key, None
+    return get_model_class(str(name).strip())
 
 
 # ====================================================================== data and splits (cached per process)
@@ -159,8 +115,6 @@ def load_data(data: dict) -> tuple[Ratings, str]:
     if key in _DATA_CACHE:
         _DATA_CACHE.move_to_end(key)
         return _DATA_CACHE[key]
-    from . import datasets
-
     spec = dict(data)
     if "path" in spec:
         path = spec.pop("path")
@@ -185,16 +139,12 @@ def data_version(data: dict) -> str:
 
 def make_split(data: dict, protocol: str, params: dict, seed: int) -> Split:
     """The protocol's split of the data (cached per process)."""
-    from . import protocols
-
     key = _canonical_json([data, protocol, params, seed])
     if key in _SPLIT_CACHE:
         _SPLIT_CACHE.move_to_end(key)
         return _SPLIT_CACHE[key]
     ratings, _ = load_data(data)
-    name, fn = _protocol_function(protocol)
-    split = fn(ratings, seed=seed, **params) if fn is not None else protocols.make(name, ratings, seed=seed,
-                                                                                      **params)
+    split = protocols.make(protocol, ratings, seed=seed, **params)
     _SPLIT_CACHE[key] = split
     while len(_SPLIT_CACHE) > _SPLIT_CACHE_SIZE:
         _SPLIT_CACHE.popitem(last=False)
@@ -254,7 +204,7 @@ class Cell:
 
     def config(self) -> dict:
         """The JSON-ready configuration that identifies the cell (the store key hashes it)."""
-        return _jsonable({"model": self.model, "params": dict(sorted(self.params.items())),
+        return jsonable({"model": self.model, "params": dict(sorted(self.params.items())),
                           "protocol": self.protocol, "protocol_params": dict(sorted(self.protocol_params.items())),
                           "seed": self.seed, "data": self.data, "metrics": list(self.metrics),
                           "trace_metrics": list(self.trace_metrics), "trace_parts": list(self.trace_parts),
@@ -280,49 +230,12 @@ class Cell:
 
 def cell_key(config: dict, data_version: str, version: str | None = None) -> str:
     """Stable 20-hex-digit hash of a cell configuration, the data version and the cofiviz version."""
-    if version is None:
-        from . import __version__ as version
-    payload = _canonical_json({"cell": config, "data_version": data_version, "cofiviz": version})
+    payload = _canonical_json({"cell": config, "data_version": data_version,
+                               "cofiviz": __version__ if version is None else version})
     return hashlib.sha256(payload.encode()).hexdigest()[:20]
 
 
 # ====================================================================== results
-@dataclass
-class Results:
-    """Tidy outcome of one or many cells: ``results``, ``traces`` and ``per_user`` DataFrames."""
-
-    results: pd.DataFrame = field(default_factory=pd.DataFrame)
-    traces: pd.DataFrame = field(default_factory=pd.DataFrame)
-    per_user: pd.DataFrame = field(default_factory=pd.DataFrame)
-    #: ``(key, description, error)`` of cells that failed (filled by :func:`cofiviz.sweep.sweep`)
-    failed: list = field(default_factory=list)
-
-    @classmethod
-    def concat(cls, parts: Iterable["Results"]) -> "Results":
-        parts = list(parts)
-
-        def cat(attr):
-            frames = [getattr(p, attr) for p in parts if len(getattr(p, attr))]
-            return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-        return cls(cat("results"), cat("traces"), cat("per_user"))
-
-    @property
-    def cells(self) -> list[str]:
-        return [] if self.results.empty else list(dict.fromkeys(self.results["cell"]))
-
-    def summary(self, metric: str | None = None, part: str = "test") -> pd.DataFrame:
-        """Mean, std and count over seeds of each metric, per label, model setting and protocol setting."""
-        r = self.results
-        if r.empty:
-            return pd.DataFrame()
-        r = r[r["part"] == part]
-        if metric is not None:
-            r = r[r["metric"] == metric]
-        keys = [c for c in ("label", "model", "setting", "protocol", "protocol_params") if c in r.columns]
-        out = r.groupby(keys + ["metric"], sort=False, dropna=False)["value"].agg(["mean", "std", "count"])
-        return out.reset_index()
-
-
 def _identity_columns(cell: Cell, key: str) -> dict:
     out = {"cell": key, "experiment": cell.experiment, "label": cell.label or cell.model, "model": cell.model,
            "params": _canonical_json({k: v for k, v in cell.params.items()}),
@@ -352,8 +265,6 @@ def run_cell(cell: Cell, key: str | None = None, expected_version: str | None = 
     -------
     Results
     """
-    from .evaluation import default_threshold, evaluate, mean_metrics
-
     ratings, version = load_data(cell.data)
     if expected_version is not None and version != expected_version:
         raise DataError(f"data {cell.data} has version {version} here, but the sweep expected {expected_version}; "
@@ -373,25 +284,11 @@ def run_cell(cell: Cell, key: str | None = None, expected_version: str | None = 
             parts["test"] = split.candidates("test")
         elif part == "train":
             parts["train"] = split.train
-    trace_metrics = list(cell.trace_metrics)
-    rows: list[dict] = []
-    n_iter = [0]
-
-    def record(info):
-        n_iter[0] = info.iteration
-        base = {"iteration": info.iteration, "seconds": info.seconds, "elapsed": info.elapsed, "loss": info.loss}
-        rows.append({**base, "part": "train", "metric": "loss", "value": info.loss})
-        last = info.iteration >= model.max_iter or not getattr(model, "iterative", True)
-        if trace_metrics and (info.iteration % cell.trace_every == 0 or info.iteration == 1 or last):
-            for part, r in parts.items():
-                vals = mean_metrics(info.model, r, trace_metrics, train=split.train, threshold=threshold)
-                for m, v in vals.items():
-                    rows.append({**base, "part": part, "metric": m, "value": v})
+    trace = Trace(parts, cell.trace_metrics, train=split.train, threshold=threshold, every=cell.trace_every)
 
     t0 = time.perf_counter()
-    model.fit(split.train, valid=split.valid, callbacks=[record])
+    model.fit(split.train, valid=split.valid, callbacks=[trace])
     fit_seconds = time.perf_counter() - t0
-    # the trace of the final iterate when the fit restored an earlier best one
     final = {"fit_seconds": fit_seconds, "iterations": len(model.history_),
              "best_iteration": model.best_iteration_ if model.best_iteration_ is not None else -1,
              "stopped_reason": model.stopped_reason_}
@@ -409,7 +306,7 @@ def run_cell(cell: Cell, key: str | None = None, expected_version: str | None = 
                         "n_users": summ["n_users"].to_numpy(dtype=np.int64),
                         "n_skipped": summ["n_skipped"].to_numpy(dtype=np.int64),
                         "threshold": float(threshold), **{k: [v] * len(summ) for k, v in final.items()}})
-    traces = pd.DataFrame(rows, columns=["iteration", "seconds", "elapsed", "loss", "part", "metric", "value"])
+    traces = trace.tidy()
     for k, v in reversed(list(ident.items())):
         traces.insert(0, k, [v] * len(traces))
     per_user = pd.DataFrame()
@@ -493,9 +390,6 @@ class Experiment:
     def __init__(self, models, data="movielens-100k", protocol="weak", seeds=(0,), metrics=("ndcg@10", "ap", "gap"),
                  trace: dict | None = None, per_user: bool = False, threshold: float | None = None,
                  name: str = "experiment"):
-        from . import protocols
-        from .evaluation import check_metrics
-
         self.name = str(name)
         self.models = _normalise_models(models)
         self.data = {"name": data} if isinstance(data, str) else dict(data or {})
@@ -505,20 +399,20 @@ class Experiment:
         pname = protocol.pop("name", None)
         if pname is None:
             raise ParameterError("protocol needs a 'name'")
-        self.protocol, fn = _protocol_function(pname)
+        self.protocol = str(pname).strip().lower().replace("_", "-")
+        protocols.get(self.protocol)          # an unknown name: ParameterError listing the valid ones
         self.protocol_params = protocol
         if "seed" in protocol:
             raise ParameterError("the protocol's seed is the experiment's seeds; remove 'seed' from protocol")
-        if fn is None:
-            valid = set(protocols.parameters(self.protocol)) - {"seed"}
-            if self.protocol == "controversial":
-                base = protocol.get("base", "weak")
-                for b in (base if isinstance(base, list) else [base]):
-                    valid |= set(protocols.parameters(b)) - {"seed"}
-            unknown = sorted(set(protocol) - valid)
-            if unknown:
-                raise ParameterError(f"protocol {self.protocol!r} has no parameter(s) {', '.join(map(repr, unknown))}; "
-                                     f"valid parameters: {', '.join(sorted(valid))}")
+        valid = set(protocols.parameters(self.protocol)) - {"seed"}
+        if self.protocol == "controversial":
+            base = protocol.get("base", "weak")
+            for b in (base if isinstance(base, list) else [base]):
+                valid |= set(protocols.parameters(b)) - {"seed"}
+        unknown = sorted(set(protocol) - valid)
+        if unknown:
+            raise ParameterError(f"protocol {self.protocol!r} has no parameter(s) {', '.join(map(repr, unknown))}; "
+                                 f"valid parameters: {', '.join(sorted(valid))}")
         seeds = [seeds] if isinstance(seeds, (int, np.integer)) else list(seeds)
         if not seeds or any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0 for s in seeds):
             raise ParameterError(f"seeds must be non-negative integers, got {seeds!r}")
@@ -650,12 +544,8 @@ class Experiment:
             does: stop the run, or be listed in ``results.failed`` as ``(key, description, error)``
             while the other cells run (a failed cell is not stored: it runs again next time).
         """
-        from .errors import CofivizError
-
         if errors not in ("raise", "record"):
             raise ParameterError(f"errors must be 'raise' or 'record', got {errors!r}")
-        from .store import ResultsStore
-
         if store is not None and not isinstance(store, ResultsStore):
             store = ResultsStore(store)
         pairs = self.keys()
@@ -664,7 +554,6 @@ class Experiment:
         it = pairs
         bar = None
         if progress:
-            from tqdm.auto import tqdm
             bar = tqdm(total=len(pairs), desc=self.name, unit="cell")
         out = []
         failed = []

@@ -34,13 +34,21 @@ from typing import Iterable
 
 import pandas as pd
 
+from ._version import __version__
 from .errors import DataError
+from .results import Results
 
-__all__ = ["ResultsStore", "MANIFEST", "TABLES"]
+__all__ = ["ResultsStore", "MANIFEST", "TABLES", "default_store"]
 
 MANIFEST = "manifest.json"
 TABLES = ("results", "traces", "per_user")
 FORMAT = 1
+
+
+def default_store() -> Path:
+    """Where results go unless told otherwise: ``$COFIVIZ_STORE``, else ``cofiviz-results/store`` in the
+    working directory (``cofiviz reproduce``, ``cofiviz sweep``, the comparisons page and the notebooks)."""
+    return Path(os.environ.get("COFIVIZ_STORE") or Path("cofiviz-results") / "store")
 
 
 def _sha256(path: Path) -> str:
@@ -136,15 +144,13 @@ class ResultsStore:
         return m
 
     def read(self, key: str):
-        """The :class:`~cofiviz.experiment.Results` of one complete cell.
+        """The :class:`~cofiviz.results.Results` of one complete cell.
 
         Raises
         ------
         DataError
             The cell is missing, incomplete or corrupted.
         """
-        from .experiment import Results
-
         manifest = self.manifest(key)
         d = self.cells_dir / key
         tables = {}
@@ -155,8 +161,6 @@ class ResultsStore:
 
     def load(self, keys: Iterable[str] | None = None):
         """Every complete cell (or those of ``keys`` that are complete) as one :class:`Results`."""
-        from .experiment import Results
-
         done = self.done_keys()
         if keys is not None:
             wanted = set(keys)
@@ -171,8 +175,6 @@ class ResultsStore:
         ``os.replace`` moves to ``cells/<key>``. A corrupted or incomplete directory in the way is
         moved aside into ``tmp/`` first.
         """
-        from . import __version__
-
         final = self.cells_dir / key
         if self.is_done(key):
             return False

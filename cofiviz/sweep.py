@@ -28,7 +28,8 @@ import uuid
 from typing import Any, Callable
 
 from .errors import ParameterError
-from .experiment import Cell, Experiment, Results
+from .experiment import Cell, Experiment, data_version, run_cell
+from .results import Results
 from .store import ResultsStore
 
 __all__ = ["sweep", "local_cluster", "run_cell_task", "run_cells_task", "worker_env"]
@@ -92,8 +93,6 @@ def run_cell_task(config: dict, experiment: str, key: str, version: str, store_r
             numba.set_num_threads(max(1, min(int(numba_threads), numba.config.NUMBA_NUM_THREADS)))
         except Exception:  # noqa: BLE001 - numba missing or the layer refuses: run with its default
             pass
-    from .experiment import run_cell
-
     store = ResultsStore(store_root)
     t0 = time.perf_counter()
     if store.is_done(key):
@@ -157,7 +156,6 @@ def sweep(experiment: Experiment, store: ResultsStore | str | os.PathLike, *, sc
         store = ResultsStore(store)
     if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
         raise ParameterError(f"retries must be a non-negative integer, got {retries!r}")
-    from .experiment import data_version
 
     version = data_version(experiment.data)
     pairs = experiment.keys()

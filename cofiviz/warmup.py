@@ -8,37 +8,26 @@ writable) it takes well under a second per module.
 
 from __future__ import annotations
 
-import importlib
+import sys
 import time
 from typing import Callable
+
+from . import losses, metrics, solvers
+from .models import available_models, get_model_class
 
 __all__ = ["warmup"]
 
 
 def _targets() -> list[tuple[str, Callable[[], object]]]:
-    """``(module name, warmup function)`` for the metrics and every registered model module."""
-    found: list[tuple[str, Callable[[], object]]] = []
-    seen: set[str] = set()
-
-    def add(modname: str) -> None:
-        if modname in seen:
-            return
-        seen.add(modname)
-        try:
-            mod = importlib.import_module(modname)
-        except ImportError:
-            return
+    """``(module name, warmup function)`` for the metrics, every registered model's module, the losses and
+    the solvers, each once."""
+    modules = [metrics] + [sys.modules[get_model_class(name).__module__] for name in available_models()]
+    found: dict[str, Callable[[], object]] = {}
+    for mod in modules + [losses, solvers]:
         fn = getattr(mod, "warmup", None)
-        if callable(fn) and fn is not warmup:
-            found.append((modname, fn))
-
-    add("cofiviz.metrics")
-    from .models.base import available_models, get_model_class
-    for name in available_models():
-        add(get_model_class(name).__module__)
-    for extra in ("cofiviz.losses", "cofiviz.solvers"):
-        add(extra)
-    return found
+        if callable(fn) and mod.__name__ not in found:
+            found[mod.__name__] = fn
+    return list(found.items())
 
 
 def warmup(verbose: bool = False) -> float:

@@ -1,18 +1,20 @@
-"""Helpers the dashboards share: model discovery, the dashboard data sets (loaded once per process),
+"""Helpers the dashboards share: the model names, the dashboard data sets (loaded once per process),
 kernel safety, and the per-session worker."""
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
+import os
 import threading
 from functools import partial
 
+import numba
 import panel as pn
 
+from .. import datasets
+from ..models import available_models
 from ..ratings import Ratings
 
-__all__ = ["model_names", "load_models", "KERNEL_LOCK", "use_thread_safe_numba", "DATASETS", "load_dataset",
+__all__ = ["model_names", "KERNEL_LOCK", "use_thread_safe_numba", "DATASETS", "load_dataset",
            "SessionWorker"]
 
 #: the data sets the dashboards offer: label -> (cofiviz.datasets name, keyword arguments)
@@ -37,13 +39,9 @@ def use_thread_safe_numba() -> str:
     Returns the configured layer name. :func:`kernels_need_lock` tells whether the layer actually in
     use still needs :data:`KERNEL_LOCK`.
     """
-    import os
-
     # idle OpenMP threads sleep instead of spinning: on a small machine spinning workers starve the
     # server's event loop (read by libgomp when it loads, so set before the first parallel kernel)
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    import numba
-
     if numba.config.THREADING_LAYER in ("default", "workqueue"):
         numba.config.THREADING_LAYER = "omp"
     return numba.config.THREADING_LAYER
@@ -51,44 +49,20 @@ def use_thread_safe_numba() -> str:
 
 def kernels_need_lock() -> bool:
     """True when concurrent parallel kernels from several threads are unsafe (workqueue) or unknown."""
-    import numba
-
     try:
         return numba.threading_layer() == "workqueue"
     except ValueError:  # no parallel kernel launched yet: the layer is not chosen, be careful
         return numba.config.THREADING_LAYER not in ("omp", "tbb", "threadsafe")
 
 
-def load_models() -> None:
-    """Import every model module of :mod:`cofiviz.models` so that each registers itself.
-
-    A module that fails to import (a model under construction) is skipped: the dashboards list the
-    models that work.
-    """
-    from .. import models
-
-    for info in pkgutil.iter_modules(models.__path__):
-        if info.name.startswith("_") or info.name == "base":
-            continue
-        try:
-            importlib.import_module(f"{models.__name__}.{info.name}")
-        except Exception as exc:  # pragma: no cover - depends on other engineers' work in progress
-            print(f"cofiviz dashboards: model module {info.name} not available: {exc}")
-
-
 def model_names() -> list[str]:
-    """Registered model names, every model module imported first."""
-    from ..models.base import available_models
-
-    load_models()
+    """The registered model names (every model of :mod:`cofiviz.models`)."""
     return available_models()
 
 
 @pn.cache(max_items=8)
 def load_dataset(label: str) -> Ratings:
     """The dataset behind a dashboard label, loaded once per process (read-only, shared)."""
-    from .. import datasets
-
     kind, kwargs = DATASETS[label]
     if kind == "movielens-100k":
         return datasets.movielens_100k()

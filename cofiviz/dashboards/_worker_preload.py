@@ -19,9 +19,8 @@ try:
 
     import cofiviz
     from cofiviz.dashboards import training_process  # noqa: F401  (the workers' entry point)
-    from cofiviz.dashboards._shared import DATASETS, load_dataset, load_models
+    from cofiviz.dashboards._shared import DATASETS, load_dataset
 
-    load_models()
     cofiviz.warmup()
     for _label in DATASETS:
         try:

@@ -19,24 +19,21 @@ import json
 import os
 import time
 from functools import partial
-from pathlib import Path
 
+import numba
 import pandas as pd
 import panel as pn
 import param
 
-from ..reproduce import REPRODUCTIONS
-from ._shared import SessionWorker
+from ..errors import ParameterError
+from ..reproductions import REPRODUCTIONS, compute_cell, figure_trends, short_labels, status
+from ..store import default_store
+from ._shared import KERNEL_LOCK, SessionWorker, kernels_need_lock
 
 __all__ = ["Comparisons", "default_store"]
 
 _FIGURES = ("Figure 1", "Figure 2", "Figure 3", "Figure 5")
 _TABLE_COLUMNS = ["N", "method", "paper", "original", "cofiviz", "cofiviz_std", "diff", "seeds", "status", "setting"]
-
-
-def default_store() -> Path:
-    """``$COFIVIZ_STORE`` or ``cofiviz-results/store`` (where ``cofiviz reproduce`` writes)."""
-    return Path(os.environ.get("COFIVIZ_STORE") or Path("cofiviz-results") / "store")
 
 
 def _describe(cell) -> str:
@@ -63,8 +60,6 @@ class Comparisons(pn.viewable.Viewer):
         ``COFIVIZ_STORE`` (the store directory), ``COFIVIZ_QUICK=1`` (the quick versions) and
         ``COFIVIZ_COMPARISONS_DATA`` (a JSON data spec, e.g. a small synthetic set) override the defaults.
         """
-        from ..errors import ParameterError
-
         env = os.environ
         if env.get("COFIVIZ_QUICK", "").strip() not in ("", "0"):
             params.setdefault("quick", True)
@@ -105,8 +100,6 @@ class Comparisons(pn.viewable.Viewer):
     # ------------------------------------------------------------------ reading the store
     @param.depends("reproduction", "quick", "store", "data", watch=True)
     def _refresh(self):
-        from ..reproduce import status
-
         rep = REPRODUCTIONS[self.reproduction]
         t0 = time.perf_counter()
         try:
@@ -118,7 +111,7 @@ class Comparisons(pn.viewable.Viewer):
             self._plots.object = None
             return
         self._show_error(None)
-        self._figure_widget.visible = rep.figures is not None
+        self._figure_widget.visible = rep.is_figures
         metrics = list(rep.metrics)
         self.param.metric.objects = metrics
         if self.metric not in metrics:
@@ -133,9 +126,7 @@ class Comparisons(pn.viewable.Viewer):
                f"**{n - done} missing**: compute them below, or run `cofiviz reproduce {rep.name}"
                f"{' --quick' if self.quick else ''}`."))
         notes = list(rep.notes) + [f"{m.label}: {m.note or 'not in cofiviz'}" for m in st.missing]
-        if rep.figures is not None:
-            from ..reproduce import figure_trends
-
+        if rep.is_figures:
             notes += figure_trends(st.table)      # the trends the paper states, against the stored runs
         self._notes.object = "\n".join(f"- {x}" for x in notes)
         pending = st.pending
@@ -148,7 +139,7 @@ class Comparisons(pn.viewable.Viewer):
         st = self._status
         if st is None:
             return
-        if st.reproduction.figures is not None:
+        if st.reproduction.is_figures:
             self._plots.object = self._figure_plot(st)
             summary = st.table
             if len(summary):
@@ -191,15 +182,13 @@ class Comparisons(pn.viewable.Viewer):
         """LCR figures: test curves over iterations per run; Figure 5 adds the final-value heatmap."""
         import holoviews as hv
 
-        from ..reproduce import _short_labels
-
         t = st.results.traces
         if t.empty or not (t["label"] == self.figure).any():
             return hv.Div(f"<p>No run of {self.figure} in the store yet: compute its cells below.</p>")
         g = t[(t["label"] == self.figure) & (t["part"] == "test") & (t["metric"] == self.metric)]
         if g.empty:
             return hv.Div(f"<p>{self.figure} has no test {self.metric} trace.</p>")
-        short = _short_labels(g["setting"].unique())
+        short = short_labels(g["setting"].unique())
         curves = {short[s]: hv.Curve(gs.sort_values("iteration"), "iteration", ("value", f"test {self.metric}"))
                   for s, gs in g.groupby("setting", sort=False)}
         overlay = hv.NdOverlay(curves, kdims="run").opts(
@@ -257,15 +246,7 @@ class Comparisons(pn.viewable.Viewer):
         return self._work.join(timeout)
 
     def _run_cells(self, todo, version):
-        from ..reproduce import compute_cell
-        from ._shared import KERNEL_LOCK, kernels_need_lock
-
-        try:
-            import numba
-
-            numba.set_num_threads(max(1, numba.config.NUMBA_NUM_THREADS - 1))  # a core for the event loop
-        except Exception:
-            pass
+        numba.set_num_threads(max(1, numba.config.NUMBA_NUM_THREADS - 1))  # a core for the event loop
         error, ran = None, 0
         for cell, key in todo:
             if self._work.stop.is_set():

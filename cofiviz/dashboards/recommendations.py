@@ -16,7 +16,8 @@ import pandas as pd
 import panel as pn
 import param
 
-from .overview import load_dataset
+from ..models import get_model_class
+from ._shared import load_dataset, model_names
 
 __all__ = ["Recommendations", "trained_model", "popularity_lean", "RECOMMENDERS", "warm"]
 
@@ -26,8 +27,6 @@ RECOMMENDERS = {"poprec": {}, "itemmean": {}, "regsvd": {"max_iter": 30, "seed":
 
 
 def _available() -> list[str]:
-    from ._shared import model_names
-
     names = set(model_names())
     return [m for m in RECOMMENDERS if m in names]
 
@@ -35,8 +34,6 @@ def _available() -> list[str]:
 @pn.cache(max_items=8)
 def trained_model(name: str):
     """Model ``name`` fitted on all of MovieLens 100K, once per process (read-only afterwards)."""
-    from ..models.base import get_model_class
-
     model = get_model_class(name)(**RECOMMENDERS.get(name, {}))
     return model.fit(load_dataset(DATA))
 

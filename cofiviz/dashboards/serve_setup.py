@@ -13,13 +13,13 @@ t0 = time.perf_counter()
 from cofiviz.dashboards.training_process import start_forkserver  # noqa: E402
 
 start_forkserver()
-from cofiviz.dashboards._shared import load_models, use_thread_safe_numba  # noqa: E402
+from cofiviz.dashboards._shared import use_thread_safe_numba  # noqa: E402
 
 use_thread_safe_numba()
 import cofiviz  # noqa: E402
 from cofiviz.dashboards._shared import DATASETS, load_dataset  # noqa: E402
+from cofiviz.dashboards.warm import warm_dashboards  # noqa: E402
 
-load_models()
 cofiviz.warmup()
 for label in DATASETS:
     try:
@@ -28,8 +28,6 @@ for label in DATASETS:
         print(f"cofiviz: could not preload {label}: {exc}")
 
 try:  # build each dashboard once so that every module, plot and kernel they need is loaded and compiled
-    from cofiviz.dashboards.warm import warm_dashboards
-
     warm_dashboards()
 except Exception as exc:  # a dashboard that cannot warm up still reports its own errors in its page
     print(f"cofiviz: dashboard warm-up failed: {exc}")

@@ -31,13 +31,12 @@ import time
 from dataclasses import dataclass, field
 from multiprocessing import forkserver
 
-import numpy as np
 
 from .. import protocols
-from ..evaluation import mean_metrics
-from ..models.base import make_model
+from ..models import make_model
 from ..ratings import Ratings
-from ._shared import load_dataset, load_models
+from ..trace import Trace
+from ._shared import load_dataset
 
 __all__ = ["TrainingJob", "TrainingProcess", "start_forkserver", "METRICS", "PARTS", "COLUMNS"]
 
@@ -97,19 +96,6 @@ class TrainingJob:
         return protocols.make(self.protocol, ratings, **self.protocol_params)
 
 
-def _row(info, parts: dict, train: Ratings) -> dict:
-    """One iteration's row: what the model reported, and the metrics of its current state on each part."""
-    row = {"iteration": info.iteration, "seconds": info.seconds, "elapsed": info.elapsed, "loss": info.loss}
-    for part, ratings in parts.items():
-        if ratings is None or len(ratings) == 0:
-            values = {}
-        else:
-            values = mean_metrics(info.model, ratings, list(METRICS), train=train, threshold=RELEVANT_FROM)
-        for m in METRICS:
-            row[f"{part}_{m}"] = float(values.get(m, np.nan))
-    return row
-
-
 def _watch_server(control, stop: threading.Event) -> None:
     """Child side: set ``stop`` on ``"stop"``; when the server's end closes, stop, and exit after a grace."""
     try:
@@ -141,16 +127,12 @@ def _child_main(rows, control, job: TrainingJob) -> None:
     threading.Thread(target=_watch_server, args=(control, stop), daemon=True, name="cofiviz-watch").start()
     try:
         _leave_a_core()
-        load_models()
         split = job.split()
         model = make_model(job.model, **job.params)
         parts = {"train": split.train, "valid": split.valid, "test": split.candidates("test")}
-
-        def on_iteration(info):
-            rows.send(("row", _row(info, parts, split.train)))
-            return stop.is_set()
-
-        model.fit(split.train, split.valid, callbacks=[on_iteration])
+        trace = Trace(parts, METRICS, train=split.train, threshold=RELEVANT_FROM,
+                      on_iteration=lambda record: rows.send(("row", trace.flat(record))))
+        model.fit(split.train, split.valid, callbacks=[trace, lambda info: stop.is_set()])
         rows.send(("done", model.stopped_reason_))
     except (BrokenPipeError, ConnectionResetError):
         pass  # the server is gone: nobody to tell

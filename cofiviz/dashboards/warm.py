@@ -8,6 +8,12 @@ from __future__ import annotations
 
 import time
 
+from .comparisons import Comparisons
+from .losses import LossShapes
+from .monitor import TrainingMonitor
+from .playground import MetricPlayground
+from .recommendations import warm as warm_recommendations
+
 __all__ = ["warm_dashboards"]
 
 
@@ -21,11 +27,6 @@ def warm_dashboards(verbose: bool = True) -> float:
         Seconds taken.
     """
     t0 = time.perf_counter()
-    from .comparisons import Comparisons
-    from .losses import LossShapes
-    from .monitor import TrainingMonitor
-    from .playground import MetricPlayground
-
     MetricPlayground().__panel__()
     Comparisons.from_environment().__panel__()
     LossShapes().__panel__()
@@ -33,12 +34,7 @@ def warm_dashboards(verbose: bool = True) -> float:
     mon.__panel__()
     mon._on_run()
     mon._work.join(180)
-    try:
-        from .recommendations import warm as warm_recommendations
-
-        warm_recommendations()
-    except ImportError:
-        pass
+    warm_recommendations()
     seconds = time.perf_counter() - t0
     if verbose:
         print(f"cofiviz: dashboards warmed in {seconds:.1f} s")

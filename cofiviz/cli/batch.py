@@ -1,0 +1,112 @@
+"""``cofiviz sweep CONFIG`` and ``cofiviz reproduce NAME``: many cells, resumably, into a results store."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ..experiment import Experiment
+from ..reproductions import REPRODUCTIONS, format_table, reproduce as run_reproduction
+from ..store import ResultsStore, default_store
+from ..sweep import sweep as run_sweep
+from .options import UsageError, print_table, write_json
+
+__all__ = ["add_parsers", "sweep", "reproduce"]
+
+
+def add_parsers(sub) -> None:
+    sw = sub.add_parser("sweep", help="run an experiment file (YAML / TOML) on Dask, resumably",
+                        description="Run every cell of CONFIG that is not yet in the results store, on a "
+                                    "LocalCluster (default) or the scheduler at --scheduler; finished cells are "
+                                    "written to the store as they complete, so an interrupted sweep resumes.")
+    sw.add_argument("config", metavar="CONFIG", help="experiment file (.yaml, .yml or .toml)")
+    sw.add_argument("--store", default=None, metavar="DIR", help="results store (default cofiviz-results/store)")
+    sw.add_argument("--scheduler", default=None, metavar="ADDRESS", help="Dask scheduler address (tcp://host:8786)")
+    sw.add_argument("--workers", type=int, default=None, help="local cluster workers (default: cores)")
+    sw.add_argument("--numba-threads", type=int, default=None, help="numba threads per worker (default cores/workers)")
+    sw.add_argument("--retries", type=int, default=3, help="retries of a failed task (default 3)")
+    sw.add_argument("--batch", type=int, default=1, help="cells per Dask task (default 1)")
+    sw.add_argument("--in-process", action="store_true", help="run the cells one by one in this process, no Dask")
+    sw.add_argument("--out", default=None, metavar="FILE.parquet", help="also write the results table here")
+    sw.add_argument("--no-progress", action="store_true", help="no progress bar")
+    sw.set_defaults(func=sweep)
+
+    rp = sub.add_parser("reproduce", help="reproduce a paper's table or figures; `reproduce list` lists them")
+    rp.add_argument("name", metavar="NAME", help=f"{', '.join(REPRODUCTIONS)}, or list")
+    rp.add_argument("--quick", action="store_true", help="a reduced version (one seed, first N, few iterations)")
+    rp.add_argument("--store", default=None, metavar="DIR", help="results store (default cofiviz-results/store)")
+    rp.add_argument("--html", default=None, metavar="OUT", help="report file (default cofiviz-results/reproduce-NAME.html)")
+    rp.add_argument("--workers", type=int, default=0, help="run on a local Dask cluster of N workers (default: in process)")
+    rp.add_argument("--scheduler", default=None, metavar="ADDRESS", help="run on this Dask scheduler")
+    rp.add_argument("--json", default=None, metavar="OUT", help="write the comparison as JSON")
+    rp.add_argument("--data", default=None, help="other data than MovieLens 100K (a dataset name, a ratings file, "
+                                                 "or a JSON object such as '{\"name\": \"synthetic\", \"n_users\": 200}')"
+                                                 " — for smoke tests; the paper's numbers are MovieLens 100K's")
+    rp.add_argument("--no-progress", action="store_true")
+    rp.set_defaults(func=reproduce)
+
+
+def sweep(args) -> int:
+    exp = Experiment.from_file(args.config)
+    store = ResultsStore(args.store or default_store())
+    t0 = time.perf_counter()
+    if args.in_process:
+        res = exp.run(store=store, progress=not args.no_progress)
+        res.failed = []
+    else:
+        res = run_sweep(exp, store, scheduler=args.scheduler, n_workers=args.workers, numba_threads=args.numba_threads,
+                        retries=args.retries, progress=not args.no_progress, batch_size=args.batch)
+    seconds = time.perf_counter() - t0
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        res.results.to_parquet(out, index=False)
+        if len(res.traces):
+            res.traces.to_parquet(out.with_name(out.stem + "_traces" + out.suffix), index=False)
+    summary = res.summary()
+    print(f"{exp.name}: {len(res.cells)} of {len(exp)} cells in {store.root} ({seconds:.1f} s)")
+    if len(summary):
+        rows = summary.to_dict("records")
+        print_table(rows, [c for c in ("label", "setting", "protocol_params", "metric", "mean", "std", "count")
+                           if c in summary.columns])
+    if args.out:
+        print(f"wrote {args.out}")
+    if res.failed:
+        for key, what, err in res.failed:
+            print(f"failed: {key} {what}: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def reproduce(args) -> int:
+    if args.name == "list":
+        for name, rep in REPRODUCTIONS.items():
+            print(f"{name}: {rep.title}")
+        return 0
+    data: Any = "movielens-100k"
+    if args.data:
+        text = args.data.strip()
+        if text.startswith("{"):
+            try:
+                data = json.loads(text)
+            except ValueError as exc:
+                raise UsageError(f"--data: not a JSON object ({exc})") from None
+        else:
+            data = {"path": text} if Path(text).is_file() else text
+    report = run_reproduction(args.name, quick=args.quick, store=args.store, html_path=args.html,
+                              workers=args.workers, scheduler=args.scheduler, progress=not args.no_progress,
+                              data=data)
+    rep = REPRODUCTIONS[report.name]
+    print(f"{rep.title}{' — QUICK' if args.quick else ''} ({report.seconds:.0f} s, {len(report.results.cells)} cells)")
+    if len(report.table):
+        print(format_table(report.table))
+    for note in report.notes:
+        print(f"- {note}")
+    print(f"wrote {report.html}")
+    if args.json:
+        write_json(args.json, {"name": report.name, "quick": args.quick, "table": report.table.to_dict("records"),
+                               "notes": report.notes, "html": str(report.html)})
+    return 0

@@ -1,0 +1,80 @@
+"""``cofiviz datasets``, ``cofiviz models`` and ``cofiviz warmup``: what the lab holds, and compiling it."""
+
+from __future__ import annotations
+
+import inspect
+import time
+
+from .. import datasets
+from ..models import available_models, get_model_class
+from ..warmup import warmup as warm_kernels
+from .options import UsageError
+
+__all__ = ["add_parsers", "list_datasets", "list_models", "warmup"]
+
+
+def add_parsers(sub) -> None:
+    d = sub.add_parser("datasets", help="list or fetch datasets")
+    d.add_argument("action", nargs="?", choices=["list", "fetch"], default="list")
+    d.add_argument("name", nargs="?", default=None)
+    d.set_defaults(func=list_datasets)
+
+    m = sub.add_parser("models", help="list models with their parameters, defaults and bounds")
+    m.set_defaults(func=list_models)
+
+    w = sub.add_parser("warmup", help="compile (or load) every numba kernel once")
+    w.add_argument("--quiet", action="store_true")
+    w.set_defaults(func=warmup)
+
+
+def list_datasets(args) -> int:
+    if args.action in (None, "list"):
+        described = datasets.describe()
+        width = max(len(n) for n in described)
+        for name, text in described.items():
+            print(f"{name.ljust(width)}  {text}")
+        print(f"{'FILE'.ljust(width)}  your own user item rating file (CSV, TSV, Parquet), e.g. "
+              "cofiviz split cofirank-weak --data FILE --out DIR")
+        return 0
+    if not args.name:
+        raise UsageError(f"datasets fetch needs a NAME; available: {', '.join(datasets.available())}")
+    t0 = time.perf_counter()
+    r = datasets.load(args.name)
+    where = ""
+    if "movielens" in str(getattr(r, "name", "") or "").lower() or args.name.lower().startswith(("movielens", "ml")):
+        where = f" (cached in {datasets.default_cache_dir()})"
+    print(f"{r!r} in {time.perf_counter() - t0:.1f} s{where}")
+    return 0
+
+
+def list_models(args) -> int:
+    for name in available_models():
+        klass = get_model_class(name)
+        doc = (inspect.getdoc(klass) or "").split("\n")[0]
+        print(f"{name}: {doc}")
+        shown = [p for p in klass.param_names()
+                 if klass.param[p].precedence is None or klass.param[p].precedence >= 0]
+        if not shown:
+            print("    (no parameters)")
+        for p in shown:
+            par = klass.param[p]
+            extra = ""
+            objects = getattr(par, "objects", None)
+            if objects:
+                extra = " one of " + "|".join(str(o) for o in objects)
+            bounds = getattr(par, "bounds", None)
+            if bounds is not None and bounds != (None, None):
+                inc = getattr(par, "inclusive_bounds", (True, True))
+                lo = "-inf" if bounds[0] is None else f"{bounds[0]:g}"
+                hi = "inf" if bounds[1] is None else f"{bounds[1]:g}"
+                left = "[" if inc[0] and bounds[0] is not None else "("
+                right = "]" if inc[1] and bounds[1] is not None else ")"
+                extra += f" in {left}{lo}, {hi}{right}"
+            print(f"    {p} = {par.default!r} ({type(par).__name__}{extra}): {par.doc or ''}")
+    return 0
+
+
+def warmup(args) -> int:
+    seconds = warm_kernels(verbose=not args.quiet)
+    print(f"numba kernels compiled or loaded from cache in {seconds:.2f} s")
+    return 0

@@ -1,0 +1,166 @@
+"""Running a reproduction, or reading what the results store already holds of it.
+
+:func:`reproduce` runs every cell the store does not hold yet (in process, or on Dask), compares with the
+paper and writes the HTML report; :func:`status` runs nothing and compares whatever part the store holds
+(the comparisons dashboard and the notebooks show it at once); :func:`compute_cell` runs one missing
+cell (the dashboard's Compute button).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import pandas as pd
+
+from ..experiment import data_version, run_cell
+from ..results import Results
+from ..store import ResultsStore, default_store
+from ..sweep import sweep
+from .lcr import figure_summary
+from .report import ReproductionReport, compare, write_html
+from .spec import Reproduction, get
+
+__all__ = ["reproduce", "status", "compute_cell", "ReproductionStatus"]
+
+
+def _store(store) -> ResultsStore:
+    return store if isinstance(store, ResultsStore) else ResultsStore(store or default_store())
+
+
+def _table(rep: Reproduction, results: Results, missing: list, quick: bool) -> pd.DataFrame:
+    return figure_summary(results) if rep.is_figures else compare(rep, results, missing, quick)
+
+
+@dataclass
+class ReproductionStatus:
+    """What the results store already holds of one reproduction (see :func:`status`); nothing is run.
+
+    Attributes
+    ----------
+    reproduction : Reproduction
+    quick : bool
+    cells : list of (Cell, str, bool)
+        Every cell of the reproduction with its store key and whether the store has it.
+    results : Results
+        The stored cells' results.
+    table : DataFrame
+        :func:`~cofiviz.reproductions.report.compare` of the stored cells (``status`` "not run" where a
+        cell is missing); for figures, :func:`~cofiviz.reproductions.lcr.figure_summary`.
+    missing : list of Method
+        Methods of the paper that cofiviz does not implement.
+    version : str
+        The data version (hash) the keys were computed with.
+    """
+
+    reproduction: Reproduction
+    quick: bool
+    cells: list
+    results: Results
+    table: pd.DataFrame
+    missing: list
+    version: str
+
+    @property
+    def pending(self) -> list:
+        """``(cell, key)`` of the cells the store does not have yet."""
+        return [(c, k) for c, k, done in self.cells if not done]
+
+    @property
+    def n_done(self) -> int:
+        return sum(1 for *_, done in self.cells if done)
+
+
+def status(name: str, *, quick: bool = False, store=None, data: Any = "movielens-100k") -> ReproductionStatus:
+    """The part of a reproduction already in the results store, compared with the paper; runs nothing.
+
+    Parameters are those of :func:`reproduce`.
+    """
+    rep = get(name)
+    store = _store(store)
+    exps, missing = rep.experiments(quick, data)
+    done = set(store.done_keys())
+    cells = [(c, k, k in done) for _, exp in exps for c, k in exp.keys()]
+    results = Results.concat(store.read(k) for _, k, d in cells if d)
+    version = data_version(exps[0][1].data) if exps else ""
+    return ReproductionStatus(rep, quick, cells, results, _table(rep, results, missing, quick), missing, version)
+
+
+def compute_cell(cell, key: str, store, version: str | None = None) -> Results:
+    """Run one cell of a reproduction and write it into the store."""
+    store = _store(store)
+    version = version or data_version(cell.data)
+    res = run_cell(cell, key, expected_version=version)
+    store.write(key, res, cell.config(), version)
+    return res
+
+
+def reproduce(name: str, *, quick: bool = False, store=None, html_path: str | os.PathLike | None = None,
+              data: Any = "movielens-100k", workers: int = 0, scheduler: str | None = None, progress: bool = False,
+              log: Callable[[str], Any] | None = None) -> ReproductionReport:
+    """Run (or load from the store) one reproduction; compare with the paper; write the HTML report.
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`cofiviz.reproductions.REPRODUCTIONS`.
+    quick : bool
+        The reduced version (first N, one seed, first setting of each grid, few iterations); its numbers
+        are not the paper's.
+    store : ResultsStore or path, optional
+        Default :func:`cofiviz.store.default_store`.
+    html_path : path, optional
+        Default ``cofiviz-results/reproduce-<name>[-quick].html``.
+    data : str or dict
+        The data (MovieLens 100K; tests pass a small synthetic set).
+    workers : int
+        0 runs the cells in this process; more runs them on a local Dask cluster of that many workers.
+    scheduler : str, optional
+        A Dask scheduler address to run the cells on.
+    log : callable, optional
+        Receives one line per step (default: standard error).
+
+    Raises
+    ------
+    ParameterError
+        An unknown reproduction name (the valid ones are listed).
+    """
+    if log is None:
+        def log(msg):
+            print(msg, file=sys.stderr, flush=True)
+    rep = get(name)
+    store = _store(store)
+    t0 = time.perf_counter()
+    exps, missing = rep.experiments(quick, data)
+    for m in missing:
+        log(f"{rep.name}: {m.label} is missing ({m.note or f'model {m.model!r} not registered'})")
+    parts = []
+    for m, exp in exps:
+        log(f"{rep.name}: {m.label}: {len(exp)} cells")
+        if workers or scheduler:
+            parts.append(sweep(exp, store, scheduler=scheduler, n_workers=workers or None, progress=progress,
+                               log=log))
+        else:
+            parts.append(exp.run(store=store, progress=progress, errors="record"))
+    results = Results.concat(parts)
+    results.failed = [f for p in parts for f in getattr(p, "failed", [])]
+    for key, what, err in results.failed:
+        log(f"{rep.name}: cell {key} failed: {what}: {err}")
+    seconds = time.perf_counter() - t0
+    notes = list(rep.notes)
+    table = pd.DataFrame() if rep.is_figures else compare(rep, results, missing, quick)
+    notes += rep.findings(table, results)
+    if rep.is_figures and missing:
+        notes.append("LCR is not registered: the figures could not be computed.")
+    for key, what, err in results.failed:
+        notes.append(f"FAILED cell {what}: {err}")
+    if quick:
+        notes.insert(0, "QUICK version: first N only, one seed, the first setting of each grid and a few "
+                        "iterations; the numbers are not comparable with the paper's.")
+    out = Path(html_path) if html_path else Path("cofiviz-results") / f"reproduce-{rep.name}{'-quick' if quick else ''}.html"
+    write_html(out, rep, table, results, notes, quick, seconds)
+    return ReproductionReport(rep.name, table, results, notes, out, seconds)

@@ -1,0 +1,199 @@
+"""The per-iteration recorder: a fit callback that scores parts of a split as a model trains.
+
+:class:`Trace` is what every consumer of training curves uses — an experiment's cells, the command
+line's ``iterations`` list, the training monitor, LCR's figures — so that "NDCG on the validation part
+after iteration 7" means the same everywhere::
+
+    trace = Trace({"valid": split.valid, "test": split.candidates("test")}, ["ndcg@10", "ap"],
+                  train=split.train)
+    model.fit(split.train, valid=split.valid, callbacks=[trace])
+    trace.tidy()        # one row per (iteration, part, metric), the training loss included
+    trace.wide()        # one dict per iteration: {"iteration", "seconds", ..., "valid_ndcg@10", ...}
+
+After iteration ``i`` it scores each part with :func:`cofiviz.metrics.scorer.mean_metrics` when ``i`` is a
+multiple of ``every``, the model's last (its ``max_iter``, or its only iteration for a closed-form model)
+or, unless ``first=False``, the first; other iterations record the loss and the time only.
+:func:`trace_fit` fits one model on a split under a :class:`Trace` and returns the curves as one table
+(what LCR's figures draw).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Callable, Iterable, Mapping
+
+import pandas as pd
+
+from .errors import ParameterError
+from .metrics.names import check_metrics
+from .metrics.scorer import mean_metrics
+from .models import get_model_class
+from .ratings import Ratings
+from .split import Split
+
+__all__ = ["Trace", "TIDY_COLUMNS", "trace_fit"]
+
+#: The columns of :meth:`Trace.tidy`.
+TIDY_COLUMNS = ["iteration", "seconds", "elapsed", "loss", "part", "metric", "value"]
+
+
+class Trace:
+    """Record the loss, the time and metrics of parts of a split after each training iteration.
+
+    Parameters
+    ----------
+    parts : mapping of str to Ratings or None
+        The lists to score, by name (``"train"``, ``"valid"``, ``"test"``...), in the order the rows
+        list them. A part that is ``None`` or empty is not scored; :meth:`wide` gives it NaN values.
+    metrics : sequence of str
+        Metric names (:func:`cofiviz.metrics.names.check_metrics`).
+    train : Ratings
+        The training ratings (the pair metric ``zero_one`` compares a test item with them).
+    threshold : float
+        Relevance threshold of the binary metrics (AP, P@k).
+    ymax : float, optional
+        GAP's highest grade (default: from the rating scale).
+    every : int
+        Score every ``every``-th iteration (and the last, and the first unless ``first=False``).
+    first : bool
+        Score the first iteration whatever ``every`` is.
+    on_iteration : callable, optional
+        Called with each iteration's record (a dict, see :attr:`records`) as soon as it is made.
+    """
+
+    def __init__(self, parts: Mapping[str, Ratings | None], metrics: Iterable[str] | str, *, train: Ratings,
+                 threshold: float = 4.0, ymax: float | None = None, every: int = 1, first: bool = True,
+                 on_iteration: Callable[[dict], Any] | None = None):
+        if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+            raise ParameterError(f"every must be a positive integer, got {every!r}")
+        self.parts = dict(parts)
+        self.metrics = check_metrics(metrics) if metrics else []
+        self.train = train
+        self.threshold = threshold
+        self.ymax = ymax
+        self.every = every
+        self.first = first
+        self.on_iteration = on_iteration
+        #: one dict per iteration: ``iteration``, ``seconds``, ``elapsed``, ``loss`` and ``values``
+        #: (``{part: {metric: value}}``, empty for an iteration that was not scored)
+        self.records: list[dict] = []
+
+    def __call__(self, info) -> None:
+        model = info.model
+        last = info.iteration >= model.max_iter or not model.iterative
+        values: dict[str, dict[str, float]] = {}
+        if self.metrics and (info.iteration % self.every == 0 or (self.first and info.iteration == 1) or last):
+            for part, ratings in self.parts.items():
+                if ratings is not None and len(ratings):
+                    values[part] = mean_metrics(model, ratings, self.metrics, train=self.train,
+                                                threshold=self.threshold, ymax=self.ymax)
+        record = {"iteration": info.iteration, "seconds": info.seconds, "elapsed": info.elapsed, "loss": info.loss,
+                  "values": values}
+        self.records.append(record)
+        if self.on_iteration is not None:
+            self.on_iteration(record)
+
+    @property
+    def iterations(self) -> int:
+        """The number of iterations recorded."""
+        return len(self.records)
+
+    def tidy(self) -> pd.DataFrame:
+        """One row per (iteration, part, metric) in :data:`TIDY_COLUMNS`; the training loss of every
+        iteration is the row ``part="train", metric="loss"``, listed first."""
+        rows = []
+        for r in self.records:
+            base = {k: r[k] for k in ("iteration", "seconds", "elapsed", "loss")}
+            rows.append({**base, "part": "train", "metric": "loss", "value": r["loss"]})
+            for part, vals in r["values"].items():
+                for metric, value in vals.items():
+                    rows.append({**base, "part": part, "metric": metric, "value": value})
+        return pd.DataFrame(rows, columns=TIDY_COLUMNS)
+
+    def flat(self, record: dict, *, prefix: bool = True,
+             fields: Iterable[str] = ("iteration", "seconds", "elapsed", "loss")) -> dict:
+        """One record of :attr:`records` as one flat dict: the ``fields`` and one entry per (part, metric).
+
+        With ``prefix`` the entries are named ``"<part>_<metric>"`` and every part of :attr:`parts`
+        appears (NaN where it was not scored); without, they are named by the metric alone (for a single
+        part) and only the scored values appear.
+        """
+        row = {k: record[k] for k in fields}
+        if prefix:
+            for part in self.parts:
+                vals = record["values"].get(part, {})
+                for metric in self.metrics:
+                    row[f"{part}_{metric}"] = float(vals.get(metric, math.nan))
+        else:
+            for vals in record["values"].values():
+                row.update(vals)
+        return row
+
+    def wide(self, *, prefix: bool = True, fields: Iterable[str] = ("iteration", "seconds", "elapsed", "loss"),
+             scored_only: bool = False) -> list[dict]:
+        """Every iteration as a flat dict (:meth:`flat`); ``scored_only`` leaves out the iterations that were
+        not scored."""
+        return [self.flat(r, prefix=prefix, fields=fields) for r in self.records
+                if r["values"] or not scored_only]
+
+
+def trace_fit(split: Split, metrics=("zero_one", "ap", "ndcg@10"), part: str = "test", model: str = "lcr",
+              every: int = 1, **params) -> pd.DataFrame:
+    """Fit one model on ``split.train`` and score ``part`` after every ``every``-th iteration: tidy curves.
+
+    What LCR's Figures 1, 2, 3 and 5 draw (zero-one error, AP and NDCG@10 per iteration on a fixed-ratio
+    split).
+
+    Parameters
+    ----------
+    split : Split
+    metrics : sequence of str
+        Metrics measured on ``part`` (``zero_one`` compares each test item with the user's other known
+        ratings, LCR §5.1).
+    part : {"test", "valid"}
+    model : str
+        A registered model (``lcr``, ``gcr``, ``llorma``...).
+    every : int
+        Score every ``every``-th iteration and the last.
+    **params
+        Model parameters (``rank``, ``n_local``, ``loss``, ``max_iter``...). Early stopping is off unless
+        ``patience`` is given with a validation part; the convergence test is off unless ``tol`` is given.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (scored iteration, metric): ``iteration``, ``metric``, ``value``, ``seconds`` (training
+        time of the iteration), ``loss`` (training objective), ``train_zero_one`` (where the model records
+        it), and the model's name and settings: ``model``, ``rank``, ``n_local``, ``loss_name``, ``lr``,
+        ``reg``, ``item_bias`` (those it has). ``attrs`` hold ``fit_seconds`` and ``stopped_reason``.
+    """
+    if not isinstance(split, Split):
+        raise ParameterError(f"split must be a cofiviz.Split, got {type(split).__name__}")
+    if part not in ("test", "valid") or getattr(split, part) is None:
+        raise ParameterError(f"part must name a non-empty part of the split ('test' or 'valid'), got {part!r}")
+    klass = get_model_class(model)
+    params.setdefault("patience", 0)
+    params.setdefault("tol", 0.0)
+    fitted = klass(**params)
+    trace = Trace({part: getattr(split, part)}, metrics, train=split.train, every=every, first=False)
+    train_zero_one: list[float] = []
+
+    def note(info):
+        log = getattr(info.model, "train_log_", None)
+        train_zero_one.append(log[-1].get("train_zero_one", math.nan) if log else math.nan)
+
+    valid = split.valid if params["patience"] > 0 else None
+    t0 = time.perf_counter()
+    fitted.fit(split.train, valid=valid, callbacks=[trace, note])
+    rows = [{"iteration": r["iteration"], "metric": metric, "value": value, "seconds": r["seconds"],
+             "loss": r["loss"], "train_zero_one": z}
+            for r, z in zip(trace.records, train_zero_one) for metric, value in r["values"].get(part, {}).items()]
+    frame = pd.DataFrame(rows)
+    frame["model"] = fitted.model_name()
+    for key in ("rank", "n_local", "loss", "lr", "reg", "item_bias"):
+        if key in fitted.param_names():
+            frame["loss_name" if key == "loss" else key] = getattr(fitted, key)
+    frame.attrs["fit_seconds"] = time.perf_counter() - t0
+    frame.attrs["stopped_reason"] = fitted.stopped_reason_
+    return frame
