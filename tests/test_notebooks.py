@@ -13,9 +13,9 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 COURSE = ["01-ranking-metrics", "02-cofirank", "03-local-collaborative-ranking", "04-gapfm",
           "05-reproducing-the-papers", "06-scaling-out"]
 #: the paper each course notebook takes its formulas from (named in its text)
-PAPERS = {"01-ranking-metrics": ["CofiRank", "GAPfm", "LCR"], "02-cofirank": ["CofiRank", "papers/001"],
-          "03-local-collaborative-ranking": ["Local Collaborative Ranking", "papers/002"],
-          "04-gapfm": ["GAPfm", "papers/004"], "05-reproducing-the-papers": ["paper_tables.csv"],
+PAPERS = {"01-ranking-metrics": ["CofiRank", "GAPfm", "LCR"], "02-cofirank": ["CofiRank", "NIPS 2007"],
+          "03-local-collaborative-ranking": ["Local Collaborative Ranking", "WWW 2014"],
+          "04-gapfm": ["GAPfm", "CIKM 2013"], "05-reproducing-the-papers": ["paper_table()"],
           "06-scaling-out": ["Dask"]}
 
 

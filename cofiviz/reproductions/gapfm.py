@@ -1,4 +1,4 @@
-"""GAPfm (Shi, Karatzoglou, Baltrunas, Larson, Hanjalic, Oliver; CIKM 2013) on MovieLens 100K.
+"""GAPfm (Shi, Karatzoglou, Baltrunas, Larson, Hanjalic; CIKM 2013) on MovieLens 100K.
 
 ``gapfm-table4``  Table 4: ranking rated items (Given N = 10, 20, 30, 40, 10 validation ratings), NDCG@1, 3,
                   5; the setting chosen on the validation mean of the three metrics. WLT is not in cofiviz
