@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from cofiviz import reproduce as R
+from cofiviz import reproductions as R
 from cofiviz.cli import main
-from cofiviz.errors import DataError, ParameterError
+from cofiviz.errors import ParameterError
+from cofiviz.reproductions.cofirank import AUTHORS_CODE, AUTHORS_CODE_STRONG, AUTHORS_CODE_TOPN
 
 DATA = {"name": "synthetic", "kind": "popularity", "n_users": 150, "n_items": 100, "density": 0.4}
 NAMES = ["cofirank-table2", "cofirank-table3", "lcr-table2", "lcr-figures", "gapfm-table4", "gapfm-topn"]
@@ -54,21 +56,21 @@ def test_quick_reproduction_writes_report(name, tmp_path):
         assert t.loc[t["method"] == "CofiRank-NDCG", "paper"].iloc[0] == pytest.approx(0.64)
         # the authors' code's own numbers sit beside the paper's on the rows it was run for
         item_order = t[t["method"] == "CofiRank-NDCG (item-id order)"]
-        assert item_order["original"].iloc[0] == pytest.approx(R._ORIGINAL_CODE["ndcg"][10])
+        assert item_order["original"].iloc[0] == pytest.approx(AUTHORS_CODE["ndcg"][10])
         # the paper's ordinal form has no counterpart in that code; the original form's row has it
         assert t.loc[t["method"] == "CofiRank-Ordinal", "original"].isna().all()
         assert t.loc[t["method"] == "CofiRank-Ordinal (original form)", "original"].iloc[0] == pytest.approx(
-            R._ORIGINAL_CODE["ordinal"][10])
+            AUTHORS_CODE["ordinal"][10])
         assert "original" in R.format_table(t).splitlines()[2]
         strong = R.status("cofirank-table3", quick=True, store=tmp_path / "empty", data=DATA).table
         strong_item_order = strong[strong["method"] == "CofiRank-NDCG (item-id order)"]
-        assert strong_item_order["original"].iloc[0] == pytest.approx(R._ORIGINAL_CODE_STRONG["ndcg"][10])
+        assert strong_item_order["original"].iloc[0] == pytest.approx(AUTHORS_CODE_STRONG["ndcg"][10])
         assert strong.loc[strong["method"] == "CofiRank-NDCG", "original"].isna().all()
     elif name == "gapfm-topn":
         assert t["paper"].isna().all()       # no published MovieLens numbers for this protocol
         # the authors' CofiRank program, on its row and for the first metric only
         gap = t[t["metric"] == "gap@5"]
-        assert gap.loc[gap["method"] == "CofiRank", "original"].iloc[0] == pytest.approx(R._ORIGINAL_CODE_TOPN[10])
+        assert gap.loc[gap["method"] == "CofiRank", "original"].iloc[0] == pytest.approx(AUTHORS_CODE_TOPN[10])
         assert gap.loc[gap["method"] != "CofiRank", "original"].isna().all()
         assert t.loc[t["metric"] != "gap@5", "original"].isna().all()
     else:
@@ -94,12 +96,25 @@ def test_unregistered_model_is_a_missing_row(tmp_path, monkeypatch):
     assert (out.table[out.table["method"] == "ItemMean"]["status"] == "ok").all()
 
 
-def test_errors(tmp_path, monkeypatch):
+def test_errors(tmp_path):
     with pytest.raises(ParameterError, match="lcr-table2"):
         R.reproduce("nosuch", quick=True, store=tmp_path)
-    monkeypatch.setenv("COFIVIZ_PAPER_TABLES", str(tmp_path / "nope.csv"))
-    with pytest.raises(DataError, match="paper_tables.csv"):
-        R.reproduce("gapfm-table4", quick=True, store=tmp_path)
+
+
+SHARED_TABLES = Path(__file__).resolve().parents[2] / "shared" / "reference" / "paper_tables.csv"
+
+
+@pytest.mark.skipif(not SHARED_TABLES.is_file(), reason="the papers' numbers as distributed beside the project")
+def test_the_paper_numbers_are_the_published_ones():
+    """Every number the reproductions hold is the published one, and every published one is held."""
+    ours = R.paper_table()
+    published = pd.read_csv(SHARED_TABLES, dtype={"table": str})
+    key = ["paper", "table", "dataset", "protocol", "method", "metric", "n_train"]
+    merged = ours.merge(published, on=key, how="outer", suffixes=("", "_published"), indicator=True)
+    assert (merged["_merge"] == "both").all(), merged[merged["_merge"] != "both"]
+    assert (merged["value"] == merged["value_published"]).all()
+    same_std = (merged["std"] == merged["std_published"]) | (merged["std"].isna() & merged["std_published"].isna())
+    assert same_std.all(), merged[~same_std]
 
 
 def test_cli_reproduce(tmp_path, capsys):
