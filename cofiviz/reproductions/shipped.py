@@ -1,0 +1,214 @@
+"""The full results of every reproduction, shipped inside the package so that a first visit shows them at once.
+
+For each reproduction ``NAME``, ``cofiviz/reproductions/shipped/`` holds
+
+``NAME.results.parquet``   the ``results`` rows of every full cell (zstd-compressed Parquet);
+``NAME.per_user.parquet``  the per-user test values of the cells the table reports (its chosen settings), from
+                           which the paired significance tests are computed;
+``NAME.traces.parquet``    the per-iteration curves, for reproductions of figures only;
+``NAME.json``              provenance: the cofiviz version, the date, the command, the machine, the seconds of
+                           computation, the data version and the number of cells.
+
+A cell of the user's own results store takes precedence over a shipped one (:class:`Results` come from there
+when both hold a key). Every cell is seeded, so a shipped cell recomputed on any machine gives the same numbers
+to the last bit: :func:`verify` recomputes cells and compares, ``cofiviz reproduce NAME --verify K`` runs it,
+and the test suite verifies a sample of every reproduction. :func:`ship` regenerates the files from a results
+store (``cofiviz reproduce NAME --ship`` computes what is missing first).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import random
+import socket
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .._version import __version__
+from ..errors import DataError
+from ..experiment import Cell, run_cell
+from ..results import Results
+
+__all__ = ["SHIPPED_DIR", "Shipped", "load", "ship", "verify", "Verification", "RESULT_COLUMNS"]
+
+SHIPPED_DIR = Path(__file__).resolve().parent / "shipped"
+#: the columns of a cell's results that a recomputation must reproduce exactly (times are left out)
+RESULT_COLUMNS = ["part", "metric", "value", "std", "n_users", "n_skipped", "iterations", "best_iteration",
+                  "stopped_reason"]
+_TABLES = ("results", "per_user", "traces")
+
+
+@dataclass
+class Shipped:
+    """One reproduction's shipped results: tidy tables of every full cell and where they come from."""
+
+    name: str
+    results: pd.DataFrame
+    per_user: pd.DataFrame = field(default_factory=pd.DataFrame)
+    traces: pd.DataFrame = field(default_factory=pd.DataFrame)
+    provenance: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self._by_key = {k: g for k, g in self.results.groupby("cell", sort=False)} if len(self.results) else {}
+        self._per_user = ({k: g for k, g in self.per_user.groupby("cell", sort=False)} if len(self.per_user)
+                          else {})
+        self._traces = {k: g for k, g in self.traces.groupby("cell", sort=False)} if len(self.traces) else {}
+
+    @property
+    def keys(self) -> set[str]:
+        """The store keys of the shipped cells."""
+        return set(self._by_key)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._by_key
+
+    def read(self, key: str) -> Results:
+        """The shipped :class:`~cofiviz.results.Results` of one cell."""
+        if key not in self._by_key:
+            raise DataError(f"cell {key} is not in the shipped results of {self.name}")
+        empty = pd.DataFrame()
+        return Results(self._by_key[key].reset_index(drop=True),
+                       self._traces.get(key, empty).reset_index(drop=True),
+                       self._per_user.get(key, empty).reset_index(drop=True))
+
+    def config(self, key: str) -> dict:
+        """The configuration of a shipped cell (what :meth:`Cell.from_config` rebuilds it from)."""
+        return json.loads(self._by_key[key]["config"].iloc[0])
+
+
+def _paths(name: str, directory: Path) -> dict[str, Path]:
+    out = {t: directory / f"{name}.{t}.parquet" for t in _TABLES}
+    out["json"] = directory / f"{name}.json"
+    return out
+
+
+@lru_cache(maxsize=16)
+def _load(name: str, directory: str) -> Shipped | None:
+    paths = _paths(name, Path(directory))
+    if not paths["results"].is_file():
+        return None
+    tables = {t: pd.read_parquet(p) if p.is_file() else pd.DataFrame() for t, p in paths.items() if t != "json"}
+    provenance = json.loads(paths["json"].read_text()) if paths["json"].is_file() else {}
+    return Shipped(name, tables["results"], tables["per_user"], tables["traces"], provenance)
+
+
+def load(name: str, directory: str | os.PathLike | None = None) -> Shipped | None:
+    """The shipped results of reproduction ``name`` (read once per process), or ``None`` if none ship."""
+    return _load(name, str(Path(directory) if directory is not None else SHIPPED_DIR))
+
+
+def _machine() -> dict:
+    return {"host": socket.gethostname(), "platform": platform.platform(), "processor": platform.machine(),
+            "cores": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__}
+
+
+def ship(name: str, cells: list[tuple[Cell, str]], store, chosen: set[str], *, command: str, seconds: float,
+         data_version: str, traces: bool = False, directory: str | os.PathLike | None = None) -> dict:
+    """Write the shipped files of reproduction ``name`` from the cells in ``store``; returns the provenance.
+
+    Parameters
+    ----------
+    cells : list of (Cell, key)
+        Every full cell of the reproduction; each must be in ``store``.
+    chosen : set of str
+        The keys of the cells the reproduction's table reports, whose per-user values ship.
+    traces : bool
+        Ship the per-iteration curves (the reproductions of figures draw them).
+    """
+    directory = Path(directory) if directory is not None else SHIPPED_DIR
+    directory.mkdir(parents=True, exist_ok=True)
+    missing = [k for _, k in cells if not store.is_done(k)]
+    if missing:
+        raise DataError(f"{name}: {len(missing)} of {len(cells)} cells are not in {store.root} (first: {missing[0]}); "
+                        "compute them before shipping")
+    results, per_user, curves = [], [], []
+    for cell, key in cells:
+        res = store.read(key)
+        results.append(res.results.assign(config=json.dumps(cell.config(), sort_keys=True)))
+        if key in chosen and len(res.per_user):
+            per_user.append(res.per_user.assign(value=res.per_user["value"].astype("float64")))
+        if traces and len(res.traces):
+            curves.append(res.traces)
+    tables = {"results": pd.concat(results, ignore_index=True),
+              "per_user": pd.concat(per_user, ignore_index=True) if per_user else pd.DataFrame(),
+              "traces": pd.concat(curves, ignore_index=True) if curves else pd.DataFrame()}
+    paths = _paths(name, directory)
+    for t, frame in tables.items():
+        if len(frame):
+            frame.to_parquet(paths[t], index=False, compression="zstd")
+        else:
+            paths[t].unlink(missing_ok=True)
+    provenance = {"reproduction": name, "cofiviz_version": __version__,
+                  "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "command": command, "machine": _machine(),
+                  "seconds": round(float(seconds), 1), "data_version": data_version, "n_cells": len(cells),
+                  "bytes": {t: paths[t].stat().st_size for t in _TABLES if paths[t].is_file()}}
+    paths["json"].write_text(json.dumps(provenance, indent=1) + "\n")
+    _load.cache_clear()
+    return provenance
+
+
+@dataclass
+class Verification:
+    """What :func:`verify` found: the cells recomputed and those that did not agree."""
+
+    name: str
+    keys: list[str]
+    mismatches: list[str]
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatches
+
+
+def _same(a: pd.DataFrame, b: pd.DataFrame, columns: list[str]) -> str | None:
+    cols = [c for c in columns if c in a.columns]
+    left, right = a[cols].reset_index(drop=True), b[cols].reset_index(drop=True)
+    if left.shape != right.shape:
+        return f"{left.shape[0]} rows shipped, {right.shape[0]} recomputed"
+    for c in cols:
+        x, y = left[c].to_numpy(), right[c].to_numpy()
+        if x.dtype.kind == "f" or y.dtype.kind == "f":
+            equal = np.array_equal(x.astype(float), y.astype(float), equal_nan=True)
+        else:
+            equal = [str(v) for v in x] == [str(v) for v in y]
+        if not equal:
+            return f"column {c!r} differs: shipped {list(x)[:4]}, recomputed {list(y)[:4]}"
+    return None
+
+
+def verify(shipped: Shipped, k: int, *, seed: int | None = None, keys: list[str] | None = None,
+           log=None) -> Verification:
+    """Recompute ``k`` randomly chosen shipped cells (or ``keys``) and compare them with what ships, bit for bit.
+
+    The results rows (values, standard deviations, user counts, iterations, the stopping reason), the per-user
+    values and the curves that ship for a cell must all be reproduced exactly; fit times are left out.
+    """
+    t0 = time.perf_counter()
+    if keys is None:
+        pool = sorted(shipped.keys)
+        keys = random.Random(seed).sample(pool, min(int(k), len(pool)))
+    mismatches = []
+    for key in keys:
+        cell = Cell.from_config(shipped.config(key), experiment=shipped.name)
+        version = shipped.provenance.get("data_version")
+        got = run_cell(cell, key, expected_version=version)
+        want = shipped.read(key)
+        problem = _same(want.results.sort_values(["part", "metric"]), got.results.sort_values(["part", "metric"]),
+                        RESULT_COLUMNS)
+        if problem is None and len(want.per_user):
+            problem = _same(want.per_user, got.per_user, ["user", "metric", "value"])
+        if problem is None and len(want.traces):
+            problem = _same(want.traces, got.traces, ["iteration", "part", "metric", "value"])
+        if problem is not None:
+            mismatches.append(f"{key} ({cell.describe()}): {problem}")
+        if log is not None:
+            log(f"{shipped.name}: cell {key} {'agrees' if problem is None else 'DIFFERS'}")
+    return Verification(shipped.name, list(keys), mismatches, time.perf_counter() - t0)
