@@ -223,4 +223,4 @@ def write_json(path: str | Path, payload: dict) -> None:
     """``payload`` as indented JSON (NaN and infinities written as ``null``), parent directories created."""
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(jsonable(payload, nonfinite="null"), indent=2, default=str))
+    out.write_text(json.dumps(jsonable(payload, nonfinite="none"), indent=2, default=str))
