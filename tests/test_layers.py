@@ -1,0 +1,134 @@
+"""The package's imports go down the layers of ARCHITECTURE.md: no cycle, no way around the order.
+
+Every ``import`` and ``from ... import`` of a cofiviz module is read from the source with :mod:`ast`,
+wherever it stands (module level or inside a function), and checked against :data:`LAYERS`: a module may
+import modules of its own layer or of a lower one, never of a higher one, and the import graph has no
+cycle. Imports inside functions are not a way around the order: a cofiviz module is imported at the
+top of the module that needs it (third-party packages may still be imported lazily).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "cofiviz"
+
+#: (layer number, module prefixes), lowest first; a module belongs to the longest prefix that names it
+LAYERS = [
+    (0, ["cofiviz.errors", "cofiviz._version", "cofiviz.compile_notice"]),
+    (1, ["cofiviz.ratings"]),
+    (2, ["cofiviz.datasets"]),
+    (3, ["cofiviz.split"]),
+    (4, ["cofiviz.protocols"]),
+    (5, ["cofiviz.metrics", "cofiviz.losses", "cofiviz.solvers", "cofiviz.search"]),
+    (6, ["cofiviz.models"]),
+    (7, ["cofiviz.evaluation"]),
+    (8, ["cofiviz.results", "cofiviz.experiment", "cofiviz.trace", "cofiviz.selection", "cofiviz.store",
+         "cofiviz.sweep", "cofiviz.rank1", "cofiviz.warmup"]),
+    (9, ["cofiviz.reproductions", "cofiviz.reproduce"]),
+    (10, ["cofiviz.cli", "cofiviz.dashboards"]),
+    (11, ["cofiviz"]),
+]
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def layer_of(module: str) -> int:
+    best, rank = -1, None
+    for number, prefixes in LAYERS:
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
+                best, rank = len(prefix), number
+    if rank is None:
+        raise AssertionError(f"{module} belongs to no layer of LAYERS: add it to ARCHITECTURE.md and here")
+    return rank
+
+
+def _resolve(module: str, is_package: bool, node: ast.ImportFrom) -> str:
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    if node.level > 1:
+        base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def imports(module: str) -> list[tuple[str, int, bool]]:
+    """``(imported cofiviz module, line, inside a function)`` for every import in ``module``."""
+    path = MODULES[module]
+    tree = ast.parse(path.read_text(), filename=str(path))
+    out = []
+
+    def visit(node, in_function: bool):
+        for child in ast.iter_child_nodes(node):
+            nested = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            if isinstance(child, ast.Import):
+                for alias in child.names:
+                    if alias.name == "cofiviz" or alias.name.startswith("cofiviz."):
+                        out.append((alias.name, child.lineno, in_function))
+            elif isinstance(child, ast.ImportFrom):
+                target = _resolve(module, path.name == "__init__.py", child) if child.level else (child.module or "")
+                if target == "cofiviz" or target.startswith("cofiviz."):
+                    for alias in child.names:   # ``from . import metrics`` imports a module
+                        sub = f"{target}.{alias.name}"
+                        out.append((sub if sub in MODULES else target, child.lineno, in_function))
+            visit(child, nested)
+
+    visit(tree, False)
+    return out
+
+
+def test_every_module_has_a_layer():
+    for module in MODULES:
+        layer_of(module)
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_imports_go_down_the_layers(module):
+    mine = layer_of(module)
+    for target, line, in_function in imports(module):
+        if target == module or module.startswith(target + "."):   # a package's own parents
+            continue
+        assert not in_function, (f"{MODULES[module].relative_to(ROOT)}:{line} imports {target} inside a function; "
+                                 "import cofiviz modules at the top of the module")
+        assert layer_of(target) <= mine, (f"{MODULES[module].relative_to(ROOT)}:{line}: {module} (layer {mine}) "
+                                          f"imports {target} (layer {layer_of(target)}), a higher layer")
+
+
+def test_the_import_graph_has_no_cycle():
+    graph = {m: sorted({t for t, _, _ in imports(m) if t in MODULES and t != m and not m.startswith(t + ".")})
+             for m in MODULES}
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def walk(m):
+        state[m] = 1
+        stack.append(m)
+        for t in graph[m]:
+            if state.get(t) == 1:
+                cycle = stack[stack.index(t):] + [t]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if t not in state:
+                walk(t)
+        stack.pop()
+        state[m] = 2
+
+    for m in graph:
+        if m not in state:
+            walk(m)
+
+
+def test_no_module_is_over_600_lines():
+    long = {str(p.relative_to(ROOT)): n for p in MODULES.values()
+            if (n := len(p.read_text().splitlines())) > 600}
+    assert long == {}, f"modules over 600 lines: {long}"
