@@ -6,6 +6,7 @@ Data flows one way: :class:`Ratings` → a protocol (:mod:`cofiviz.protocols`) m
 compiled (and cached on disk) at first use, or ahead of time by :func:`warmup`.
 """
 
+from ._version import __version__
 from .errors import CofivizError, DataError, DataSourceError, ModelFitError, ParameterError
 from .ratings import Ratings, Split
 from . import datasets, metrics, models, protocols
@@ -13,8 +14,6 @@ from .evaluation import evaluate, Evaluation
 from .experiment import Experiment, Results
 from .store import ResultsStore
 from .warmup import warmup
-
-__version__ = "0.1.0"
 
 __all__ = ["Ratings", "Split", "datasets", "metrics", "models", "protocols", "evaluate", "Evaluation", "Experiment", "Results", "ResultsStore",
            "warmup", "CofivizError", "DataError", "DataSourceError", "ModelFitError", "ParameterError",

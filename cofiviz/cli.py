@@ -39,6 +39,7 @@ import numpy as np
 
 from .compile_notice import announce_compilation
 from .errors import CofivizError, DataError, DataSourceError, ModelFitError, ParameterError
+from .jsonable import jsonable
 from .ratings import DUPLICATE_POLICIES
 
 __all__ = ["main", "parse_sets", "convert_value"]
@@ -141,18 +142,6 @@ def _grid(values: dict[str, list[Any]]) -> list[dict[str, Any]]:
 
 
 # ---------------------------------------------------------------------------------- helpers
-def _finite_or_none(x):
-    if isinstance(x, dict):
-        return {k: _finite_or_none(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_finite_or_none(v) for v in x]
-    if isinstance(x, np.generic):
-        x = x.item()
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    return x
-
-
 def _print_table(rows: list[dict], columns: list[str], out=None) -> None:
     out = out or sys.stdout
     def fmt(v):
@@ -312,7 +301,7 @@ def _cmd_run(args) -> int:
     if args.json:
         out = Path(args.json)
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(_finite_or_none(result), indent=2, default=str))
+        out.write_text(json.dumps(jsonable(result, nonfinite="none"), indent=2, default=str))
     if not args.quiet:
         print(f"{klass.model_name()}  ({len(split.train):,} training ratings, "
               f"{ev.info['n_users']:,} test users, fit {fit_seconds:.2f} s)")
@@ -549,7 +538,7 @@ def _cmd_reproduce(args) -> int:
         out.parent.mkdir(parents=True, exist_ok=True)
         payload = {"name": report.name, "quick": args.quick, "table": report.table.to_dict("records"),
                    "notes": report.notes, "html": str(report.html)}
-        out.write_text(json.dumps(_finite_or_none(payload), indent=2, default=str))
+        out.write_text(json.dumps(jsonable(payload, nonfinite="none"), indent=2, default=str))
     return 0
 
 

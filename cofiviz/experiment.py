@@ -53,7 +53,9 @@ from typing import Any, Callable, Iterable
 import numpy as np
 import pandas as pd
 
+from ._version import __version__
 from .errors import DataError, ParameterError
+from .jsonable import jsonable
 from .ratings import Ratings, Split
 
 __all__ = ["Experiment", "Cell", "Results", "run_cell", "load_data", "data_version", "make_split",
@@ -67,20 +69,8 @@ _TRACE_PARTS = ("train", "valid", "test")
 
 
 # ====================================================================== helpers
-def _jsonable(obj):
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return [_jsonable(v) for v in obj.tolist()]
-    if isinstance(obj, np.generic):
-        return obj.item()
-    return obj
-
-
 def _canonical_json(obj) -> str:
-    return json.dumps(_jsonable(obj), sort_keys=True, separators=(",", ":"), default=str)
+    return json.dumps(jsonable(obj), sort_keys=True, separators=(",", ":"), default=str)
 
 
 def _grid(values: dict[str, Any]) -> list[dict[str, Any]]:
@@ -254,7 +244,7 @@ class Cell:
 
     def config(self) -> dict:
         """The JSON-ready configuration that identifies the cell (the store key hashes it)."""
-        return _jsonable({"model": self.model, "params": dict(sorted(self.params.items())),
+        return jsonable({"model": self.model, "params": dict(sorted(self.params.items())),
                           "protocol": self.protocol, "protocol_params": dict(sorted(self.protocol_params.items())),
                           "seed": self.seed, "data": self.data, "metrics": list(self.metrics),
                           "trace_metrics": list(self.trace_metrics), "trace_parts": list(self.trace_parts),
@@ -281,7 +271,7 @@ class Cell:
 def cell_key(config: dict, data_version: str, version: str | None = None) -> str:
     """Stable 20-hex-digit hash of a cell configuration, the data version and the cofiviz version."""
     if version is None:
-        from . import __version__ as version
+        version = __version__
     payload = _canonical_json({"cell": config, "data_version": data_version, "cofiviz": version})
     return hashlib.sha256(payload.encode()).hexdigest()[:20]
 

@@ -44,6 +44,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import DataError, ParameterError
+from .jsonable import jsonable
 from .ratings import Ratings, Split
 
 __all__ = ["weak_generalization", "cofirank_weak", "lcr_weak", "fixed_ratio", "strong_generalization", "top_n",
@@ -185,22 +186,6 @@ def _ids(ids: np.ndarray, index) -> list:
     return np.asarray(ids)[np.asarray(index, dtype=np.int64)].tolist()
 
 
-def _jsonable(obj):
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return [_jsonable(v) for v in obj.tolist()]
-    if isinstance(obj, (np.bool_,)):
-        return bool(obj)
-    if isinstance(obj, np.integer):
-        return int(obj)
-    if isinstance(obj, np.floating):
-        return float(obj)
-    return obj
-
-
 class _Record:
     """Collects a protocol's report while it runs."""
 
@@ -250,7 +235,7 @@ def _assemble(source: Ratings, parts: dict[str, Ratings | None], record: _Record
     protocol["sizes"] = sizes
     protocol["dropped"] = _totals(protocol, source, out)
     return Split(train=out["train"], test=out["test"], valid=out.get("valid"), negatives=out.get("negatives"),
-                 given=out.get("given"), protocol=_jsonable(protocol))
+                 given=out.get("given"), protocol=jsonable(protocol))
 
 
 def _totals(protocol: dict, source: Ratings, out: dict) -> dict:

@@ -34,6 +34,7 @@ from typing import Iterable
 
 import pandas as pd
 
+from ._version import __version__
 from .errors import DataError
 
 __all__ = ["ResultsStore", "MANIFEST", "TABLES"]
@@ -171,8 +172,6 @@ class ResultsStore:
         ``os.replace`` moves to ``cells/<key>``. A corrupted or incomplete directory in the way is
         moved aside into ``tmp/`` first.
         """
-        from . import __version__
-
         final = self.cells_dir / key
         if self.is_done(key):
             return False
