@@ -8,7 +8,8 @@ compiled (and cached on disk) at first use, or ahead of time by :func:`warmup`.
 
 from ._version import __version__
 from .errors import CofivizError, DataError, DataSourceError, ModelFitError, ParameterError
-from .ratings import Ratings, Split
+from .ratings import Ratings
+from .split import Split
 from . import datasets, metrics, models, protocols
 from .evaluation import evaluate, Evaluation
 from .experiment import Experiment, Results

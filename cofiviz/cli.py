@@ -180,7 +180,7 @@ def _carve_tenth(train, seed: int):
 def _cmd_run(args) -> int:
     from .evaluation import check_metrics, default_threshold, evaluate, mean_metrics
     from .models.base import get_model_class, _lower_is_better
-    from .ratings import Split
+    from .split import Split
 
     klass = get_model_class(args.model)
     try:

@@ -56,7 +56,8 @@ import pandas as pd
 from ._version import __version__
 from .errors import DataError, ParameterError
 from .jsonable import jsonable
-from .ratings import Ratings, Split
+from .ratings import Ratings
+from .split import Split
 
 __all__ = ["Experiment", "Cell", "Results", "run_cell", "load_data", "data_version", "make_split",
            "cell_key", "EXTRA_PROTOCOLS", "resolve_model"]

@@ -45,7 +45,8 @@ import pandas as pd
 
 from .errors import DataError, ParameterError
 from .jsonable import jsonable
-from .ratings import Ratings, Split
+from .ratings import Ratings
+from .split import Split
 
 __all__ = ["weak_generalization", "cofirank_weak", "lcr_weak", "fixed_ratio", "strong_generalization", "top_n",
            "controversial_items", "PROTOCOLS", "get", "make", "parameters", "REFERENCES"]

@@ -94,7 +94,7 @@ def _gapfm_top_n(ratings, n_train: int = 10, n_negatives: int = 1000, n_valid: i
                  n_valid_negatives: int = 200, seed: int = 0):
     """``protocols.top_n`` plus a validation part carved from the held-out items (as reproduce_gapfm.py)."""
     from .protocols import top_n
-    from .ratings import Split
+    from .split import Split
 
     sp = top_n(ratings, n_train=n_train, n_negatives=n_negatives, too_few_unrated="all", seed=seed)
     rng = np.random.default_rng([seed, 17])

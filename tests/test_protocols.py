@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from cofiviz.errors import DataError, ParameterError
-from cofiviz.ratings import Ratings, Split
+from cofiviz.ratings import Ratings
+from cofiviz.split import Split
 from cofiviz import protocols as P
 
 
