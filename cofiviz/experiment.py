@@ -54,17 +54,14 @@ import numpy as np
 import pandas as pd
 
 from ._version import __version__
+from . import protocols
 from .errors import DataError, ParameterError
 from .jsonable import jsonable
 from .ratings import Ratings
 from .split import Split
 
 __all__ = ["Experiment", "Cell", "Results", "run_cell", "load_data", "data_version", "make_split",
-           "cell_key", "EXTRA_PROTOCOLS", "resolve_model"]
-
-#: Protocols an experiment may name beyond :data:`cofiviz.protocols.PROTOCOLS` (``name -> function(ratings,
-#: seed=..., **params) -> Split``); :mod:`cofiviz.reproduce` registers the papers' variants here.
-EXTRA_PROTOCOLS: dict[str, Callable[..., Split]] = {}
+           "cell_key", "resolve_model"]
 
 _TRACE_PARTS = ("train", "valid", "test")
 
@@ -107,20 +104,14 @@ def resolve_model(name: str):
     return MODEL_REGISTRY[key]
 
 
-def _protocol_function(name: str):
-    from . import protocols
-
+def _protocol_name(name: str) -> str:
+    """The registered name of protocol ``name``; an unknown one is a ParameterError listing the valid ones."""
     key = str(name).strip().lower().replace("_", "-")
-    if key not in EXTRA_PROTOCOLS and key not in protocols.PROTOCOLS:
-        from . import reproduce  # noqa: F401  (registers the papers' protocol variants)
-    if key in EXTRA_PROTOCOLS:
-        return key, EXTRA_PROTOCOLS[key]
     try:
         protocols.get(key)
     except ParameterError:
-        raise ParameterError(f"unknown protocol {name!r}; valid protocols: "
-                             f"{', '.join(list(protocols.PROTOCOLS) + list(EXTRA_PROTOCOLS))}") from None
-    return key, None
+        raise ParameterError(f"unknown protocol {name!r}; valid protocols: {', '.join(protocols.PROTOCOLS)}") from None
+    return key
 
 
 # ====================================================================== data and splits (cached per process)
@@ -176,16 +167,12 @@ def data_version(data: dict) -> str:
 
 def make_split(data: dict, protocol: str, params: dict, seed: int) -> Split:
     """The protocol's split of the data (cached per process)."""
-    from . import protocols
-
     key = _canonical_json([data, protocol, params, seed])
     if key in _SPLIT_CACHE:
         _SPLIT_CACHE.move_to_end(key)
         return _SPLIT_CACHE[key]
     ratings, _ = load_data(data)
-    name, fn = _protocol_function(protocol)
-    split = fn(ratings, seed=seed, **params) if fn is not None else protocols.make(name, ratings, seed=seed,
-                                                                                      **params)
+    split = protocols.make(_protocol_name(protocol), ratings, seed=seed, **params)
     _SPLIT_CACHE[key] = split
     while len(_SPLIT_CACHE) > _SPLIT_CACHE_SIZE:
         _SPLIT_CACHE.popitem(last=False)
@@ -484,7 +471,6 @@ class Experiment:
     def __init__(self, models, data="movielens-100k", protocol="weak", seeds=(0,), metrics=("ndcg@10", "ap", "gap"),
                  trace: dict | None = None, per_user: bool = False, threshold: float | None = None,
                  name: str = "experiment"):
-        from . import protocols
         from .evaluation import check_metrics
 
         self.name = str(name)
@@ -496,20 +482,19 @@ class Experiment:
         pname = protocol.pop("name", None)
         if pname is None:
             raise ParameterError("protocol needs a 'name'")
-        self.protocol, fn = _protocol_function(pname)
+        self.protocol = _protocol_name(pname)
         self.protocol_params = protocol
         if "seed" in protocol:
             raise ParameterError("the protocol's seed is the experiment's seeds; remove 'seed' from protocol")
-        if fn is None:
-            valid = set(protocols.parameters(self.protocol)) - {"seed"}
-            if self.protocol == "controversial":
-                base = protocol.get("base", "weak")
-                for b in (base if isinstance(base, list) else [base]):
-                    valid |= set(protocols.parameters(b)) - {"seed"}
-            unknown = sorted(set(protocol) - valid)
-            if unknown:
-                raise ParameterError(f"protocol {self.protocol!r} has no parameter(s) {', '.join(map(repr, unknown))}; "
-                                     f"valid parameters: {', '.join(sorted(valid))}")
+        valid = set(protocols.parameters(self.protocol)) - {"seed"}
+        if self.protocol == "controversial":
+            base = protocol.get("base", "weak")
+            for b in (base if isinstance(base, list) else [base]):
+                valid |= set(protocols.parameters(b)) - {"seed"}
+        unknown = sorted(set(protocol) - valid)
+        if unknown:
+            raise ParameterError(f"protocol {self.protocol!r} has no parameter(s) {', '.join(map(repr, unknown))}; "
+                                 f"valid parameters: {', '.join(sorted(valid))}")
         seeds = [seeds] if isinstance(seeds, (int, np.integer)) else list(seeds)
         if not seeds or any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0 for s in seeds):
             raise ParameterError(f"seeds must be non-negative integers, got {seeds!r}")

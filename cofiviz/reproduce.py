@@ -48,11 +48,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-import numpy as np
 import pandas as pd
 
 from .errors import DataError, ParameterError
-from .experiment import EXTRA_PROTOCOLS, Experiment, Results, resolve_model
+from .experiment import Experiment, Results, resolve_model
 
 __all__ = ["REPRODUCTIONS", "Reproduction", "Method", "reproduce", "paper_tables_path", "paper_table",
            "ReproductionReport", "ReproductionStatus", "status", "compute_cell"]
@@ -87,48 +86,6 @@ def paper_table(path: str | os.PathLike | None = None) -> pd.DataFrame:
                         "directory beside the checkout (../shared/reference/paper_tables.csv) or "
                         "COFIVIZ_PAPER_TABLES=FILE")
     return pd.read_csv(path)
-
-
-# ====================================================================== the GAPfm top-N split with validation
-def _gapfm_top_n(ratings, n_train: int = 10, n_negatives: int = 1000, n_valid: int = 5,
-                 n_valid_negatives: int = 200, seed: int = 0):
-    """``protocols.top_n`` plus a validation part carved from the held-out items (as reproduce_gapfm.py)."""
-    from .protocols import top_n
-    from .split import Split
-
-    sp = top_n(ratings, n_train=n_train, n_negatives=n_negatives, too_few_unrated="all", seed=seed)
-    rng = np.random.default_rng([seed, 17])
-    test, neg = sp.test, sp.negatives
-    n_items = test.n_items
-    hold = np.zeros(len(test), dtype=bool)
-    vu, vi = [], []
-    for u in np.flatnonzero(test.user_counts() > 0):
-        lo, hi = test.indptr[u], test.indptr[u + 1]
-        k = min(n_valid, hi - lo - 1)
-        if k > 0:
-            hold[lo + rng.choice(hi - lo, size=k, replace=False)] = True
-        used = np.zeros(n_items, dtype=bool)
-        used[sp.train.items[sp.train.user_slice(u)]] = True
-        used[test.items[lo:hi]] = True
-        if neg is not None:
-            used[neg.items[neg.user_slice(u)]] = True
-        free = np.flatnonzero(~used)
-        pick = rng.choice(free, size=min(n_valid_negatives, len(free)), replace=False)
-        vu.append(np.full(len(pick), u))
-        vi.append(pick)
-    vr = test.take(hold)
-    vu = np.concatenate(vu) if vu else np.zeros(0, np.int64)
-    vi = np.concatenate(vi) if vi else np.zeros(0, np.int64)
-    valid = test.like(np.concatenate([vr.users, vu]), np.concatenate([vr.items, vi]),
-                      np.concatenate([vr.ratings, np.zeros(len(vu))]), name="valid", allow_zero=True)
-    protocol = dict(sp.protocol)
-    protocol["name"] = "gapfm-top-n"
-    protocol["validation"] = (f"{n_valid} held-out rated items per user moved from test to valid, plus "
-                              f"{n_valid_negatives} unrated items not among the test candidates (rating 0)")
-    return Split(train=sp.train, test=test.take(~hold, name="test"), valid=valid, negatives=neg, protocol=protocol)
-
-
-EXTRA_PROTOCOLS["gapfm-top-n"] = _gapfm_top_n
 
 
 # ====================================================================== definitions
