@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 from .errors import DataError, ParameterError
-from .ratings import Ratings, Split
+from .ratings import Ratings
+from .split import Split
 
 __all__ = ["evaluate", "Evaluation", "mean_metrics", "per_user_metrics", "check_metrics",
            "DEFAULT_METRICS", "ZERO_ONE", "default_threshold"]

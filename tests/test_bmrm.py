@@ -9,7 +9,8 @@ from scipy.optimize import minimize
 
 from cofiviz import losses as L
 from cofiviz.errors import ModelFitError, ParameterError
-from cofiviz.solvers.alternating import item_index, item_oracle, user_phase
+from cofiviz import Ratings
+from cofiviz.solvers.alternating import item_oracle, user_phase
 from cofiviz.solvers.bmrm import bmrm, qp_simplex
 
 
@@ -175,7 +176,7 @@ def test_user_phase_ndcg_equals_the_python_driver_per_user():
 def test_item_oracle_gradient_matches_dense_and_finite_differences():
     indptr, users, items, y, U, M = _table(2)
     n_items, D = M.shape
-    ptr, pos = item_index(items, n_items)
+    ptr, pos = Ratings(users, items, y, user_ids=np.arange(len(U)), item_ids=np.arange(n_items)).item_index()
     free = np.arange(D, dtype=np.int64)
     for loss in ("regression", "ordinal", "ndcg"):
         data = L.build_loss_data(indptr, y, loss, k=3)

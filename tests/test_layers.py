@@ -19,10 +19,10 @@ PACKAGE = ROOT / "cofiviz"
 
 #: (layer number, module prefixes), lowest first; a module belongs to the longest prefix that names it
 LAYERS = [
-    (0, ["cofiviz.errors", "cofiviz._version", "cofiviz.compile_notice"]),
-    (1, ["cofiviz.ratings"]),
+    (0, ["cofiviz.errors", "cofiviz._version", "cofiviz.compile_notice", "cofiviz.jsonable"]),
+    (1, ["cofiviz.ratings", "cofiviz.columns"]),
     (2, ["cofiviz.datasets"]),
-    (3, ["cofiviz.split"]),
+    (3, ["cofiviz.split", "cofiviz.parts"]),
     (4, ["cofiviz.protocols"]),
     (5, ["cofiviz.metrics", "cofiviz.losses", "cofiviz.solvers", "cofiviz.search"]),
     (6, ["cofiviz.models"]),

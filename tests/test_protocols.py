@@ -15,8 +15,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from cofiviz.errors import DataError, ParameterError
-from cofiviz.ratings import Ratings, Split
+from cofiviz.ratings import Ratings
+from cofiviz.split import Split
 from cofiviz import protocols as P
+from cofiviz.protocols.top_n import _sample_distinct
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -315,12 +317,57 @@ def test_top_n_too_few_unrated_items():
     assert s.negatives is None
 
 
+def test_gapfm_top_n_carves_validation_from_the_held_out_items():
+    counts = [60, 55, 80, 49, 120, 70, 52]
+    r = _table(counts, n_items=400, seed=5)
+    base = P.top_n(r, n_train=10, n_negatives=150, too_few_unrated="all", seed=4)
+    s = P.gapfm_top_n(r, n_train=10, n_negatives=150, n_valid=5, n_valid_negatives=30, seed=4)
+    assert _triples(s.train) == _triples(base.train) and _triples(s.negatives) == _triples(base.negatives)
+    held = s.valid.to_dataframe()
+    rated_valid = held[held["rating"] > 0]
+    assert _triples(s.test) | set(zip(rated_valid["user"].astype(str), rated_valid["item"].astype(str),
+                                      rated_valid["rating"].astype(float))) == _triples(base.test)
+    assert not _keys(s.test) & _keys(s.valid)
+    per_user_test = _per_user(base.test)
+    assert rated_valid.groupby("user").size().to_dict() == {u: min(5, n - 1) for u, n in per_user_test.items()}
+    zeros = held[held["rating"] == 0]
+    n_rated, n_neg = _per_user(base.train), _per_user(base.negatives)
+    free = {u: s.train.n_items - n_rated[u] - per_user_test[u] - n_neg[u] for u in per_user_test}
+    assert min(free.values()) < 30 < max(free.values())       # some users have fewer items left than asked
+    assert zeros.groupby("user").size().to_dict() == {u: min(30, f) for u, f in free.items()}
+    used = _keys(r) | _keys(s.negatives)
+    assert not any((u, i) in used for u, i in zip(zeros["user"].astype(str), zeros["item"].astype(str)))
+    assert not zeros.duplicated(["user", "item"]).any()
+    pr = s.protocol
+    assert pr["name"] == "gapfm-top-n" and pr["seed"] == 4 and pr["reference"] == P.REFERENCES["gapfm-top-n"]
+    assert pr["params"]["n_valid"] == 5 and pr["params"]["n_valid_negatives"] == 30
+    assert pr["params"]["relevance_threshold"] == 5 and pr["params"]["too_few_unrated"] == "all"
+    assert {k: pr["sizes"][k] for k in ("train", "valid", "test", "negatives")} == {
+        "train": len(s.train), "valid": len(s.valid), "test": len(s.test), "negatives": len(s.negatives)}
+    json.dumps(pr)
+
+
+def test_gapfm_top_n_is_reproducible_and_checks_its_parameters(toy):
+    a = P.make("gapfm-top-n", toy, n_negatives=40, n_valid=3, n_valid_negatives=20, seed=3)
+    b = P.make("gapfm-top-n", toy, n_negatives=40, n_valid=3, n_valid_negatives=20, seed=3)
+    c = P.make("gapfm-top-n", toy, n_negatives=40, n_valid=3, n_valid_negatives=20, seed=4)
+    assert _same_split(a, b) and a.protocol == b.protocol and not _same_split(a, c)
+    assert P.parameters("gapfm-top-n") == {"n_train": 10, "n_negatives": 1000, "n_valid": 5,
+                                           "n_valid_negatives": 200, "seed": 0}
+    with pytest.raises(ParameterError, match="n_valid must be an integer >= 0"):
+        P.gapfm_top_n(toy, n_valid=-1)
+    with pytest.raises(ParameterError, match="n_valid_negatives must be an integer >= 0"):
+        P.gapfm_top_n(toy, n_valid_negatives=1.5)
+    with pytest.raises(ParameterError, match=r"no parameter\(s\) 'min_test'"):
+        P.make("gapfm-top-n", toy, min_test=3)
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 40)), min_size=1, max_size=8), st.integers(0, 2**16))
 def test_sample_distinct_property(mk, seed):
     m = np.array([a for a, _ in mk])
     k = np.array([min(a, b) for a, b in mk])
-    g, v = P._sample_distinct(m, k, np.random.default_rng(seed))
+    g, v = _sample_distinct(m, k, np.random.default_rng(seed))
     assert np.array_equal(np.bincount(g, minlength=len(m)), k)
     assert np.all((v >= 0) & (v < m[g]))
     assert len(np.unique(g * 1000 + v)) == len(g)
@@ -479,7 +526,7 @@ def test_every_split_partitions_its_input(toy, name, params):
 # ---------------------------------------------------------------------------------------------- registry, errors
 def test_registry_names():
     assert list(P.PROTOCOLS) == ["weak", "cofirank-weak", "lcr-weak", "fixed-ratio", "strong", "top-n",
-                                 "controversial"]
+                                 "gapfm-top-n", "controversial"]
     assert P.get("cofirank-weak") is P.cofirank_weak and P.get("Fixed_Ratio") is P.fixed_ratio
     with pytest.raises(ParameterError, match="unknown protocol 'nope'.*weak, cofirank-weak, lcr-weak"):
         P.get("nope")

@@ -200,3 +200,19 @@ def test_write_keeps_non_integer_ratings_exact(tmp_path):
     ints = Ratings.from_dataframe(_frame(user=[1, 2], item=[1, 1], rating=[4.0, 5.0]))
     assert (tmp_path / "i.tsv").exists() is False
     assert ints.write(tmp_path / "i.tsv").read_text().splitlines() == ["user\titem\trating", "1\t1\t4", "2\t1\t5"]
+
+
+def test_item_index_lists_each_items_ratings_in_table_order():
+    r = Ratings([2, 0, 1, 0, 2, 1], [1, 3, 1, 0, 3, 3], [1.0, 2.0, 3.0, 4.0, 5.0, 2.0],
+                user_ids=[10, 11, 12], item_ids=list("abcde"), scale=(1, 5))
+    indptr, positions = r.item_index()
+    assert indptr.dtype == np.int64 and positions.dtype == np.int64
+    assert indptr.tolist() == [0, 1, 3, 3, 6, 6]
+    for i in range(r.n_items):
+        at = positions[indptr[i]:indptr[i + 1]]
+        assert (r.items[at] == i).all()
+        assert (np.diff(at) > 0).all()                   # the table's order: by user, then item
+    assert sorted(positions.tolist()) == list(range(len(r)))
+    assert r.item_index()[1] is positions                # computed once per table
+    sub = r.take(r.users != 0)
+    assert sub.item_index()[0].tolist() == [0, 0, 2, 2, 4, 4]

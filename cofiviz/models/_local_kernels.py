@@ -51,22 +51,13 @@ from numba import njit, prange
 from ..losses.surrogates import surrogate_value_deriv
 
 __all__ = ["combine", "pair_pass", "lcr_gradients", "apply_step", "apply_adagrad", "model_weights", "wals_half", "weighted_sq_loss",
-           "sgd_epoch", "item_index", "kernel_matrix", "KERNELS", "DISTANCES", "warmup"]
+           "sgd_epoch", "kernel_matrix", "KERNELS", "DISTANCES", "warmup"]
 
 KERNELS = ("epanechnikov", "epanechnikov_paper", "triangular", "uniform")
 DISTANCES = ("arccos_scaled", "arccos")
 
 
 # ---------------------------------------------------------------------------------------------- helpers
-def item_index(items: np.ndarray, n_items: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(item_indptr, item_pos)``: the positions of each item's entries (stable order)."""
-    pos = np.argsort(items, kind="stable").astype(np.int64)
-    counts = np.bincount(items, minlength=n_items)
-    indptr = np.zeros(n_items + 1, dtype=np.int64)
-    np.cumsum(counts, out=indptr[1:])
-    return indptr, pos
-
-
 @njit(cache=True, parallel=True)
 def _cosines(Xn, anchors, out):
     """``out[t, x] = Xn[anchors[t]] · Xn[x]``, each a sequential sum.
@@ -531,7 +522,8 @@ def warmup() -> None:
     items = np.array([0, 1, 2, 0, 2], dtype=np.int32)
     ratings = np.array([5.0, 3.0, 1.0, 4.0, 2.0])
     indptr = np.array([0, 3, 5], dtype=np.int64)
-    iptr, ipos = item_index(items, 3)
+    iptr = np.array([0, 2, 3, 5], dtype=np.int64)     # the item-major index of the entries above
+    ipos = np.array([0, 3, 1, 2, 4], dtype=np.int64)
     q, r = 2, 2
     rng = np.random.default_rng(0)
     U = rng.normal(size=(q, 2, r))

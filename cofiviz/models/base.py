@@ -43,6 +43,7 @@ import numpy as np
 import param
 
 from ..errors import CofivizError, DataError, ModelFitError, ParameterError
+from ..jsonable import jsonable
 from ..ratings import Ratings
 
 __all__ = ["Model", "IterationInfo", "NotFittedError", "MODEL_REGISTRY", "get_model_class", "available_models",
@@ -502,12 +503,12 @@ class Model(param.Parameterized):
             with open(tmp_npz, "wb") as fh:
                 np.savez(fh, **arrays)
             meta = {"format": FORMAT_VERSION, "model": self.model_name(), "class": type(self).__name__,
-                    "params": _jsonable(self.get_params()), "scale": list(t.scale),
+                    "params": jsonable(self.get_params()), "scale": list(t.scale),
                     "checksum": {"sha256": _sha256(tmp_npz), "bytes": tmp_npz.stat().st_size},
                     "arrays": {k: {"shape": list(v.shape), "dtype": v.dtype.str} for k, v in arrays.items()},
-                    "history": _jsonable(self.history_), "fit_seconds": self.fit_seconds_,
-                    "stopped_reason": self.stopped_reason_, "extra": _jsonable(self._extra_meta())}
-            tmp_js.write_text(json.dumps(meta, indent=2))
+                    "history": jsonable(self.history_), "fit_seconds": self.fit_seconds_,
+                    "stopped_reason": self.stopped_reason_, "extra": jsonable(self._extra_meta())}
+            tmp_js.write_text(json.dumps(meta, indent=2, default=str))
             os.replace(tmp_npz, npz)
             os.replace(tmp_js, js)
         finally:
@@ -763,21 +764,6 @@ def _read_npz(npz: Path) -> dict[str, np.ndarray]:
             return {k: data[k] for k in data.files}
     except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError, zlib.error) as exc:
         raise DataError(f"{npz} is not a readable .npz archive ({type(exc).__name__}: {_one_line(exc)})") from None
-
-
-def _jsonable(obj):
-    """Plain JSON types (NumPy scalars and arrays converted); NaN stays NaN (JSON's extension)."""
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return _jsonable(obj.tolist())
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if obj is None or isinstance(obj, (bool, int, float, str)):
-        return obj
-    return str(obj)
 
 
 def _lower_is_better(metric: str) -> bool:

@@ -49,7 +49,7 @@ from ..losses.listwise import PL_TIES, pl_ties_code
 from ..losses.surrogates import SURROGATES
 from ..ratings import Ratings
 from . import _bilinear_kernels as bk
-from ._local_kernels import apply_adagrad, item_index
+from ._local_kernels import apply_adagrad
 from .base import Model
 
 __all__ = ["Bilinear", "encode_features", "BILINEAR_LOSSES", "warmup"]
@@ -255,7 +255,7 @@ class Bilinear(Model):
         self._users = np.ascontiguousarray(table.users, dtype=np.int32)
         self._items = np.ascontiguousarray(table.items, dtype=np.int32)
         self._ratings = np.ascontiguousarray(table.ratings, dtype=np.float64)
-        self._iptr, self._ipos = item_index(self._items, table.n_items)
+        self._iptr, self._ipos = table.item_index()
         self._f = np.empty(len(table))
         self._G = np.empty(len(table))
         self._uloss = np.empty(table.n_users)

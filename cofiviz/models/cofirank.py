@@ -73,7 +73,7 @@ from ..errors import DataError, ModelFitError
 from ..losses.collab import LOSS_NAMES, USER_WEIGHTS, build_loss_data
 from ..losses.pairwise import PAIR_COSTS
 from ..ratings import Ratings
-from ..solvers.alternating import item_index, item_oracle, user_phase
+from ..solvers.alternating import item_oracle, user_phase
 from ..solvers.bmrm import bmrm
 from .base import Model
 
@@ -306,7 +306,7 @@ class CofiRank(Model):
         self._data = self._loss_data(train)
         self._users = np.ascontiguousarray(train.users, dtype=np.int32)  # no copy: Ratings holds int32
         self._items = np.ascontiguousarray(train.items, dtype=np.int32)
-        self._item_ptr, self._item_pos = item_index(self._items, train.n_items)
+        self._item_ptr, self._item_pos = train.item_index()
         self._gf = np.empty(len(train))
         self._user_losses = np.empty(train.n_users)
         self.phase_log_: list[dict] = []

@@ -31,7 +31,8 @@ import numpy as np
 import param
 
 from ..errors import ParameterError
-from ..ratings import Ratings, Split
+from ..ratings import Ratings
+from ..split import Split
 from ._local import LocalParams, PairwiseFactorModel, local_kernels
 
 __all__ = ["LCR", "trace", "warmup"]

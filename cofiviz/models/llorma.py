@@ -88,7 +88,7 @@ class LLORMA(Model, LocalParams):
         self._users = np.ascontiguousarray(train.users, dtype=np.int32)
         self._items = np.ascontiguousarray(train.items, dtype=np.int32)
         self._ratings = np.ascontiguousarray(train.ratings, dtype=np.float64)
-        self._iptr, self._ipos = lk.item_index(self._items, n)
+        self._iptr, self._ipos = train.item_index()
         self._rmse: list[float] = []
         self.train_log_: list[dict] = []
         self.coverage_ = float(np.mean((self.Ku_[:, train.users] * self.Ki_[:, train.items]).sum(axis=0) > 0))

@@ -33,11 +33,8 @@ _EPS = 1e-12
 
 def item_csr(train: Ratings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The ratings grouped by item: ``(item_indptr, users, position)``, position into ``train``'s arrays."""
-    order = np.argsort(train.items, kind="stable")
-    counts = np.bincount(train.items, minlength=train.n_items)
-    indptr = np.zeros(train.n_items + 1, dtype=np.int64)
-    np.cumsum(counts, out=indptr[1:])
-    return indptr, np.ascontiguousarray(train.users[order], dtype=np.int64), order.astype(np.int64)
+    indptr, positions = train.item_index()
+    return indptr, np.ascontiguousarray(train.users[positions], dtype=np.int64), positions
 
 
 @njit(parallel=True, cache=True)

@@ -102,7 +102,7 @@ class RegSVD(Model):
         if self.solver == "als":
             self._indptr = train.indptr
             self._upos = np.arange(len(train), dtype=np.int64)
-            self._iptr, self._ipos = lk.item_index(self._items, n)
+            self._iptr, self._ipos = train.item_index()
             self._ones_u = np.ones((1, m))
             self._ones_i = np.ones((1, n))
 

@@ -23,7 +23,7 @@ from numba import njit, prange
 from ..losses.collab import user_loss_grad
 from .bmrm import bundle_add, bundle_primal, qp_simplex, qp_tolerance
 
-__all__ = ["user_phase", "item_oracle", "item_index", "USERS_PER_CHUNK"]
+__all__ = ["user_phase", "item_oracle", "USERS_PER_CHUNK"]
 
 USERS_PER_CHUNK = 16
 
@@ -144,15 +144,6 @@ def user_phase(data, items, U, M, free_u, scale, active, lam, tol, rel_tol, max_
                 U[u, free_u[t]] = wbest[t] * scale[t]
             losses[u] = best_loss
             iters[u] = it
-
-
-def item_index(items, n_items):
-    """``(item_ptr, item_pos)``: positions of each item's ratings, item-major (CSR of the transpose)."""
-    items = np.asarray(items)
-    pos = np.argsort(items, kind="stable").astype(np.int32 if len(items) < 2**31 else np.int64)
-    ptr = np.zeros(n_items + 1, dtype=np.int64)
-    np.cumsum(np.bincount(items, minlength=n_items), out=ptr[1:])
-    return ptr, pos
 
 
 @njit(cache=True, parallel=True)
