@@ -31,7 +31,8 @@ Protocols (registry names in brackets, see :data:`PROTOCOLS` and :func:`get`)
     * :func:`controversial_items` [``controversial``] (the blog post 'The rank 1 problem': test only
       on items whose ratings have a high variance or entropy).
 
-:func:`make` runs a protocol by name with checked keyword parameters (what the CLI and the dashboards
+:func:`carve_validation` holds a tenth of each user's training ratings out for a search that has no
+validation part. :func:`make` runs a protocol by name with checked keyword parameters (what the CLI and the dashboards
 call); :func:`parameters` lists a protocol's parameters and defaults. One module per family (``weak``,
 ``fixed_ratio``, ``strong``, ``top_n``, ``controversial``) defines and registers its protocols
 (:mod:`cofiviz.protocols.registry`); what they share is in ``_common``.
@@ -43,6 +44,7 @@ from .fixed_ratio import fixed_ratio
 from .strong import strong_generalization
 from .top_n import gapfm_top_n, top_n
 from .controversial import controversial_items
+from .validation import carve_validation
 
 __all__ = ["weak_generalization", "cofirank_weak", "lcr_weak", "fixed_ratio", "strong_generalization", "top_n",
-           "gapfm_top_n", "controversial_items", "PROTOCOLS", "get", "make", "parameters", "REFERENCES"]
+           "gapfm_top_n", "controversial_items", "carve_validation", "PROTOCOLS", "get", "make", "parameters", "REFERENCES"]
