@@ -179,7 +179,8 @@ def _carve_tenth(train, seed: int):
 # ---------------------------------------------------------------------------------- commands
 def _cmd_run(args) -> int:
     from .evaluation import check_metrics, default_threshold, evaluate, mean_metrics
-    from .models.base import get_model_class, _lower_is_better
+    from .metrics import lower_is_better
+    from .models.base import get_model_class
     from .split import Split
 
     klass = get_model_class(args.model)
@@ -227,7 +228,7 @@ def _cmd_run(args) -> int:
     threshold = args.threshold if args.threshold is not None else default_threshold(split)
     ymax = args.ymax
     first = metrics[0]
-    lower = _lower_is_better(first)
+    lower = lower_is_better(first)
 
     search = None
     chosen = candidates[0]

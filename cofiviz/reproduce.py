@@ -52,6 +52,7 @@ import pandas as pd
 
 from .errors import DataError, ParameterError
 from .experiment import Experiment, Results, resolve_model
+from .metrics import lower_is_better
 
 __all__ = ["REPRODUCTIONS", "Reproduction", "Method", "reproduce", "paper_tables_path", "paper_table",
            "ReproductionReport", "ReproductionStatus", "status", "compute_cell"]
@@ -433,16 +434,13 @@ def _figure_experiments(rep: Reproduction, quick: bool, data) -> tuple[list, lis
 
 
 # ====================================================================== comparing
-_LOWER_BETTER = ("zero_one",)
-
-
 def _select(res: pd.DataFrame, metric: str, criterion: list[str], selection: str) -> tuple[pd.DataFrame, str]:
     """Rows (over seeds) of the chosen setting for ``metric``; the chosen setting's text."""
     settings = list(dict.fromkeys(res["setting"]))
     if len(settings) > 1 and selection != "none" and (res["part"] == "valid").any():
         v = res[(res["part"] == "valid") & res["metric"].isin(criterion)]
         score = v.groupby("setting")["value"].mean()
-        sign = -1 if all(m in _LOWER_BETTER for m in criterion) else 1
+        sign = -1 if all(lower_is_better(m) for m in criterion) else 1
         best = (sign * score).idxmax()
     else:
         best = settings[0]
@@ -536,7 +534,7 @@ def figure_summary(results: Results) -> pd.DataFrame:
     for (label, setting), g in t.groupby(["label", "setting"], sort=False):
         for metric, gm in g.groupby("metric", sort=False):
             gm = gm.sort_values("iteration")
-            lower = metric in _LOWER_BETTER
+            lower = lower_is_better(metric)
             best_i = gm["value"].idxmin() if lower else gm["value"].idxmax()
             rows.append({"figure": label, "run": short[(label, setting)], "metric": metric,
                          "final": float(gm["value"].iloc[-1]),

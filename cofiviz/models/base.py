@@ -44,6 +44,8 @@ import param
 
 from ..errors import CofivizError, DataError, ModelFitError, ParameterError
 from ..jsonable import jsonable
+from ..metrics.names import check_metrics, lower_is_better
+from ..metrics.scorer import mean_metrics
 from ..ratings import Ratings
 
 __all__ = ["Model", "IterationInfo", "NotFittedError", "MODEL_REGISTRY", "get_model_class", "available_models",
@@ -208,9 +210,10 @@ class Model(param.Parameterized):
         train : Ratings
         valid : Ratings, optional
             Ratings in the same index space; each user's validation items are ranked after every
-            iteration and scored with ``valid_metric`` (reported as ``info.metrics["valid_<metric>"]``).
+            iteration and scored with ``valid_metric`` (reported as ``info.metrics["valid_<metric>"]``, the
+            metric in canonical spelling: ``"NDCG@10"`` is reported as ``"valid_ndcg@10"``).
             Callbacks that want more metrics score ``info.model`` themselves, e.g. with
-            :func:`cofiviz.evaluation.mean_metrics`.
+            :func:`cofiviz.metrics.mean_metrics`.
         callbacks : callable or list of callables
             Called with an :class:`IterationInfo` after each iteration; return ``True`` to stop.
 
@@ -254,10 +257,8 @@ class Model(param.Parameterized):
             if not callable(cb):
                 raise ParameterError(f"callbacks must be callables, got {type(cb).__name__}")
         use_valid = valid is not None and len(valid) > 0
-        if use_valid:
-            from ..evaluation import check_metrics
-            check_metrics([self.valid_metric])
-        sign = -1.0 if _lower_is_better(self.valid_metric) else 1.0
+        watched = check_metrics([self.valid_metric])[0] if use_valid else self.valid_metric
+        sign = -1.0 if lower_is_better(watched) else 1.0
         self.train_ = train
         self.history_ = []
         self.stopped_reason_ = ""
@@ -283,7 +284,7 @@ class Model(param.Parameterized):
                 self._check_divergence(it, loss, watch)
                 metrics = {}
                 if use_valid:
-                    metrics = {f"valid_{k}": v for k, v in self._mean_metrics(valid, [self.valid_metric]).items()}
+                    metrics = {f"valid_{k}": v for k, v in self._mean_metrics(valid, [watched]).items()}
                 info = IterationInfo(it, seconds, time.perf_counter() - start, loss, metrics, self)
                 self.history_.append(info.as_dict())
                 stop = False
@@ -294,7 +295,7 @@ class Model(param.Parameterized):
                     self.stopped_reason_ = f"stopped by a callback after iteration {it}"
                     break
                 if metrics and self.patience > 0:
-                    value = sign * metrics[f"valid_{self.valid_metric}"]
+                    value = sign * metrics[f"valid_{watched}"]
                     if value > best_value:
                         best_value, since_best, self.best_iteration_ = value, 0, it
                         best_state = {k: np.array(v, copy=True) for k, v in self._state().items()}
@@ -390,7 +391,6 @@ class Model(param.Parameterized):
         return False
 
     def _mean_metrics(self, ratings: Ratings, metrics: Iterable[str]) -> dict[str, float]:
-        from ..evaluation import mean_metrics
         return mean_metrics(self, ratings, list(metrics), train=self.train_)
 
     # ------------------------------------------------------------------ scoring
@@ -764,11 +764,6 @@ def _read_npz(npz: Path) -> dict[str, np.ndarray]:
             return {k: data[k] for k in data.files}
     except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError, zlib.error) as exc:
         raise DataError(f"{npz} is not a readable .npz archive ({type(exc).__name__}: {_one_line(exc)})") from None
-
-
-def _lower_is_better(metric: str) -> bool:
-    """Error metrics (``zero_one``) improve downwards; every other cofiviz metric upwards."""
-    return str(metric).strip().lower().startswith(("zero_one", "zero-one", "zeroone"))
 
 
 def available_models() -> list[str]:
