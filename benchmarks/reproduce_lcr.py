@@ -96,7 +96,7 @@ def _fit_score(klass, split, params: dict, valid_metric: str = "ndcg@10") -> dic
 
 def search(method: str, split, spec: dict, log=print) -> pd.DataFrame:
     """Fit every setting of ``spec["grid"]`` on ``split`` (early stopping on its validation part)."""
-    from cofiviz.models.base import get_model_class
+    from cofiviz.models.registry import get_model_class
     from cofiviz.models import gcr, lcr, llorma  # noqa: F401  (registers the models)
 
     klass = get_model_class(spec["model"])
@@ -129,7 +129,7 @@ def table2(ns=(10, 20, 50), seeds=(0, 1, 2), grids: dict | None = None, methods=
     from cofiviz.datasets import movielens_100k
     from cofiviz.evaluation import evaluate
     from cofiviz.models import ItemMean
-    from cofiviz.models.base import get_model_class
+    from cofiviz.models.registry import get_model_class
 
     grids = grids or GRIDS
     methods = list(methods or grids)

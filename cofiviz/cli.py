@@ -180,7 +180,7 @@ def _carve_tenth(train, seed: int):
 def _cmd_run(args) -> int:
     from .evaluation import check_metrics, default_threshold, evaluate, mean_metrics
     from .metrics import lower_is_better
-    from .models.base import get_model_class
+    from .models.registry import get_model_class
     from .split import Split
 
     klass = get_model_class(args.model)
@@ -436,7 +436,7 @@ def _cmd_datasets(args) -> int:
 
 
 def _cmd_models(args) -> int:
-    from .models.base import available_models, get_model_class
+    from .models.registry import available_models, get_model_class
 
     for name in available_models():
         klass = get_model_class(name)

@@ -57,6 +57,7 @@ from ._version import __version__
 from . import protocols
 from .errors import DataError, ParameterError
 from .jsonable import jsonable
+from .models.registry import get_model_class
 from .ratings import Ratings
 from .split import Split
 
@@ -82,26 +83,14 @@ def _grid(values: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def resolve_model(name: str):
-    """The model class registered as ``name``, importing ``cofiviz.models.<name>`` if needed.
+    """The model class registered as ``name`` (:func:`cofiviz.models.get_model_class`).
 
     Raises
     ------
     ParameterError
         No such model; the message lists the available ones.
     """
-    from .models.base import MODEL_REGISTRY, available_models
-
-    key = str(name).strip().lower()
-    names = available_models()
-    if key not in MODEL_REGISTRY:
-        import importlib
-        try:
-            importlib.import_module(f"cofiviz.models.{key}")
-        except Exception:  # noqa: BLE001 - a missing or unfinished module is "not available"
-            pass
-    if key not in MODEL_REGISTRY:
-        raise ParameterError(f"unknown model {name!r}; available models: {', '.join(names)}")
-    return MODEL_REGISTRY[key]
+    return get_model_class(name)
 
 
 def _protocol_name(name: str) -> str:

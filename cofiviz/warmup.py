@@ -33,7 +33,7 @@ def _targets() -> list[tuple[str, Callable[[], object]]]:
             found.append((modname, fn))
 
     add("cofiviz.metrics")
-    from .models.base import available_models, get_model_class
+    from .models.registry import available_models, get_model_class
     for name in available_models():
         add(get_model_class(name).__module__)
     for extra in ("cofiviz.losses", "cofiviz.solvers"):

@@ -10,7 +10,8 @@ import param
 import pytest
 
 from cofiviz.errors import DataError, ModelFitError, ParameterError
-from cofiviz.models.base import MODEL_REGISTRY, Model, available_models
+from cofiviz.models.base import Model
+from cofiviz.models.registry import MODEL_REGISTRY, available_models
 
 from contract import planted
 

@@ -78,7 +78,7 @@ def load_models() -> None:
 
 def model_names() -> list[str]:
     """Registered model names, every model module imported first."""
-    from ..models.base import available_models
+    from ..models.registry import available_models
 
     load_models()
     return available_models()

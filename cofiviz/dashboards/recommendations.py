@@ -35,7 +35,7 @@ def _available() -> list[str]:
 @pn.cache(max_items=8)
 def trained_model(name: str):
     """Model ``name`` fitted on all of MovieLens 100K, once per process (read-only afterwards)."""
-    from ..models.base import get_model_class
+    from ..models.registry import get_model_class
 
     model = get_model_class(name)(**RECOMMENDERS.get(name, {}))
     return model.fit(load_dataset(DATA))

@@ -35,7 +35,7 @@ import numpy as np
 
 from .. import protocols
 from ..evaluation import mean_metrics
-from ..models.base import make_model
+from ..models.registry import make_model
 from ..ratings import Ratings
 from ._shared import load_dataset, load_models
 

@@ -37,9 +37,9 @@ from ..metrics.scorer import mean_metrics
 from ..ratings import Ratings
 from ..split import Split
 from ._local import LocalParams, PairwiseFactorModel, local_kernels
-from .base import get_model_class
 from .gcr import warmup as gcr_warmup
 from .regsvd import warmup as svd_warmup
+from .registry import get_model_class
 
 __all__ = ["LCR", "trace", "warmup"]
 
