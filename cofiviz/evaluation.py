@@ -11,22 +11,25 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Iterable
 
 import numpy as np
 import pandas as pd
 
 from .errors import DataError, ParameterError
+from .metrics.names import ZERO_ONE, check_metrics
+from .metrics.ranking import TIE_RULE
+from .metrics.scorer import default_threshold, mean_metrics, per_user_metrics, resolve_ymax
+from .models.base import Model
 from .ratings import Ratings
 from .split import Split
 
+# check_metrics, mean_metrics, per_user_metrics, default_threshold and ZERO_ONE live in the metrics
+# package; they are re-exported here, where the scoring of a model on a split is looked for.
 __all__ = ["evaluate", "Evaluation", "mean_metrics", "per_user_metrics", "check_metrics",
            "DEFAULT_METRICS", "ZERO_ONE", "default_threshold"]
 
 DEFAULT_METRICS = ("ndcg@10", "ap", "gap")
-#: The pairwise error of LCR (eq 6, §5.1); computed with the user's training ratings, not by score_lists.
-ZERO_ONE = "zero_one"
-_ZERO_ONE_ALIASES = ("zero_one", "zero-one", "zeroone", "01")
 
 
 @dataclass
@@ -70,164 +73,6 @@ class Evaluation:
     def __repr__(self) -> str:
         with pd.option_context("display.float_format", "{:.4f}".format, "display.width", 120):
             return f"Evaluation of {self.info.get('model', 'model')}:\n{self.summary.to_string(index=False)}"
-
-
-# ---------------------------------------------------------------------------------- metric names
-def _is_zero_one(name: str) -> bool:
-    return str(name).strip().lower() in _ZERO_ONE_ALIASES
-
-
-def _metric_forms() -> list[str]:
-    try:
-        from .metrics import METRIC_FORMS
-        forms = list(METRIC_FORMS)
-    except ImportError:  # pragma: no cover - metrics always ship with cofiviz
-        forms = []
-    if ZERO_ONE not in forms:
-        forms.append(ZERO_ONE)
-    return forms
-
-
-def check_metrics(metrics: str | Iterable[str]) -> list[str]:
-    """Validate metric names and return them in canonical spelling, duplicates removed.
-
-    Accepts a list or a comma-separated string. ``zero_one`` (also ``zero-one``) is accepted next to
-    everything :func:`cofiviz.metrics.parse_metric` knows.
-
-    Raises
-    ------
-    ParameterError
-        An unknown or malformed metric name; the message lists the valid forms.
-    """
-    if isinstance(metrics, str):
-        metrics = [m for m in metrics.split(",")]
-    try:
-        metrics = list(metrics)
-    except TypeError:
-        raise ParameterError(f"metrics must be a list of names, got {type(metrics).__name__}") from None
-    if not metrics:
-        raise ParameterError(f"no metric given; valid metrics: {', '.join(_metric_forms())}")
-    from .metrics import parse_metric
-    out: list[str] = []
-    for m in metrics:
-        if not isinstance(m, str) or not m.strip():
-            raise ParameterError(f"metric names must be non-empty strings, got {m!r}; valid metrics: "
-                                 f"{', '.join(_metric_forms())}")
-        if _is_zero_one(m):
-            canon = ZERO_ONE
-        else:
-            try:
-                canon = _canonical(parse_metric(m.strip()), m.strip())
-            except ParameterError as exc:
-                msg = str(exc)
-                if "valid" not in msg.lower():
-                    msg += f"; valid metrics: {', '.join(_metric_forms())}"
-                elif ZERO_ONE not in msg:
-                    msg += f"; also {ZERO_ONE}"
-                raise ParameterError(msg) from None
-            except (ValueError, KeyError) as exc:
-                raise ParameterError(f"unknown metric {m!r} ({exc}); valid metrics: "
-                                     f"{', '.join(_metric_forms())}") from None
-        if canon not in out:
-            out.append(canon)
-    return out
-
-
-def _canonical(parsed, given: str) -> str:
-    """The name ``score_lists`` reports for a parsed metric (falls back to the lower-cased input)."""
-    for attr in ("name", "label", "canonical"):
-        v = getattr(parsed, attr, None)
-        if isinstance(v, str) and v:
-            return v
-    if isinstance(parsed, str):
-        return parsed
-    if isinstance(parsed, tuple) and parsed and isinstance(parsed[0], str):
-        base = parsed[0]
-        k = parsed[1] if len(parsed) > 1 else None
-        return f"{base}@{k}" if k not in (None, 0) else base
-    return given.lower()
-
-
-# ---------------------------------------------------------------------------------- scoring
-def per_user_metrics(model, ratings: Ratings, metrics: Sequence[str], *, train: Ratings | None = None,
-                     threshold: float = 4, ymax: float | None = None) -> dict[str, np.ndarray]:
-    """Per-user values (length ``ratings.n_users``, ``NaN`` where skipped) of ``model`` ranking ``ratings``.
-
-    One ``model.score`` call covers every candidate pair (and, for ``zero_one``, the pairs of
-    ``train``). ``metrics`` must already be canonical (:func:`check_metrics`).
-    """
-    from .metrics import score_lists
-
-    listwise = [m for m in metrics if m != ZERO_ONE]
-    want01 = ZERO_ONE in metrics
-    n = len(ratings)
-    users, items = ratings.users, ratings.items
-    if want01:
-        if train is None:
-            raise DataError("zero_one needs the users' training ratings (train=...)")
-        users = np.concatenate([users, train.users])
-        items = np.concatenate([items, train.items])
-    scores = model.score(users, items) if len(users) else np.zeros(0)
-    out: dict[str, np.ndarray] = {}
-    if listwise:
-        kwargs = {"threshold": threshold}
-        ymax = _resolved_ymax(ymax, ratings)
-        if ymax is not None:
-            kwargs["ymax"] = ymax
-        res = score_lists(ratings.indptr, ratings.ratings, scores[:n], metrics=listwise, **kwargs)
-        for m in listwise:
-            out[m] = np.asarray(res[m] if m in res else _lookup(res, m), dtype=np.float64)
-    if want01:
-        from .metrics import zero_one_lists
-        out[ZERO_ONE] = np.asarray(zero_one_lists(ratings.indptr, ratings.ratings, scores[:n],
-                                                  train.indptr, train.ratings, scores[n:]), dtype=np.float64)
-    return {m: out[m] for m in metrics}
-
-
-def _lookup(res: dict, name: str):
-    low = {str(k).lower(): v for k, v in res.items()}
-    if name.lower() in low:
-        return low[name.lower()]
-    raise DataError(f"score_lists returned {sorted(res)} but not {name!r}")  # pragma: no cover
-
-
-def mean_metrics(model, ratings: Ratings, metrics: Sequence[str] | str, *, train: Ratings | None = None,
-                 threshold: float = 4, ymax: float | None = None) -> dict[str, float]:
-    """``{metric: mean over scored users}`` of ``model`` ranking each user's items in ``ratings``.
-
-    What a training callback uses to follow validation metrics over iterations; ``train`` defaults
-    to the model's training table (needed by ``zero_one`` only).
-    """
-    metrics = check_metrics(metrics)
-    if train is None:
-        train = getattr(model, "train_", None)
-    per_user = per_user_metrics(model, ratings, metrics, train=train, threshold=threshold, ymax=ymax)
-    return {m: (float(np.nanmean(v)) if np.any(~np.isnan(v)) else float("nan")) for m, v in per_user.items()}
-
-
-def _tie_rule() -> str:
-    from . import metrics as _m
-    for attr in ("TIE_RULE", "TIES", "TIE_POLICY"):
-        v = getattr(_m, attr, None)
-        if isinstance(v, str) and v:
-            return v
-    return "see cofiviz.metrics"
-
-
-def default_threshold(split: Split) -> float:
-    """The relevance threshold a split's protocol declares (``params.relevance_threshold``), else 4."""
-    params = (split.protocol or {}).get("params", {}) if isinstance(split.protocol, dict) else {}
-    value = params.get("relevance_threshold") if isinstance(params, dict) else None
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 4.0
-
-
-def _resolved_ymax(ymax, ratings: Ratings):
-    """GAP's ``ymax``: as given, else the rating scale's maximum when it is a whole number (5 on
-    MovieLens), else ``None`` (score_lists then takes the largest rating in the lists)."""
-    if ymax is not None:
-        return ymax
-    hi = float(ratings.scale[1])
-    return int(hi) if hi == int(hi) and 1 <= hi <= 60 else None
 
 
 # ---------------------------------------------------------------------------------- evaluate
@@ -277,8 +122,6 @@ def evaluate(model, split: Split, metrics: str | Iterable[str] = DEFAULT_METRICS
     DataError
         A split whose index space is not the model's, or an unfitted model.
     """
-    from .models.base import Model
-
     if not isinstance(model, Model):
         raise ParameterError(f"model must be a cofiviz model, got {type(model).__name__}")
     if not isinstance(split, Split):
@@ -302,7 +145,7 @@ def evaluate(model, split: Split, metrics: str | Iterable[str] = DEFAULT_METRICS
                         f"model's ({fitted.n_users} x {fitted.n_items}); fit the model on split.train")
 
     known = split.train
-    given = getattr(split, "given", None)
+    given = split.given
     folded = False
     if given is not None and len(given) and part == "test":
         if hasattr(model, "fold_in"):
@@ -325,8 +168,7 @@ def evaluate(model, split: Split, metrics: str | Iterable[str] = DEFAULT_METRICS
 
     protocol = dict(split.protocol or {})
     proto_name = str(protocol.get("name", protocol.get("protocol", "custom")))
-    tie_rule = _tie_rule()
-    ymax_used = _resolved_ymax(ymax, cand)
+    ymax_used = resolve_ymax(ymax, cand)
     rows = []
     for m in metrics:
         v = values[m][listed]
@@ -335,13 +177,13 @@ def evaluate(model, split: Split, metrics: str | Iterable[str] = DEFAULT_METRICS
                      "mean": float(v[ok].mean()) if ok.any() else float("nan"),
                      "std": float(v[ok].std(ddof=1)) if ok.sum() > 1 else float("nan"),
                      "n_users": int(ok.sum()), "n_skipped": int((~ok).sum()),
-                     "part": part, "protocol": proto_name, "tie_rule": tie_rule,
+                     "part": part, "protocol": proto_name, "tie_rule": TIE_RULE,
                      "threshold": float(threshold), "ymax": ymax_used, "model": model.model_name()})
     summary = pd.DataFrame(rows)
     info = {"model": model.model_name(), "params": model.get_params(), "part": part,
             "protocol": protocol, "n_users": int(len(listed)), "n_candidates": int(len(cand)),
             "n_negatives": int(len(split.negatives)) if (part == "test" and split.negatives is not None) else 0,
-            "threshold": float(threshold), "ymax": ymax_used, "tie_rule": tie_rule,
+            "threshold": float(threshold), "ymax": ymax_used, "tie_rule": TIE_RULE,
             "folded_in": folded, "seconds": seconds}
     return Evaluation(per_user=per_user, summary=summary, info=info)
 

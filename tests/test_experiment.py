@@ -161,7 +161,8 @@ def test_file_errors(tmp_path):
 
 def test_a_diverging_cell_is_recorded_or_raised(monkeypatch, tmp_path):
     from cofiviz.errors import ModelFitError
-    from cofiviz.models.base import MODEL_REGISTRY, Model
+    from cofiviz.models.base import Model
+    from cofiviz.models.registry import MODEL_REGISTRY
 
     class Diverge(Model):
         register = False

@@ -10,7 +10,8 @@ import param
 import pytest
 
 from cofiviz.errors import DataError, ModelFitError, ParameterError
-from cofiviz.models.base import MODEL_REGISTRY, Model, available_models
+from cofiviz.models.base import Model
+from cofiviz.models.registry import MODEL_REGISTRY, available_models
 
 from contract import planted
 
@@ -96,6 +97,13 @@ def test_error_metrics_are_minimised(split):
     m = Swing(max_iter=8, patience=2, valid_metric="zero_one").fit(split.train, valid=split.test)
     assert m.best_iteration_ == 3 and m.w.tolist() == [1.0, 0.0]
     assert all(0 <= row["valid_zero_one"] <= 1 for row in m.history_)
+
+
+@pytest.mark.parametrize("spelling,canonical", [("NDCG@10", "ndcg@10"), ("Zero-One", "zero_one")])
+def test_valid_metric_in_any_spelling_is_watched_under_its_canonical_name(split, spelling, canonical):
+    m = Swing(max_iter=8, patience=2, valid_metric=spelling).fit(split.train, valid=split.test)
+    assert m.best_iteration_ == 3 and m.w.tolist() == [1.0, 0.0]
+    assert all(f"valid_{canonical}" in row for row in m.history_)
 
 
 def test_unknown_valid_metric_is_refused_before_training(split):

@@ -35,7 +35,7 @@ import param
 
 from ..datasets import read
 from ..errors import DataError
-from ..models.base import get_model_class
+from ..models.registry import get_model_class
 from ._shared import DATASETS, SessionWorker, model_names
 from .training_process import COLUMNS, METRICS, PARTS, TrainingJob, TrainingProcess
 

@@ -19,6 +19,9 @@ The numba kernels behind them (``*_loss_grad``) work on one user's arrays; :mod:
 whole ratings table and dispatches per user, for kernels that run in parallel over users.
 """
 
+import numpy as np
+
+from . import listwise, surrogates, ties
 from .collab import LOSS_CODES, LOSS_NAMES, build_loss_data, loss_workspace, total_loss_grad, user_loss_grad
 from .pairwise import PAIR_COSTS, hinge_shape, ordinal_loss, pairs_loss, preference_loss
 from .regression import regression_loss, squared_shape
@@ -39,8 +42,6 @@ __all__ = ["LOSS_CODES", "LOSS_NAMES", "PAIR_COSTS", "REFERENCE_ORDERS", "build_
 
 def warmup() -> None:
     """Compile (or load from numba's cache) every loss kernel on a tiny input."""
-    import numpy as np
-
     f = np.array([0.3, -0.2, 0.1])
     y = np.array([5.0, 3.0, 4.0])
     ndcg_loss(f, y, k=2)
@@ -53,10 +54,6 @@ def warmup() -> None:
     indptr = np.array([0, 3])
     for name in LOSS_NAMES:
         total_loss_grad(build_loss_data(indptr, y, name), f)
-    from . import surrogates
-
     surrogates.warmup()
-    from . import listwise, ties
-
     listwise.warmup()
     ties.warmup()

@@ -18,27 +18,36 @@ Single lists: :func:`ndcg`, :func:`average_precision`, :func:`gap`, :func:`preci
 :func:`mrr`, :func:`eru`, :func:`neru`, :func:`zero_one`, :func:`graded_precision`,
 :func:`graded_recall`. Many users (CSR layout): :func:`score_lists` (every list metric, one pass,
 names in :data:`METRIC_FORMS`, parsed by :func:`parse_metric`) and :func:`zero_one_lists`.
-:func:`rank_order` exposes the ranking itself.
+:func:`rank_order` exposes the ranking itself. Metric names (:mod:`~cofiviz.metrics.names`):
+:func:`check_metrics`, :func:`lower_is_better`. A model's rankings of every user's list
+(:mod:`~cofiviz.metrics.scorer`): :func:`per_user_metrics`, :func:`mean_metrics`.
 
-Sources: NDCG from CofiRank (papers 000/001), AP from LCR (002, §5.1), GAP / GP@n / GR@n from GAPfm
-(004, eqs 2-5 and appendix D), P@k from GAPfm §5.1, ERU / NERU from CofiRank appendix A.4, zero-one
-pair error from LCR (002, eq 6 and §5.1). Importing this package compiles nothing; kernels compile
-(or load from numba's on-disk cache) at first use, or ahead of time with :func:`warmup`.
+Sources: NDCG from CofiRank (Weimer et al., NIPS 2007), AP from LCR (Lee et al., WWW 2014, §5.1),
+GAP / GP@n / GR@n from GAPfm (Shi et al., eqs 2-5 and appendix D), P@k from GAPfm §5.1, ERU / NERU
+from CofiRank appendix A.4, zero-one pair error from LCR (eq 6 and §5.1). Importing this package
+compiles nothing; kernels compile (or load from numba's on-disk cache) at first use, or ahead of time
+with :func:`warmup`.
 """
 
 from __future__ import annotations
 
-from .batch import METRIC_FORMS, MetricSpec, parse_metric, score_lists
+import numpy as np
+
+from .batch import score_lists
 from .eru import eru, neru
 from .gap import gap, graded_precision, graded_recall, thresholding_probabilities
+from .names import METRIC_FORMS, ZERO_ONE, MetricSpec, check_metrics, lower_is_better, parse_metric
 from .ndcg import ndcg
 from .pairs import zero_one, zero_one_lists
 from .precision import average_precision, mrr, precision_at_k
 from .ranking import TIE_RULE, rank_order
+from .scorer import default_threshold, mean_metrics, per_user_metrics, resolve_ymax
 
 __all__ = ["ndcg", "average_precision", "gap", "precision_at_k", "mrr", "eru", "neru", "zero_one",
            "zero_one_lists", "graded_precision", "graded_recall", "score_lists", "parse_metric",
-           "METRIC_FORMS", "MetricSpec", "rank_order", "TIE_RULE", "thresholding_probabilities", "warmup"]
+           "METRIC_FORMS", "MetricSpec", "rank_order", "TIE_RULE", "thresholding_probabilities", "warmup",
+           "ZERO_ONE", "check_metrics", "lower_is_better", "per_user_metrics", "mean_metrics", "default_threshold",
+           "resolve_ymax"]
 
 
 def warmup() -> None:
@@ -50,8 +59,6 @@ def warmup() -> None:
     repeatedly. The private per-family batch kernels (``_ndcg_lists``, ...) are not warmed: no public
     path uses them.
     """
-    import numpy as np
-
     y = np.array([3.0, 0.0, 5.0, 1.0, 5.0])
     s = np.array([0.5, 0.1, 0.5, 0.9, 0.2])
     off = np.array([0, 3, 3, 5], dtype=np.int64)

@@ -10,97 +10,23 @@ is created per user.
 
 from __future__ import annotations
 
-import re
-from typing import NamedTuple
-
 import numpy as np
 from numba import njit, prange
 
-from ..errors import ParameterError
 from ._validation import MAX_GAP_GRADE, check_real, check_ymax
 from .eru import _eru_user, _neru_user, eru_weights
 from .gap import S_TABLE, T_TABLE, _gap_user, _gp_user, _gr_user
+from .names import FAMILIES, parse_metrics
 from .ndcg import GAINS, _ndcg_user, discounts
 from .precision import _ap_user, _precision_user, _rr_user
 from .ranking import MAX_TABLE_GRADE, OK, Batch, _block_bounds, _prepare_user, _scratch
 
-__all__ = ["score_lists", "parse_metric", "METRIC_FORMS", "MetricSpec"]
+__all__ = ["score_lists"]
 
-#: Every metric name :func:`score_lists` understands (``K`` is a positive integer; case-insensitive).
-METRIC_FORMS = ("ndcg", "ndcg@K", "ap", "ap@K", "gap", "gap@K", "p@K", "mrr", "eru", "eru@K", "neru",
-                "neru@K", "gp@K", "gr@K")
-
-_CODES = {"ndcg": 0, "ap": 1, "gap": 2, "p": 3, "mrr": 4, "eru": 5, "neru": 6, "gp": 7, "gr": 8}
-_NEEDS_K = {"p", "gp", "gr"}
-_NO_K = {"mrr"}
+#: The kernel's code of each family: its position in :data:`FAMILIES`, the order of the kernel's branches.
+_CODES = {family: code for code, family in enumerate(FAMILIES)}
 _GRADED = {"gap", "gp", "gr"}
 _NEEDS_IDEAL = {"ndcg", "gap", "neru", "gp"}
-_PATTERN = re.compile(r"^\s*([a-z]+)\s*(?:@\s*(\S+))?\s*$")
-
-
-class MetricSpec(NamedTuple):
-    """A parsed metric name: canonical ``name`` (lower case, e.g. ``"ndcg@10"``), ``family``
-    (``"ndcg"``) and cutoff ``k`` (``None`` = whole list)."""
-
-    name: str
-    family: str
-    k: int | None
-
-
-def _forms() -> str:
-    return ", ".join(METRIC_FORMS)
-
-
-def parse_metric(name) -> MetricSpec:
-    """Parse a metric name such as ``"NDCG@10"``, ``"ap"`` or ``"p@5"``.
-
-    Raises
-    ------
-    ParameterError
-        Unknown name or bad cutoff; the message lists the valid forms (:data:`METRIC_FORMS`).
-
-    Examples
-    --------
-    >>> parse_metric("NDCG@10")
-    MetricSpec(name='ndcg@10', family='ndcg', k=10)
-    """
-    if not isinstance(name, str):
-        raise ParameterError(f"metric names must be strings, got {name!r}; valid forms: {_forms()}")
-    if name.strip().lower().replace("-", "_") in ("zero_one", "zeroone", "zero_one_error", "e01"):
-        raise ParameterError("zero_one needs the training ratings as well as the candidate lists: use "
-                             "cofiviz.metrics.zero_one_lists (or zero_one for one user)")
-    m = _PATTERN.match(name.lower())
-    if m is None or m.group(1) not in _CODES:
-        raise ParameterError(f"unknown metric {name!r}; valid forms: {_forms()} (K a positive integer)")
-    family, ktxt = m.group(1), m.group(2)
-    if ktxt is None:
-        if family in _NEEDS_K:
-            raise ParameterError(f"metric {name!r} needs a cutoff, e.g. {family}@5; valid forms: {_forms()}")
-        return MetricSpec(family, family, None)
-    if family in _NO_K:
-        raise ParameterError(f"metric {name!r} takes no cutoff (use {family!r}); valid forms: {_forms()}")
-    if not ktxt.isdigit() or int(ktxt) < 1:
-        raise ParameterError(f"the cutoff of metric {name!r} must be a positive integer, got {ktxt!r}; "
-                             f"valid forms: {_forms()}")
-    k = int(ktxt)
-    return MetricSpec(f"{family}@{k}", family, min(k, 2 ** 62))  # beyond any list length: whole list
-
-
-def _parse_metrics(metrics) -> list[MetricSpec]:
-    if isinstance(metrics, str):
-        metrics = [t for t in metrics.split(",") if t.strip()]
-    try:
-        items = list(metrics)
-    except TypeError:
-        raise ParameterError(f"metrics must be a list of metric names, got {metrics!r}; "
-                             f"valid forms: {_forms()}") from None
-    if not items:
-        raise ParameterError(f"metrics must name at least one metric; valid forms: {_forms()}")
-    specs: dict[str, MetricSpec] = {}
-    for item in items:
-        spec = parse_metric(item)
-        specs.setdefault(spec.name, spec)
-    return list(specs.values())
 
 
 @njit(parallel=True, cache=True, nogil=True)  # the dashboards score while serving: let the event loop run
@@ -212,7 +138,7 @@ def score_lists(offsets, ratings, scores, metrics=("ndcg@10", "ap", "gap"), thre
     >>> sorted(out), out["ap"].tolist()
     (['ap', 'ndcg@10'], [nan, 1.0])
     """
-    specs = _parse_metrics(metrics)
+    specs = parse_metrics(metrics)
     t = check_real(threshold, "threshold", positive=True)
     dd = check_real(d, "d")
     aa = check_real(alpha, "alpha", greater_than=1.0)

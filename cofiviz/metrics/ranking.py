@@ -22,7 +22,7 @@ import numpy as np
 from numba import njit
 
 from ..errors import DataError
-from ._validation import MAX_GAP_GRADE, check_list
+from ._validation import MAX_GAP_GRADE, as_float_vector, check_list, check_offsets, n_blocks_for, threads_for
 
 __all__ = ["rank_order", "TIE_RULE"]
 
@@ -356,8 +356,6 @@ class Batch:
     __slots__ = ("offsets", "ratings", "scores", "n_users", "max_len")
 
     def __init__(self, offsets, ratings, scores):
-        from ._validation import as_float_vector, check_offsets
-
         y = as_float_vector(ratings, "ratings")
         s = as_float_vector(scores, "scores")
         if y.shape[0] != s.shape[0]:
@@ -369,14 +367,10 @@ class Batch:
 
     def threads(self):
         """Context manager for the kernel call: single-threaded for small batches."""
-        from ._validation import threads_for
-
         return threads_for(self.ratings.shape[0])
 
     def scratch_args(self):
         """(n_blocks, max_len) for a kernel call; call inside :meth:`threads`."""
-        from ._validation import n_blocks_for
-
         return n_blocks_for(self.n_users), max(self.max_len, 1)
 
     def raise_for(self, status, ymax=None) -> None:

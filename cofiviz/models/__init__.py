@@ -4,7 +4,8 @@ Every model registers itself under its lower-case class name (``poprec``, ``item
 name the command line and the dashboards use.
 """
 
-from .base import IterationInfo, Model, available_models, get_model_class, make_model
+from .base import IterationInfo, Model
+from .registry import MODEL_REGISTRY, available_models, get_model_class, make_model
 from .bilinear import Bilinear
 from .bpmf import BPMF
 from .cofirank import CofiRank
@@ -16,5 +17,5 @@ from .nmf import NMF
 from .popularity import ItemMean, PopRec
 from .regsvd import RegSVD
 
-__all__ = ["Model", "IterationInfo", "available_models", "get_model_class", "make_model", "PopRec", "ItemMean", "CofiRank", "GCR",
+__all__ = ["Model", "IterationInfo", "MODEL_REGISTRY", "available_models", "get_model_class", "make_model", "PopRec", "ItemMean", "CofiRank", "GCR",
            "LCR", "LLORMA", "RegSVD", "GAPfm", "NMF", "BPMF", "Bilinear"]

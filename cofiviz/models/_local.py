@@ -25,6 +25,8 @@ from ..losses.surrogates import SURROGATES, surrogate_code
 from ..ratings import Ratings
 from . import _local_kernels as lk
 from .base import Model
+from .popularity import damped_item_mean
+from .regsvd import regsvd_factors
 
 __all__ = ["anchor_points", "local_kernels", "PairwiseFactorModel", "LocalParams"]
 
@@ -53,8 +55,6 @@ def local_kernels(train: Ratings, n_local: int, rng: np.random.Generator, *, ban
     -------
     (Ku, Ki, anchor_users, anchor_items, P, Q)
     """
-    from .regsvd import regsvd_factors
-
     svd_seed = int(rng.integers(0, 2**31 - 1))
     params = {"biased": False, "center": False, **(svd_params or {})}
     P, Q = regsvd_factors(train, rank=svd_rank, seed=svd_seed, **params)
@@ -188,12 +188,7 @@ class PairwiseFactorModel(Model):
         beta = float(self.item_prior)
         if beta == 0.0:
             return np.zeros(n)
-        counts = np.bincount(train.items, minlength=n).astype(np.float64)
-        sums = np.bincount(train.items, weights=train.ratings, minlength=n)
-        mu, d = train.global_mean, float(self.prior_damping)
-        denom = counts + d
-        mean = np.where(denom > 0, (sums + d * mu) / np.where(denom > 0, denom, 1.0), mu)
-        return beta * (mean - mu)
+        return beta * (damped_item_mean(train, self.prior_damping) - train.global_mean)
 
     def _step_scales(self) -> np.ndarray:
         """``s_t``: the inverse of local model t's mean combination weight over the entries it reaches.

@@ -29,12 +29,7 @@ instance's ``name``; mark base classes with param's ``__abstract = True`` and te
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 import time
-import zipfile
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterable, Sequence
@@ -42,33 +37,17 @@ from typing import Any, Callable, ClassVar, Iterable, Sequence
 import numpy as np
 import param
 
-from ..errors import CofivizError, DataError, ModelFitError, ParameterError
-from ..jsonable import jsonable
+from ..errors import DataError, ModelFitError, ParameterError
+from ..metrics.names import check_metrics, lower_is_better
+from ..metrics.scorer import mean_metrics
 from ..ratings import Ratings
+from . import persistence
+from .divergence import DivergenceWatch, check_divergence
+# the registry's functions are re-exported here, where the model contract is looked for
+from .registry import MODEL_REGISTRY, available_models, get_model_class, make_model
 
 __all__ = ["Model", "IterationInfo", "NotFittedError", "MODEL_REGISTRY", "get_model_class", "available_models",
            "make_model"]
-
-MODEL_REGISTRY: dict[str, type["Model"]] = {}
-#: Version of the files :meth:`Model.save` writes and :meth:`Model.load` reads. 2: the JSON records the
-#: SHA-256 of the ``.npz`` and the name, shape and dtype of every array in it. Saves of format 1, which
-#: had no checksum to tie the two files together, are refused with a message to save the model again.
-FORMAT_VERSION = 2
-#: Keys every saved JSON holds.
-_META_KEYS = ("format", "model", "class", "params", "scale", "checksum", "arrays")
-#: Arrays of the training table in every ``.npz``.
-_TRAIN_ARRAYS = ("train__users", "train__items", "train__ratings", "train__user_ids", "train__item_ids")
-
-#: A fit diverged when its training loss rises above its best value so far by more than this many
-#: times ``max(|best|, 1)``. Legitimate fits of every model (the reproductions' grids, the largest
-#: learning rates they use) rise by at most about 2x in that measure, an AdaGrad first step; a
-#: diverging gradient step multiplies the loss by orders of magnitude per iteration.
-LOSS_GROWTH_LIMIT = 1e3
-#: ... or when the root mean square of the entries of a learned float array exceeds this many times
-#: ``max(RMS at the start of the fit, 1, width of the rating scale)``. Legitimate fits stay below 1x
-#: in that measure (factors whose products are ratings or score differences of a few units); 1e3x
-#: means scores of order 1e6 times the rating scale, which no fit reaches without diverging.
-NORM_GROWTH_LIMIT = 1e3
 
 
 @dataclass
@@ -208,9 +187,10 @@ class Model(param.Parameterized):
         train : Ratings
         valid : Ratings, optional
             Ratings in the same index space; each user's validation items are ranked after every
-            iteration and scored with ``valid_metric`` (reported as ``info.metrics["valid_<metric>"]``).
+            iteration and scored with ``valid_metric`` (reported as ``info.metrics["valid_<metric>"]``, the
+            metric in canonical spelling: ``"NDCG@10"`` is reported as ``"valid_ndcg@10"``).
             Callbacks that want more metrics score ``info.model`` themselves, e.g. with
-            :func:`cofiviz.evaluation.mean_metrics`.
+            :func:`cofiviz.metrics.mean_metrics`.
         callbacks : callable or list of callables
             Called with an :class:`IterationInfo` after each iteration; return ``True`` to stop.
 
@@ -226,9 +206,10 @@ class Model(param.Parameterized):
             ``valid_metric`` is not a metric name.
         ModelFitError
             The fit diverged: the loss or a learned array became non-finite, the loss rose above
-            its best value by more than :data:`LOSS_GROWTH_LIMIT` times, or a learned float array's
-            root mean square grew past :data:`NORM_GROWTH_LIMIT` times its scale (see
-            :meth:`_check_divergence`). The message names the parameters to change
+            its best value by more than :data:`~cofiviz.models.divergence.LOSS_GROWTH_LIMIT` times, or a
+            learned float array's root mean square grew past
+            :data:`~cofiviz.models.divergence.NORM_GROWTH_LIMIT` times its scale (see
+            :func:`~cofiviz.models.divergence.check_divergence`). The message names the parameters to change
             (:attr:`divergence_hint`); the model is left unfitted.
 
         Notes
@@ -254,10 +235,8 @@ class Model(param.Parameterized):
             if not callable(cb):
                 raise ParameterError(f"callbacks must be callables, got {type(cb).__name__}")
         use_valid = valid is not None and len(valid) > 0
-        if use_valid:
-            from ..evaluation import check_metrics
-            check_metrics([self.valid_metric])
-        sign = -1.0 if _lower_is_better(self.valid_metric) else 1.0
+        watched = check_metrics([self.valid_metric])[0] if use_valid else self.valid_metric
+        sign = -1.0 if lower_is_better(watched) else 1.0
         self.train_ = train
         self.history_ = []
         self.stopped_reason_ = ""
@@ -269,7 +248,7 @@ class Model(param.Parameterized):
                 self._setup(train, rng)
             except ModelFitError as exc:
                 raise ModelFitError(self._divergence_message(f"{exc} (while setting up the fit)")) from exc
-            watch = _DivergenceWatch(self, train)
+            watch = DivergenceWatch(self, train)
             best_value, best_state, since_best = -np.inf, None, 0
             n_iter = self.max_iter if self.iterative else 1
             it = 0
@@ -280,10 +259,10 @@ class Model(param.Parameterized):
                 except ModelFitError as exc:  # a solver inside the step gave up on non-finite numbers
                     raise ModelFitError(self._divergence_message(f"{exc} (in iteration {it})")) from exc
                 seconds = time.perf_counter() - t0
-                self._check_divergence(it, loss, watch)
+                check_divergence(self, it, loss, watch)
                 metrics = {}
                 if use_valid:
-                    metrics = {f"valid_{k}": v for k, v in self._mean_metrics(valid, [self.valid_metric]).items()}
+                    metrics = {f"valid_{k}": v for k, v in self._mean_metrics(valid, [watched]).items()}
                 info = IterationInfo(it, seconds, time.perf_counter() - start, loss, metrics, self)
                 self.history_.append(info.as_dict())
                 stop = False
@@ -294,7 +273,7 @@ class Model(param.Parameterized):
                     self.stopped_reason_ = f"stopped by a callback after iteration {it}"
                     break
                 if metrics and self.patience > 0:
-                    value = sign * metrics[f"valid_{self.valid_metric}"]
+                    value = sign * metrics[f"valid_{watched}"]
                     if value > best_value:
                         best_value, since_best, self.best_iteration_ = value, 0, it
                         best_state = {k: np.array(v, copy=True) for k, v in self._state().items()}
@@ -319,47 +298,6 @@ class Model(param.Parameterized):
             raise
         self.fit_seconds_ = time.perf_counter() - start
         return self
-
-    def _check_divergence(self, iteration: int, loss: float, watch: "_DivergenceWatch") -> None:
-        """Raise :class:`~cofiviz.errors.ModelFitError` if iteration ``iteration`` diverged.
-
-        Checked after every iteration, in this order: the loss is NaN (for a method that has a
-        loss) or infinite; the loss rose above its best value so far by more than
-        ``LOSS_GROWTH_LIMIT · max(|best|, 1)``; a float array of :meth:`_state` holds a non-finite
-        entry, or the root mean square of its entries exceeds ``NORM_GROWTH_LIMIT · max(RMS at the
-        start of the fit, 1, width of the rating scale)``. The arrays are read in place (one sum of
-        squares each, no copy), which costs far less than an iteration.
-        """
-        if np.isnan(loss) and not self._loss_may_be_nan():
-            raise ModelFitError(self._divergence_message(f"the training loss is NaN after iteration {iteration}"))
-        if np.isinf(loss):
-            raise ModelFitError(self._divergence_message(
-                f"the training loss is infinite after iteration {iteration}"))
-        if np.isfinite(loss):
-            best = watch.best_loss
-            if best is not None and loss - best > LOSS_GROWTH_LIMIT * max(abs(best), 1.0):
-                raise ModelFitError(self._divergence_message(
-                    f"the training loss exploded (from its best {best:.3g} to {loss:.3g} after iteration "
-                    f"{iteration})"))
-            watch.best_loss = loss if best is None else min(best, loss)
-        for key, arr in self._state().items():
-            arr = np.asarray(arr)
-            if arr.dtype.kind not in "fc" or arr.size == 0:
-                continue
-            if arr.dtype.kind == "c":
-                arr = np.abs(arr)
-            rms = _rms(arr)
-            if np.isfinite(rms) and rms <= watch.limit(key, rms):
-                continue
-            if not np.all(np.isfinite(arr)):
-                raise ModelFitError(self._divergence_message(
-                    f"{key} became non-finite after iteration {iteration}"))
-            if not np.isfinite(rms):  # finite entries whose squares overflow
-                peak = float(np.max(np.abs(arr)))
-                rms = peak * _rms(arr / peak)
-            raise ModelFitError(self._divergence_message(
-                f"the factors exploded ({key}: RMS {rms:.2g} after iteration {iteration}, "
-                f"{watch.start.get(key, 0.0):.2g} at the start)"))
 
     def _divergence_hint(self) -> tuple[tuple[str, str], ...]:
         """The ``(parameter, "lower" | "raise")`` pairs to name for these settings (default:
@@ -390,7 +328,6 @@ class Model(param.Parameterized):
         return False
 
     def _mean_metrics(self, ratings: Ratings, metrics: Iterable[str]) -> dict[str, float]:
-        from ..evaluation import mean_metrics
         return mean_metrics(self, ratings, list(metrics), train=self.train_)
 
     # ------------------------------------------------------------------ scoring
@@ -477,44 +414,10 @@ class Model(param.Parameterized):
     def save(self, path) -> Path:
         """Save to ``path`` with suffix ``.npz`` (arrays) and ``.json`` (parameters, ids, history).
 
-        No pickle is used: learned arrays and the training table go into the ``.npz`` (numbers and
-        fixed-width strings only, readable with ``np.load(..., allow_pickle=False)``); the model
-        name, class, parameters and history into the JSON, with the SHA-256 of the ``.npz`` and the
-        name, shape and dtype of each of its arrays (format :data:`FORMAT_VERSION`), which
-        :meth:`load` checks. Each file is written under a temporary name and then renamed, so an
-        interrupted save leaves the previous files or a pair whose checksums disagree, never a
-        half-written file under the final name. Returns the ``.npz`` path.
+        No pickle is used; see :func:`cofiviz.models.persistence.save` for the files and what they
+        record (format :data:`~cofiviz.models.persistence.FORMAT_VERSION`). Returns the ``.npz`` path.
         """
-        self._require_fitted()
-        path = Path(path)
-        npz = path.with_suffix(".npz")
-        js = npz.with_suffix(".json")
-        npz.parent.mkdir(parents=True, exist_ok=True)
-        arrays = {f"state__{k}": np.asarray(v) for k, v in self._state().items()}
-        for k, v in arrays.items():
-            if v.dtype.kind == "O":
-                raise TypeError(f"{type(self).__name__}._state()[{k[7:]!r}] is an object array; "
-                                "save needs numeric or string arrays")  # pragma: no cover
-        t = self.train_
-        arrays.update(train__users=t.users, train__items=t.items, train__ratings=t.ratings,
-                      train__user_ids=t.user_ids, train__item_ids=t.item_ids)
-        tmp_npz, tmp_js = npz.with_name(npz.name + ".tmp"), js.with_name(js.name + ".tmp")
-        try:
-            with open(tmp_npz, "wb") as fh:
-                np.savez(fh, **arrays)
-            meta = {"format": FORMAT_VERSION, "model": self.model_name(), "class": type(self).__name__,
-                    "params": jsonable(self.get_params()), "scale": list(t.scale),
-                    "checksum": {"sha256": _sha256(tmp_npz), "bytes": tmp_npz.stat().st_size},
-                    "arrays": {k: {"shape": list(v.shape), "dtype": v.dtype.str} for k, v in arrays.items()},
-                    "history": jsonable(self.history_), "fit_seconds": self.fit_seconds_,
-                    "stopped_reason": self.stopped_reason_, "extra": jsonable(self._extra_meta())}
-            tmp_js.write_text(json.dumps(meta, indent=2, default=str))
-            os.replace(tmp_npz, npz)
-            os.replace(tmp_js, js)
-        finally:
-            for tmp in (tmp_npz, tmp_js):
-                tmp.unlink(missing_ok=True)
-        return npz
+        return persistence.save(self, path)
 
     @classmethod
     def load(cls, path) -> "Model":
@@ -527,9 +430,9 @@ class Model(param.Parameterized):
         every array the model's ``_state_spec`` declares, shaped for the parameters and the training
         table.
 
-        A save of another format than :data:`FORMAT_VERSION` is refused, format 1 included (written
-        before saves carried a checksum, so its two files cannot be checked against each other):
-        fit the model again and save it.
+        A save of another format than :data:`~cofiviz.models.persistence.FORMAT_VERSION` is refused,
+        format 1 included (its JSON carries no checksum of its ``.npz``, so the two files cannot be
+        checked against each other): fit the model again and save it.
 
         Raises
         ------
@@ -540,57 +443,8 @@ class Model(param.Parameterized):
             (checksum mismatch); a missing array; arrays whose shapes do not fit the parameters or
             the training table.
         """
-        path = Path(path)
-        npz, js = path.with_suffix(".npz"), path.with_suffix(".json")
-        missing = [str(f) for f in (npz, js) if not f.is_file()]
-        if missing:
-            raise DataError(f"expected {npz} and {js} written by Model.save; missing: {', '.join(missing)}")
-        meta = _read_meta(js)
-        klass = _saved_class(cls, meta, js)
-        _verify_checksum(npz, js, meta["checksum"])
-        data = _read_npz(npz)
-        for name, info in meta["arrays"].items():
-            if name not in data:
-                raise DataError(f"{npz} has no array {name!r}, which {js} lists")
-            if list(data[name].shape) != list(info.get("shape", [])) or data[name].dtype.str != info.get("dtype"):
-                raise DataError(f"{npz}: array {name!r} is {data[name].dtype.str} of shape {list(data[name].shape)}, "
-                                f"{js} records {info.get('dtype')} of shape {info.get('shape')}")
-        absent = [k for k in _TRAIN_ARRAYS if k not in data]
-        if absent:
-            raise DataError(f"{npz} has no training-table array {absent[0]!r}; it was not written by Model.save")
-        try:
-            model = klass(**meta["params"])
-        except ParameterError as exc:
-            raise DataError(f"{js}: its parameters do not fit a {klass.__name__}: {_one_line(exc)}") from None
-        try:
-            train = Ratings(data["train__users"], data["train__items"], data["train__ratings"],
-                            user_ids=data["train__user_ids"], item_ids=data["train__item_ids"],
-                            scale=tuple(meta["scale"]), name="train")
-        except (DataError, ValueError, TypeError, IndexError) as exc:
-            raise DataError(f"{npz}: the training table is not valid: {_one_line(exc)}") from None
-        state = {k[len("state__"):]: v for k, v in data.items() if k.startswith("state__")}
-        spec = model._state_spec(train.n_users, train.n_items)
-        for key, shape in (spec or {}).items():
-            if key not in state:
-                raise DataError(f"{npz} has no array 'state__{key}', which a {klass.__name__} needs")
-            got = state[key].shape
-            if len(got) != len(shape) or any(want is not None and g != want for g, want in zip(got, shape)):
-                want = "(" + ", ".join("any" if w is None else str(w) for w in shape) + ")"
-                raise DataError(f"{npz}: array 'state__{key}' has shape {got}, but a {klass.__name__} with the "
-                                f"parameters of {js} and a training table of {train.n_users} users x "
-                                f"{train.n_items} items needs {want}")
-        try:
-            model._set_extra_meta(meta.get("extra") or {})
-            model._set_state(state)
-        except KeyError as exc:
-            raise DataError(f"{npz} has no array 'state__{exc.args[0]}', which a {klass.__name__} needs") from None
-        except (CofivizError, ValueError, TypeError, IndexError, AttributeError) as exc:
-            raise DataError(f"{npz}: the arrays do not make a {klass.__name__}: {_one_line(exc)}") from None
-        model.train_ = train
-        model.history_ = meta.get("history", [])
-        model.fit_seconds_ = meta.get("fit_seconds", float("nan"))
-        model.stopped_reason_ = meta.get("stopped_reason", "")
-        return model
+        npz, js, meta = persistence.read_meta(path)
+        return persistence.restore(_saved_class(cls, meta, js), npz, js, meta)
 
     def _extra_meta(self) -> dict:
         return {}
@@ -621,45 +475,6 @@ class Model(param.Parameterized):
         return None
 
 
-class _DivergenceWatch:
-    """What the divergence checks of one fit compare against.
-
-    ``best_loss`` is the lowest finite loss so far; ``start`` the root mean square of every float
-    array of :meth:`Model._state` right after ``_setup`` (an array that appears later, such as a kept
-    best iterate, is measured when first seen); ``floor`` the larger of 1 and the width of the
-    training table's rating scale, the size that factors and offsets of a sane fit may reach
-    whatever their start (biases start at 0, some factors at 0.001).
-    """
-
-    def __init__(self, model: Model, train: Ratings):
-        self.best_loss: float | None = None
-        self.floor = max(1.0, float(train.scale[1] - train.scale[0]))
-        self.start: dict[str, float] = {}
-        if model.iterative:  # a closed-form model has no state before its one step
-            for key, arr in model._state().items():
-                arr = np.asarray(arr)
-                if arr.dtype.kind == "f" and arr.size:
-                    rms = _rms(arr)
-                    if np.isfinite(rms):
-                        self.start[key] = rms
-
-    def limit(self, key: str, rms: float) -> float:
-        """The largest root mean square array ``key`` may reach (``rms``: its value now)."""
-        if key not in self.start and np.isfinite(rms):
-            self.start[key] = rms
-        return NORM_GROWTH_LIMIT * max(self.start.get(key, 0.0), self.floor)
-
-
-def _rms(arr: np.ndarray) -> float:
-    """Root mean square of the entries of a float array, read in place (``inf`` when the squares overflow)."""
-    if arr.dtype != np.float64:
-        arr = arr.astype(np.float64)
-    axes = list(range(arr.ndim))
-    with np.errstate(over="ignore", invalid="ignore"):
-        total = float(np.einsum(arr, axes, arr, axes, []))
-    return float(np.sqrt(total / arr.size))
-
-
 class NotFittedError(DataError):
     """A model was used (scored, saved, asked to recommend) before ``fit`` or ``load``."""
 
@@ -676,48 +491,6 @@ def _as_index(values, label: str) -> np.ndarray:
     return arr.astype(np.int64)
 
 
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())
-
-
-def _sha256(path: Path) -> str:
-    with open(path, "rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
-
-
-def _read_meta(js: Path) -> dict:
-    """The JSON of a save, checked for the keys :meth:`Model.load` reads."""
-    try:
-        meta = json.loads(js.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise DataError(f"{js}: not a model description written by Model.save (not JSON: {exc})") from None
-    if not isinstance(meta, dict):
-        raise DataError(f"{js}: not a model description written by Model.save (a JSON {type(meta).__name__}, "
-                        "expected an object)")
-    if "format" not in meta:
-        raise DataError(f"{js}: the model description lacks the key 'format'")
-    fmt = meta["format"]
-    if fmt == 1 and not isinstance(fmt, bool):
-        raise DataError(f"{js} is a format-1 save, written before saves carried a checksum of their .npz, so "
-                        "its two files cannot be checked against each other; fit the model again and save it")
-    if fmt != FORMAT_VERSION:
-        raise DataError(f"{js}: format {fmt!r} is not one this cofiviz reads (it reads format {FORMAT_VERSION})")
-    absent = [k for k in _META_KEYS if k not in meta]
-    if absent:
-        raise DataError(f"{js}: the model description lacks the key(s) {', '.join(map(repr, absent))}")
-    for key, kind in (("model", str), ("class", str), ("params", dict), ("scale", list)):
-        if not isinstance(meta[key], kind):
-            raise DataError(f"{js}: {key!r} must be a JSON {'string' if kind is str else kind.__name__}, "
-                            f"got {meta[key]!r}")
-    if len(meta["scale"]) != 2:
-        raise DataError(f"{js}: 'scale' must be [lowest, highest], got {meta['scale']!r}")
-    if not isinstance(meta["checksum"], dict) or not isinstance(meta["checksum"].get("sha256"), str):
-        raise DataError(f"{js}: 'checksum' must be an object with the 'sha256' of the .npz, got {meta['checksum']!r}")
-    if not isinstance(meta["arrays"], dict) or not all(isinstance(v, dict) for v in meta["arrays"].values()):
-        raise DataError(f"{js}: 'arrays' must map each array name to its shape and dtype")
-    return meta
-
-
 def _saved_class(cls: type[Model], meta: dict, js: Path) -> type[Model]:
     """The class a save holds, checked against ``cls`` (the class ``load`` was called on)."""
     name, class_name = meta["model"], meta["class"]
@@ -725,66 +498,9 @@ def _saved_class(cls: type[Model], meta: dict, js: Path) -> type[Model]:
         return cls  # also covers unregistered subclasses
     klass = MODEL_REGISTRY.get(name)
     if klass is None:
-        from . import _load_all  # noqa: F401
-        klass = MODEL_REGISTRY.get(name)
-    if klass is None:
         raise DataError(f"{js}: unknown model {name!r}; known: {', '.join(sorted(MODEL_REGISTRY))}")
     if klass.__name__ != class_name:
         raise DataError(f"{js}: model {name!r} is a {klass.__name__}, but the file names the class {class_name!r}")
     if cls is not Model and not issubclass(klass, cls):
         raise DataError(f"{js} holds a {klass.__name__}, not a {cls.__name__}")
     return klass
-
-
-def _verify_checksum(npz: Path, js: Path, checksum: dict) -> None:
-    """Compare the ``.npz`` with the SHA-256 its JSON records; tell a damaged file from another save's."""
-    if _sha256(npz) == checksum["sha256"]:
-        return
-    try:
-        with zipfile.ZipFile(npz) as zf:
-            intact = zf.testzip() is None
-    except (zipfile.BadZipFile, EOFError, OSError, ValueError, zlib.error):
-        intact = False
-    if intact:
-        raise DataError(f"{js} and {npz} are not from the same save (checksum mismatch: {npz} is a readable "
-                        f"archive, but not the one {js} describes)")
-    size = checksum.get("bytes")
-    got = npz.stat().st_size
-    how = f"{got:,} bytes, the save wrote {size:,}" if isinstance(size, int) and size != got else "its bytes changed"
-    raise DataError(f"{npz} is damaged or truncated (checksum mismatch with {js}; {how})")
-
-
-def _read_npz(npz: Path) -> dict[str, np.ndarray]:
-    """Every array of a ``.npz``, read into memory; an unreadable archive is a :class:`DataError`."""
-    try:
-        data = np.load(npz, allow_pickle=False)
-        if not isinstance(data, np.lib.npyio.NpzFile):  # a lone .npy array under the .npz name
-            raise ValueError("it holds a single array, not an archive of named arrays")
-        with data:
-            return {k: data[k] for k in data.files}
-    except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError, zlib.error) as exc:
-        raise DataError(f"{npz} is not a readable .npz archive ({type(exc).__name__}: {_one_line(exc)})") from None
-
-
-def _lower_is_better(metric: str) -> bool:
-    """Error metrics (``zero_one``) improve downwards; every other cofiviz metric upwards."""
-    return str(metric).strip().lower().startswith(("zero_one", "zero-one", "zeroone"))
-
-
-def available_models() -> list[str]:
-    """Names of the registered models (what ``cofiviz run MODEL`` accepts)."""
-    from . import _load_all  # noqa: F401  (importing registers every model)
-    return sorted(MODEL_REGISTRY)
-
-
-def get_model_class(name: str) -> type[Model]:
-    from . import _load_all  # noqa: F401
-    key = str(name).lower()
-    if key not in MODEL_REGISTRY:
-        raise ParameterError(f"unknown model {name!r}; available models: {', '.join(sorted(MODEL_REGISTRY))}")
-    return MODEL_REGISTRY[key]
-
-
-def make_model(name: str, **params) -> Model:
-    """Build a registered model by name with keyword parameters."""
-    return get_model_class(name)(**params)

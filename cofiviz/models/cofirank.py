@@ -76,6 +76,7 @@ from ..ratings import Ratings
 from ..solvers.alternating import item_oracle, user_phase
 from ..solvers.bmrm import bmrm
 from .base import Model
+from .popularity import damped_item_mean
 
 __all__ = ["CofiRank", "warmup"]
 
@@ -236,13 +237,8 @@ class CofiRank(Model):
         """
         if not self._has_prior():
             return np.zeros(train.n_items)
-        counts = np.bincount(train.items, minlength=train.n_items).astype(np.float64)
-        sums = np.bincount(train.items, weights=train.ratings, minlength=train.n_items)
         mu = float(train.global_mean)
-        denom = counts + float(self.prior_damping)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mean = np.where(denom > 0, (sums + float(self.prior_damping) * mu) / np.where(denom > 0, denom, 1.0), mu)
-        return float(self.prior_scale) * (mean - mu)
+        return float(self.prior_scale) * (damped_item_mean(train, self.prior_damping) - mu)
 
     def _scales(self) -> tuple[np.ndarray, np.ndarray]:
         """Per free column ``sqrt(reg / λ_t)`` of each phase (1 for factors; biases with ``bias_reg``)."""

@@ -43,6 +43,8 @@ import param
 
 from ..errors import ParameterError
 from ..losses.smoothed_gap import OBJECTIVES, prepare
+from ..losses.smoothed_gap import objective as smoothed_gap_objective
+from ..losses.smoothed_gap import warmup as loss_warmup
 from ..ratings import Ratings
 from . import _gapfm_kernels as K
 from .base import Model
@@ -215,11 +217,10 @@ class GAPfm(Model):
     def smoothed_objective(self, ratings: Ratings | None = None) -> float:
         """Eq 9 (1/M dropped) of the current factors on ``ratings`` (default: the training table), with
         ``item_reg``'s penalty ``(λ_V/2)‖V‖²``."""
-        from ..losses.smoothed_gap import objective
         self._require_fitted()
         r = self.train_ if ratings is None else ratings
-        value = objective(self.U_, self.V_, r, lam=float(self.reg), ymax=self.ymax_, kind=self.objective,
-                          cutoff=self.cutoff, normalize=self.normalize)
+        value = smoothed_gap_objective(self.U_, self.V_, r, lam=float(self.reg), ymax=self.ymax_,
+                                       kind=self.objective, cutoff=self.cutoff, normalize=self.normalize)
         return value - 0.5 * float(self.item_reg) * float(np.sum(self.V_ * self.V_))
 
     def _extra_meta(self) -> dict:
@@ -232,8 +233,6 @@ class GAPfm(Model):
 def warmup() -> None:
     """Compile (or load from cache) GAPfm's kernels: two iterations of every variant on a tiny table, and
     the smoothed-GAP objective kernels of :mod:`cofiviz.losses.smoothed_gap` (plots, gradient checks)."""
-    from ..losses.smoothed_gap import warmup as loss_warmup
-
     loss_warmup()
     users = np.repeat(np.arange(4), 3)
     items = np.array([0, 1, 2, 1, 2, 3, 0, 2, 3, 0, 1, 3])

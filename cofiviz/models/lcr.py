@@ -28,12 +28,18 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import pandas as pd
 import param
 
 from ..errors import ParameterError
+from ..metrics.names import check_metrics
+from ..metrics.scorer import mean_metrics
 from ..ratings import Ratings
 from ..split import Split
 from ._local import LocalParams, PairwiseFactorModel, local_kernels
+from .gcr import warmup as gcr_warmup
+from .regsvd import warmup as svd_warmup
+from .registry import get_model_class
 
 __all__ = ["LCR", "trace", "warmup"]
 
@@ -131,11 +137,6 @@ def trace(split: Split, metrics=("zero_one", "ap", "ndcg@10"), part: str = "test
         time of the iteration), ``loss`` (training objective), ``train_zero_one`` (where the model
         records it), and the model's parameters ``model``, ``rank``, ``n_local``, ``loss_name``.
     """
-    import pandas as pd
-
-    from ..evaluation import check_metrics, mean_metrics
-    from .base import get_model_class
-
     if not isinstance(split, Split):
         raise ParameterError(f"split must be a cofiviz.Split, got {type(split).__name__}")
     if part not in ("test", "valid") or getattr(split, part) is None:
@@ -174,9 +175,6 @@ def trace(split: Split, metrics=("zero_one", "ap", "ndcg@10"), part: str = "test
 
 def warmup() -> None:
     """Compile (or load) LCR's kernels: a 2-iteration fit on a tiny table."""
-    from .gcr import warmup as gcr_warmup
-    from .regsvd import warmup as svd_warmup
-
     svd_warmup()
     gcr_warmup()
     users = np.repeat(np.arange(4), 3)

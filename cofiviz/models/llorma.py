@@ -28,6 +28,7 @@ from ..ratings import Ratings
 from . import _local_kernels as lk
 from ._local import LocalParams, local_kernels
 from .base import Model
+from .regsvd import warmup as svd_warmup
 
 __all__ = ["LLORMA", "warmup"]
 
@@ -147,8 +148,6 @@ class LLORMA(Model, LocalParams):
 
 def warmup() -> None:
     """Compile (or load) LLORMA's kernels: a 2-sweep fit on a tiny table."""
-    from .regsvd import warmup as svd_warmup
-
     svd_warmup()
     users = np.repeat(np.arange(4), 3)
     items = np.array([0, 1, 2, 1, 2, 3, 0, 2, 3, 0, 1, 3])

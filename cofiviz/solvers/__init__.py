@@ -9,16 +9,14 @@
 """
 
 from .bmrm import BMRMResult, bmrm
+from .bmrm import warmup as _bmrm_warmup   # ``bmrm`` the function shadows ``bmrm`` the module here
 from .lap import linear_sum_assignment
+from .lap import warmup as _lap_warmup
 
 __all__ = ["linear_sum_assignment", "bmrm", "BMRMResult", "warmup"]
 
 
 def warmup() -> None:
     """Compile (or load from numba's cache) the assignment and BMRM kernels on tiny problems."""
-    # ``bmrm`` the function shadows ``bmrm`` the module in this package, so import the helpers by name
-    from .bmrm import warmup as _bmrm_warmup
-    from .lap import warmup as _lap_warmup
-
     _lap_warmup()
     _bmrm_warmup()

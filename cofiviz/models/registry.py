@@ -1,0 +1,41 @@
+"""The model registry: every concrete model class under its registry name (``poprec``, ``cofirank``, ...).
+
+A concrete subclass of :class:`~cofiviz.models.Model` adds itself to :data:`MODEL_REGISTRY` when its
+class is created. Importing any module of :mod:`cofiviz.models` first runs the package's
+``__init__``, which imports every model, so the registry is complete whenever these functions run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ParameterError
+
+__all__ = ["MODEL_REGISTRY", "available_models", "get_model_class", "make_model"]
+
+#: Model classes by registry name (the lower-case class name).
+MODEL_REGISTRY: dict[str, type] = {}
+
+
+def available_models() -> list[str]:
+    """Names of the registered models (what ``cofiviz run MODEL`` accepts)."""
+    return sorted(MODEL_REGISTRY)
+
+
+def get_model_class(name: str) -> type:
+    """The model class registered as ``name`` (case-insensitive, surrounding spaces ignored).
+
+    Raises
+    ------
+    ParameterError
+        No such model; the message lists the available ones.
+    """
+    key = str(name).strip().lower()
+    if key not in MODEL_REGISTRY:
+        raise ParameterError(f"unknown model {name!r}; available models: {', '.join(sorted(MODEL_REGISTRY))}")
+    return MODEL_REGISTRY[key]
+
+
+def make_model(name: str, **params: Any):
+    """Build a registered model by name with keyword parameters."""
+    return get_model_class(name)(**params)
