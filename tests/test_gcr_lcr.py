@@ -18,7 +18,8 @@ from cofiviz.losses.surrogates import SURROGATE_CODES, SURROGATES, surrogate_der
 from cofiviz.models import PopRec
 from cofiviz.models import _local_kernels as lk
 from cofiviz.models.gcr import GCR
-from cofiviz.models.lcr import LCR, trace
+from cofiviz.models.lcr import LCR
+from cofiviz.trace import trace_fit as trace
 from cofiviz.models.llorma import LLORMA
 
 from contract import ModelContract, random_ndcg

@@ -19,29 +19,22 @@ that makes the update O(nnz · r) per local model. Prediction is Algorithm 2. Ea
 validation set (``fit(train, valid)`` with ``patience``), at most ``max_iter`` = 200 iterations,
 and a stop when the training objective improves by less than ``tol`` = 0.001 (§5.1).
 
-:func:`trace` runs one fit and records test metrics after every iteration as a tidy DataFrame
-(the data of the paper's Figures 1-3 and 5).
+:func:`cofiviz.trace.trace_fit` runs one fit and records test metrics after every iteration as a tidy
+DataFrame (the data of the paper's Figures 1-3 and 5).
 """
 
 from __future__ import annotations
 
-import time
 
 import numpy as np
-import pandas as pd
 import param
 
-from ..errors import ParameterError
-from ..metrics.names import check_metrics
-from ..metrics.scorer import mean_metrics
 from ..ratings import Ratings
-from ..split import Split
 from ._local import LocalParams, PairwiseFactorModel, local_kernels
 from .gcr import warmup as gcr_warmup
 from .regsvd import warmup as svd_warmup
-from .registry import get_model_class
 
-__all__ = ["LCR", "trace", "warmup"]
+__all__ = ["LCR", "warmup"]
 
 
 class LCR(PairwiseFactorModel, LocalParams):
@@ -107,70 +100,6 @@ class LCR(PairwiseFactorModel, LocalParams):
 
     def _n_models(self) -> int:
         return int(self.n_local)
-
-
-def trace(split: Split, metrics=("zero_one", "ap", "ndcg@10"), part: str = "test", model: str = "lcr",
-          every: int = 1, **params):
-    """Fit one model on ``split.train`` and score ``part`` after every iteration: tidy per-iteration data.
-
-    What the comparisons dashboard draws for LCR's Figures 1, 2, 3 and 5 (zero-one error, AP and
-    NDCG@10 per iteration on a fixed-ratio split).
-
-    Parameters
-    ----------
-    split : Split
-    metrics : sequence of str
-        Metrics measured on ``part`` after each iteration (``zero_one`` compares each test item with
-        the user's other known ratings, LCR §5.1).
-    part : {"test", "valid"}
-    model : {"lcr", "gcr", "llorma"}
-    every : int
-        Score every ``every``-th iteration (and the last).
-    **params
-        Model parameters (``rank``, ``n_local``, ``loss``, ``max_iter``...). Early stopping is off
-        unless ``patience`` is given with a validation part.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per (iteration, metric): ``iteration``, ``metric``, ``value``, ``seconds`` (training
-        time of the iteration), ``loss`` (training objective), ``train_zero_one`` (where the model
-        records it), and the model's parameters ``model``, ``rank``, ``n_local``, ``loss_name``.
-    """
-    if not isinstance(split, Split):
-        raise ParameterError(f"split must be a cofiviz.Split, got {type(split).__name__}")
-    if part not in ("test", "valid") or getattr(split, part) is None:
-        raise ParameterError(f"part must name a non-empty part of the split ('test' or 'valid'), got {part!r}")
-    if isinstance(every, bool) or not isinstance(every, int) or every < 1:
-        raise ParameterError(f"every must be a positive integer, got {every!r}")
-    metrics = check_metrics(metrics)
-    klass = get_model_class(model)
-    params.setdefault("patience", 0)
-    params.setdefault("tol", 0.0)
-    m = klass(**params)
-    target = getattr(split, part)
-    rows = []
-
-    def record(info):
-        log = getattr(info.model, "train_log_", None)
-        last = log[-1] if log else {}
-        if info.iteration % every == 0 or info.iteration == m.max_iter:
-            values = mean_metrics(info.model, target, metrics, train=split.train)
-            for name, v in values.items():
-                rows.append({"iteration": info.iteration, "metric": name, "value": v, "seconds": info.seconds,
-                             "loss": info.loss, "train_zero_one": last.get("train_zero_one", np.nan)})
-
-    valid = split.valid if params.get("patience", 0) > 0 else None
-    t0 = time.perf_counter()
-    m.fit(split.train, valid=valid, callbacks=record)
-    frame = pd.DataFrame(rows)
-    frame["model"] = m.model_name()
-    for key in ("rank", "n_local", "loss", "lr", "reg", "item_bias"):
-        if key in m.param_names():
-            frame["loss_name" if key == "loss" else key] = getattr(m, key)
-    frame.attrs["fit_seconds"] = time.perf_counter() - t0
-    frame.attrs["stopped_reason"] = m.stopped_reason_
-    return frame
 
 
 def warmup() -> None:
