@@ -19,6 +19,7 @@ from cofiviz.models import PopRec
 from cofiviz.models import _local_kernels as lk
 from cofiviz.models.gcr import GCR
 from cofiviz.models.lcr import LCR
+from cofiviz.reproductions.lcr import TABLE2
 from cofiviz.trace import trace_fit as trace
 from cofiviz.models.llorma import LLORMA
 
@@ -320,18 +321,11 @@ def movielens():
 
 
 def _paper(method: str, metric: str, n: int) -> float:
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    from reproduce_lcr import paper_table
-
-    ref = paper_table()
-    return float(ref[(ref["method"] == method) & (ref["metric"] == metric) & (ref["n_train"] == n)]["value"].iloc[0])
+    return next(c.value for c in TABLE2 if (c.method, c.metric, c.n_train) == (method, metric, n))
 
 
 def test_table2_small_gcr_n10_and_lcr_n50_against_the_paper_and_the_item_mean(movielens):
-    """Two cells of Table 2 (split seed 0, settings chosen on validation by benchmarks/reproduce_lcr.py)."""
+    """Two cells of Table 2 (split seed 0, settings of the lcr-table2 reproduction's grid chosen on validation)."""
     from cofiviz.evaluation import evaluate
     from cofiviz.models import ItemMean
 
