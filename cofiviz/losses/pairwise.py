@@ -29,7 +29,7 @@ from numba import njit
 
 from ..errors import ParameterError
 
-__all__ = ["ordinal_loss", "preference_loss", "pairs_loss", "hinge_shape", "ordinal_loss_grad",
+__all__ = ["ordinal_loss", "preference_loss", "pairs_loss", "ordinal_loss_grad",
            "pairs_loss_grad", "preference_loss_grad", "rating_levels", "level_costs", "PAIR_COSTS"]
 
 PAIR_COSTS = ("uniform", "difference")
@@ -222,6 +222,3 @@ def preference_loss(f, pairs, costs=None, normalize: bool = True):
     return float(loss), g
 
 
-def hinge_shape(delta_f, margin: float = 1.0):
-    """Shape of one pair's term: ``max(0, margin − Δf)`` with ``Δf = f_preferred − f_other``."""
-    return np.maximum(0.0, margin - np.asarray(delta_f, dtype=np.float64))

@@ -13,7 +13,7 @@ from numba import njit
 
 from ..errors import ParameterError
 
-__all__ = ["regression_loss", "regression_loss_grad", "squared_shape"]
+__all__ = ["regression_loss", "regression_loss_grad"]
 
 
 @njit(cache=True, nogil=True)
@@ -37,7 +37,3 @@ def regression_loss(f, y):
     return float(regression_loss_grad(f, y, g)), g
 
 
-def squared_shape(residual):
-    """``½ r²`` as a function of the residual ``r = f − y`` (for plots)."""
-    r = np.asarray(residual, dtype=np.float64)
-    return 0.5 * r * r

@@ -49,7 +49,7 @@ from ..solvers.lap import lap_rank2
 
 __all__ = ["ndcg_loss", "eru_loss", "ndcg_regret", "eru_regret", "structured_loss_curve",
            "structured_loss_grad", "c_vector", "ndcg_discounts", "eru_discounts", "normalized_gains",
-           "reference_positions", "reference_weights", "REFERENCE_ORDERS"]
+           "reference_weights", "REFERENCE_ORDERS"]
 
 REFERENCE_ORDERS = ("rating", "item_id", "tie_average")
 REFERENCE_CODES = {"rating": 0, "item_id": 1, "tie_average": 2}
@@ -114,20 +114,6 @@ def normalized_gains(y, a, kind: str = "ndcg", neutral: float = 3.0) -> np.ndarr
     out = np.empty_like(y)
     _normalize_gains(raw, np.asarray(a, dtype=np.float64), out)
     return out
-
-
-def reference_positions(y, reference: str = "rating") -> np.ndarray:
-    """Position of each item in the reference order (``"rating"`` / ``"tie_average"``: decreasing
-    rating, ties in stored order; ``"item_id"``: the stored order)."""
-    y = np.asarray(y, dtype=np.float64)
-    if reference not in REFERENCE_ORDERS:
-        raise ParameterError(f"reference must be one of {REFERENCE_ORDERS}, got {reference!r}")
-    if reference == "item_id":
-        return np.arange(len(y), dtype=np.int32)
-    order = np.argsort(-y, kind="stable")
-    pos = np.empty(len(y), dtype=np.int32)
-    pos[order] = np.arange(len(y))
-    return pos
 
 
 @njit(cache=True, nogil=True)

@@ -9,10 +9,10 @@ reports P@5. Positions come from the pessimistic tie rule (see :mod:`cofiviz.met
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from ._validation import check_k, check_list, check_real
-from .ranking import MAX_TABLE_GRADE, OK, Batch, _block_bounds, _prepare_user, _scratch, ranked
+from .ranking import ranked
 
 __all__ = ["average_precision", "precision_at_k", "mrr"]
 
@@ -58,48 +58,6 @@ def _rr_user(yr, threshold):
         if yr[p] >= threshold:
             return 1.0 / (p + 1.0)
     return np.nan
-
-
-@njit(parallel=True, cache=True)
-def _precision_parallel(offsets, ratings, scores, which, k, threshold, n_blocks, max_len):
-    """which: 0 = AP/AP@k, 1 = P@k, 2 = reciprocal rank."""
-    n_users = offsets.shape[0] - 1
-    out = np.empty(n_users)
-    status = np.zeros(n_users, np.int8)
-    for b in prange(n_blocks):
-        sc = _scratch(max_len)
-        yr = np.empty(max_len)
-        yi = np.empty(1)
-        counts = np.empty(MAX_TABLE_GRADE + 1, np.int64)
-        u0, u1 = _block_bounds(b, n_blocks, n_users)
-        for u in range(u0, u1):
-            lo = offsets[u]
-            n = offsets[u + 1] - lo
-            out[u] = np.nan
-            if n == 0:
-                continue
-            st, _ = _prepare_user(ratings[lo:lo + n], scores[lo:lo + n], sc, yr, yi, counts, False, False, 0.0)
-            if st != OK:
-                status[u] = st
-                continue
-            if which == 0:
-                out[u] = _ap_user(yr[:n], k, threshold)
-            elif which == 1:
-                out[u] = _precision_user(yr[:n], k, threshold)
-            else:
-                out[u] = _rr_user(yr[:n], threshold)
-    return out, status
-
-
-def _precision_lists(offsets, ratings, scores, which, k, threshold):
-    """Per-user AP (which=0), P@k (1) or RR (2) of a CSR batch (per-family parallel path)."""
-    kk = check_k(k, allow_none=(which != 1))
-    t = check_real(threshold, "threshold", positive=True)
-    bt = Batch(offsets, ratings, scores)
-    with bt.threads():
-        out, status = _precision_parallel(bt.offsets, bt.ratings, bt.scores, which, kk, t, *bt.scratch_args())
-    bt.raise_for(status)
-    return out
 
 
 def _one(ratings, scores):
