@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 import param
 
-from ..errors import DataError, ModelFitError, ParameterError
+from ..errors import DataError, ModelFitError
 from ..losses.listwise import PL_TIES, pl_ties_code
 from ..losses.surrogates import SURROGATES
 from ..ratings import Ratings
@@ -343,7 +343,7 @@ class Bilinear(Model):
                 or W.shape != (X.shape[1], U.shape[1]) or H.shape != (Z.shape[1], U.shape[1]) \
                 or X.shape[0] != U.shape[0] or Z.shape[0] != V.shape[0] or arr["c"].shape != (V.shape[0],) \
                 or arr["d"].shape != (Z.shape[1],):
-            raise DataError(f"Bilinear state has inconsistent shapes: " +
+            raise DataError("Bilinear state has inconsistent shapes: " +
                             ", ".join(f"{k} {v.shape}" for k, v in arr.items()))
         self.U_, self.V_, self.W_, self.H_, self.c_, self.d_, self.X_, self.Z_ = (
             arr[k] for k in ("U", "V", "W", "H", "c", "d", "X", "Z"))
