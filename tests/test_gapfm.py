@@ -1,4 +1,4 @@
-"""GAPfm (paper 004): the smoothed GAP objective, its gradients (eqs 10-11), Algorithm 1 and 2, the
+"""GAPfm (Shi et al., CIKM 2013): the smoothed GAP objective, its gradients (eqs 10-11), Algorithm 1 and 2, the
 ymax = 1 equivalence with smoothed AP, appendix D's GP@n / GR@n objectives, and the model contract."""
 
 from __future__ import annotations

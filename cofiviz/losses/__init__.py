@@ -1,6 +1,6 @@
 """Ranking losses, each with value, (sub)gradient and — where it has one — a vectorised shape for plots.
 
-CofiRank's losses (Weimer et al., papers 000/001 and appendix A):
+CofiRank's losses (Weimer et al., NIPS 2007, and its extended version's appendix A):
 
 ==============  =====================================================
 loss            per-user value and subgradient

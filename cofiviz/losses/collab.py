@@ -81,9 +81,8 @@ def build_loss_data(indptr, ratings, loss: str = "ndcg", *, k: int = 10, c_expon
         Store the structured losses' normalised gains ``b`` and reference weights ``w`` (two floats
         per rating, 9.8 MB at EachMovie size) instead of recomputing them for a user at each
         evaluation (a sort of the user's ratings, next to the O(k·n²) assignment). Default ``False``:
-        the values are identical either way; recomputing made a MovieLens 100K CofiRank-NDCG fit 5–10 %
-        slower (0.54 s vs 0.49 s at N = 10, 2.45 s vs 2.33 s at N = 50, one thread) and took the
-        EachMovie-sized outer iteration's peak from 158 MB to 148 MB (``benchmarks/bench_cofirank.py``).
+        the values are identical either way; recomputing costs a little time and saves the memory
+        (``benchmarks/bench_cofirank.py`` measures both).
 
     Returns
     -------

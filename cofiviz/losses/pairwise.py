@@ -1,6 +1,6 @@
 """Pairwise ranking losses of CofiRank's appendix: ordinal regression (A.2) and preferences (A.3).
 
-Weimer et al., CofiRank (paper 000, appendix A). For a user's items with ratings ``y`` and scores
+Weimer et al., CofiRank (extended version, appendix A). For a user's items with ratings ``y`` and scores
 ``f``, every pair with ``y_i < y_j`` should have ``f_i < f_j``; a pair that is not separated by a
 margin of 1 costs ``C(y_i, y_j)``. The convex upper bound of the pair-counting loss (13)/(15) is
 

@@ -1,4 +1,4 @@
-"""CofiRank-Regression: the squared loss of appendix A.1 (Weimer et al., paper 000).
+"""CofiRank-Regression: the squared loss of appendix A.1 (Weimer et al., CofiRank's extended version).
 
     l(f, y) = ½ Σ_j (f_j − y_j)²,        ∂_f l = f − y.
 

@@ -1,7 +1,7 @@
 """The smoothed Graded Average Precision of GAPfm: value, gradients, and shapes for plots.
 
 Shi, Karatzoglou, Baltrunas, Larson, Hanjalic, "GAPfm: Optimal Top-N Recommendations for Graded
-Relevance Domains" (``papers/004``). Notation of the paper: user ``m`` rated items ``i`` with grades
+Relevance Domains" (CIKM 2013). Notation of the paper: user ``m`` rated items ``i`` with grades
 ``y_mi ∈ {1..ymax}`` (``I_mi = 1``), scores ``f_mi = <U_m, V_i>`` (eq 1).
 
 Thresholding probabilities (eq 5) and their cumulative sums::

@@ -1,6 +1,6 @@
 """Expected Rank Utility (ERU) and its normalised form NERU.
 
-Source: CofiRank extended version (paper 000), appendix A.4, Definition 3, after Breese, Heckerman
+Source: CofiRank's extended version (Weimer et al.), appendix A.4, Definition 3, after Breese, Heckerman
 and Kadie (1998)::
 
     ERU(pi, y)  = sum_{p=1}^{min(k, n)} max(y_(p) - d, 0) / 2^((p - 1) / (alpha - 1))

@@ -1,6 +1,6 @@
 """Graded Average Precision (GAP, GAP@k) and graded precision / recall GP@n, GR@n.
 
-Source: GAPfm (Shi, Karatzoglou, Baltrunas, Larson, Hanjalic; paper 004), eqs 2-5 after Robertson
+Source: GAPfm (Shi, Karatzoglou, Baltrunas, Larson, Hanjalic; CIKM 2013), eqs 2-5 after Robertson
 et al.'s GAP, and appendix D for GP@n / GR@n. Grades are integers ``0..ymax``; grade 0 means unrated
 (``I_i = 0``: the candidate takes a place in the ranking but never counts as relevant).
 

@@ -1,4 +1,4 @@
-"""NDCG@k (CofiRank, Weimer et al. 2007/2008, §2 "Ranking and NDCG"; design.md, Metrics).
+"""NDCG@k (CofiRank, Weimer et al. 2007/2008, §2 "Ranking and NDCG").
 
 .. math::
 
@@ -66,8 +66,8 @@ def ndcg(ratings, scores, k=10) -> float:
                                {\\sum_{p \\le k} (2^{y^*_{(p)}} - 1) / \\log_2(1 + p)}
 
     with :math:`y_{(p)}` the true rating at predicted position ``p`` (from 1) and :math:`y^*` the same
-    ratings sorted descending (the ideal order of this candidate list). Source: CofiRank (papers 000
-    and 001, §2); gain ``2^r - 1`` and the standard discount ``1/log2(1 + p)`` (design.md, Metrics).
+    ratings sorted descending (the ideal order of this candidate list). Source: CofiRank (Weimer et
+    al., NIPS 2007, §2); gain ``2^r - 1`` and the standard discount ``1/log2(1 + p)``.
 
     Parameters
     ----------

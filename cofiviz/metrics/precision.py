@@ -1,9 +1,9 @@
 """Binary-relevance metrics: average precision (AP, AP@k), precision at k (P@k) and reciprocal rank.
 
 A candidate is *relevant* when its true rating is ``>= threshold`` (default 4; GAPfm §5.1 uses 5 for
-P@5, the highest MovieLens rating). LCR (paper 002, §5.1) defines AP as the area under the
-precision-recall curve, the mean of the precision at each relevant position; GAPfm (paper 004, §5.1)
-reports P@5. Positions come from the pessimistic tie rule (see :mod:`cofiviz.metrics`).
+P@5, the highest MovieLens rating). LCR (Lee et al., WWW 2014, §5.1) defines AP as the area under
+the precision-recall curve, the mean of the precision at each relevant position; GAPfm (Shi et al.,
+CIKM 2013, §5.1) reports P@5. Positions come from the pessimistic tie rule (see :mod:`cofiviz.metrics`).
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def average_precision(ratings, scores, threshold=4, k=None) -> float:
         \\mathrm{AP@k} = \\frac{1}{\\min(k, |\\mathcal R|)} \\sum_{p \\le k:\\, y_{(p)} \\ge t} \\mathrm{P@}p
 
     where :math:`\\mathcal R` is the set of relevant candidates and P@p the fraction of relevant
-    candidates among the first ``p``. Source: LCR (paper 002, §5.1: area under the precision-recall
+    candidates among the first ``p``. Source: LCR (§5.1: area under the precision-recall
     curve); the AP@k normalisation ``min(k, |R|)`` makes a perfect top-k score 1.
 
     Parameters
@@ -111,7 +111,7 @@ def precision_at_k(ratings, scores, k=5, threshold=4) -> float:
 
     .. math:: \\mathrm{P@k} = \\frac{1}{k} \\sum_{p=1}^{\\min(k, n)} \\mathbb I(y_{(p)} \\ge t)
 
-    Source: GAPfm (paper 004, §5.1), which reports P@5 with threshold 5. The divisor is always ``k``
+    Source: GAPfm (§5.1), which reports P@5 with threshold 5. The divisor is always ``k``
     (as in trec_eval), so a list shorter than ``k`` cannot reach 1.
 
     Parameters

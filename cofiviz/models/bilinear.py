@@ -1,4 +1,4 @@
-"""The bilinear rank functional with side features (blog post 003, "Designing the rank functional").
+"""The bilinear rank functional with side features (blog post "The rank 1 problem": "Designing the rank functional").
 
 "It is natural to go for a function of the form f(u,i) = W_u'V_i [...] the features don't have to be
 discovered if they are available, e.g., user profiles and item content descriptions. Or the features
@@ -125,7 +125,7 @@ def encode_features(info: pd.DataFrame | None, spec: str = "auto", bins: int = 5
 
 
 class Bilinear(Model):
-    """Bilinear rank functional ``f(u, i) = w_uᵀ Bᵀ C v_i`` with latent and/or given features (blog post 003).
+    """Bilinear rank functional ``f(u, i) = w_uᵀ Bᵀ C v_i`` with latent and/or given features.
 
     Parameters
     ----------
