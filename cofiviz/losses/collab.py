@@ -81,8 +81,8 @@ def build_loss_data(indptr, ratings, loss: str = "ndcg", *, k: int = 10, c_expon
         Store the structured losses' normalised gains ``b`` and reference weights ``w`` (two floats
         per rating, 9.8 MB at EachMovie size) instead of recomputing them for a user at each
         evaluation (a sort of the user's ratings, next to the O(k·n²) assignment). Default ``False``:
-        the values are identical either way; recomputing costs a little time and saves the memory
-        (``benchmarks/bench_cofirank.py`` measures both).
+        the values are identical either way; recomputing costs a little time and saves those two
+        floats per rating, which matters on large tables.
 
     Returns
     -------
