@@ -1,4 +1,4 @@
-"""The contract every cofiviz model passes (design.md, "Public surface"; issue 2, "Models").
+"""The contract every cofiviz model passes: fit, score, recommend, save and load, errors, determinism.
 
 Use it as a mixin::
 

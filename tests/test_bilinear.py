@@ -1,4 +1,4 @@
-"""The bilinear rank functional with side features (blog post 003): the model contract, the gradient of its
+"""The bilinear rank functional with side features ("The rank 1 problem"): the model contract, the gradient of its
 objective by finite differences for every loss family and feature mode, feature encoding, learning planted
 structure (beats random and PopRec), side features helping new users under strong generalization, ties used
 versus dropped, fold-in, and the command line."""

@@ -224,9 +224,7 @@ def test_preference_algorithm_3_on_all_pairs_is_the_ordinal_loss():
     assert loss == pytest.approx(0.5) and np.allclose(g, [1.0, -1.0, 0.0])
 
 
-def test_shapes_for_plots():
-    np.testing.assert_allclose(L.hinge_shape([-1.0, 0.0, 1.0, 2.0]), [2.0, 1.0, 0.0, 0.0])
-    np.testing.assert_allclose(L.squared_shape([-2.0, 0.0, 1.0]), [2.0, 0.0, 0.5])
+def test_structured_loss_curve_for_plots():
     y = np.array([5.0, 3.0, 1.0, 4.0])
     loss, regret = L.structured_loss_curve(y, np.zeros(4), y - 3.0, np.linspace(-2, 2, 21), k=3)
     assert loss.shape == regret.shape == (21,)

@@ -1,4 +1,4 @@
-"""The listwise Plackett–Luce loss and the tie-aware pairwise losses (Rao–Kupper, Davidson) of blog post 003:
+"""The listwise Plackett–Luce loss and the tie-aware pairwise losses (Rao–Kupper, Davidson) of "The rank 1 problem":
 NumPy reference implementations written from the formulas, hypothesis property tests (ties included)
 against the numba kernels, finite-difference gradients, and the errors at the public boundary."""
 

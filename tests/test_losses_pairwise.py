@@ -7,9 +7,14 @@ import numpy as np
 import pytest
 
 from cofiviz.errors import ParameterError
-from cofiviz.losses.surrogates import (SURROGATE_CODES, SURROGATE_LABELS, SURROGATES, figure4_frame,
-                                       surrogate_code, surrogate_derivative, surrogate_shape, surrogate_slope,
-                                       surrogate_value, surrogate_value_deriv, zero_one_shape)
+from cofiviz.losses.surrogates import (SURROGATE_CODES, SURROGATE_LABELS, SURROGATES, _evaluate, figure4_frame,
+                                       surrogate_code, surrogate_derivative, surrogate_shape, surrogate_value,
+                                       surrogate_value_deriv, zero_one_shape)
+
+
+def surrogate_slope(loss, delta_f, delta_m=1.0, margin=0.0):
+    """``∂L(ΔM, Δf)/∂Δf`` on arrays, from the same kernel pass that gives :func:`surrogate_shape` its values."""
+    return _evaluate(loss, delta_m, delta_f, margin)[1]
 
 # Table 1 of the paper, written out with NumPy (independent of the numba kernels)
 TABLE1 = {

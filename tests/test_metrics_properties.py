@@ -14,10 +14,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cofiviz.metrics as M
-from cofiviz.metrics.eru import _eru_lists
-from cofiviz.metrics.gap import _gap_lists
-from cofiviz.metrics.ndcg import _ndcg_lists
-from cofiviz.metrics.precision import _precision_lists
 
 import reference_metrics as R
 
@@ -92,23 +88,6 @@ def test_score_lists_equals_reference(batch, k, threshold, data):
         assert out[name].shape == (len(off) - 1,)
         for u in range(len(off) - 1):
             assert_same(out[name][u], ref[name][u], f"{name} user {u}")
-
-
-@FEW
-@given(csr_batch(), st.integers(1, 8))
-def test_per_family_parallel_kernels_equal_score_lists(batch, k):
-    off, y, s = batch
-    out = M.score_lists(off, y, s, ["ndcg@%d" % k, "ap", "p@%d" % k, "mrr", "neru", "eru@%d" % k, "gap",
-                                    "gp@%d" % k, "gr@%d" % k], ymax=5)
-    np.testing.assert_allclose(_ndcg_lists(off, y, s, k), out["ndcg@%d" % k], rtol=1e-12)
-    np.testing.assert_allclose(_precision_lists(off, y, s, 0, None, 4), out["ap"], rtol=1e-12)
-    np.testing.assert_allclose(_precision_lists(off, y, s, 1, k, 4), out["p@%d" % k], rtol=1e-12)
-    np.testing.assert_allclose(_precision_lists(off, y, s, 2, None, 4), out["mrr"], rtol=1e-12)
-    np.testing.assert_allclose(_eru_lists(off, y, s, True), out["neru"], rtol=1e-12)
-    np.testing.assert_allclose(_eru_lists(off, y, s, False, k), out["eru@%d" % k], rtol=1e-12)
-    np.testing.assert_allclose(_gap_lists(off, y, s, 0, None, 5), out["gap"], rtol=1e-12)
-    np.testing.assert_allclose(_gap_lists(off, y, s, 1, k, 5), out["gp@%d" % k], rtol=1e-12)
-    np.testing.assert_allclose(_gap_lists(off, y, s, 2, k, 5), out["gr@%d" % k], rtol=1e-12)
 
 
 @FEW

@@ -1,16 +1,19 @@
 """Ranking losses, each with value, (sub)gradient and — where it has one — a vectorised shape for plots.
 
-CofiRank's losses (Weimer et al., papers 000/001 and appendix A):
+CofiRank's losses (Weimer et al., NIPS 2007, and its extended version's appendix A):
 
-==============  =====================================================  ===============================
-loss            per-user value and subgradient                         shape for plots
-==============  =====================================================  ===============================
-``ndcg``        :func:`ndcg_loss` (eq 4, linear assignment)              :func:`structured_loss_curve`
-``eru``         :func:`eru_loss` (appendix A.4)                          :func:`structured_loss_curve`
-``ordinal``     :func:`ordinal_loss` (Algorithm 2, O(n log n))           :func:`hinge_shape`
-``preference``  :func:`preference_loss` (Algorithm 3), :func:`pairs_loss`  :func:`hinge_shape`
-``regression``  :func:`regression_loss` (appendix A.1)                   :func:`squared_shape`
-==============  =====================================================  ===============================
+==============  =====================================================
+loss            per-user value and subgradient
+==============  =====================================================
+``ndcg``        :func:`ndcg_loss` (eq 4, linear assignment)
+``eru``         :func:`eru_loss` (appendix A.4)
+``ordinal``     :func:`ordinal_loss` (Algorithm 2, O(n log n))
+``preference``  :func:`preference_loss` (Algorithm 3), :func:`pairs_loss`
+``regression``  :func:`regression_loss` (appendix A.1)
+==============  =====================================================
+
+:func:`structured_loss_curve` draws the structured losses (``ndcg``, ``eru``) and their regret along a
+line of scores, for plots.
 
 LCR's pairwise surrogates (Lee et al., WWW 2014, Table 1) live in :mod:`.surrogates`
 (:func:`surrogate_shape`, :func:`figure4_frame`); GAPfm's smoothed GAP in :mod:`.smoothed_gap`.
@@ -22,21 +25,20 @@ whole ratings table and dispatches per user, for kernels that run in parallel ov
 import numpy as np
 
 from . import listwise, surrogates, ties
-from .collab import LOSS_CODES, LOSS_NAMES, build_loss_data, loss_workspace, total_loss_grad, user_loss_grad
-from .pairwise import PAIR_COSTS, hinge_shape, ordinal_loss, pairs_loss, preference_loss
-from .regression import regression_loss, squared_shape
-from .surrogates import (SURROGATE_LABELS, SURROGATES, figure4_frame, surrogate_shape, surrogate_slope,
-                         zero_one_shape)
+from .collab import LOSS_CODES, LOSS_NAMES, build_loss_data, total_loss_grad, user_loss_grad
+from .pairwise import PAIR_COSTS, ordinal_loss, pairs_loss, preference_loss
+from .regression import regression_loss
+from .surrogates import SURROGATE_LABELS, SURROGATES, figure4_frame, surrogate_shape, zero_one_shape
 from .listwise import PL_TIES, pl_list_probability, plackett_luce_loss
 from .ties import TIE_MODELS, tie_frame, tie_loss, tie_probabilities
 from .structured import (REFERENCE_ORDERS, eru_loss, eru_regret, ndcg_loss, ndcg_regret,
                          structured_loss_curve)
 
-__all__ = ["LOSS_CODES", "LOSS_NAMES", "PAIR_COSTS", "REFERENCE_ORDERS", "build_loss_data", "loss_workspace",
+__all__ = ["LOSS_CODES", "LOSS_NAMES", "PAIR_COSTS", "REFERENCE_ORDERS", "build_loss_data",
            "total_loss_grad", "user_loss_grad", "ndcg_loss", "eru_loss", "ndcg_regret", "eru_regret",
-           "ordinal_loss", "pairs_loss", "preference_loss", "regression_loss", "hinge_shape", "squared_shape",
+           "ordinal_loss", "pairs_loss", "preference_loss", "regression_loss",
            "structured_loss_curve", "SURROGATES", "SURROGATE_LABELS", "figure4_frame", "surrogate_shape",
-           "surrogate_slope", "zero_one_shape", "warmup", "PL_TIES", "plackett_luce_loss", "pl_list_probability",
+           "zero_one_shape", "warmup", "PL_TIES", "plackett_luce_loss", "pl_list_probability",
            "TIE_MODELS", "tie_loss", "tie_probabilities", "tie_frame"]
 
 

@@ -18,7 +18,7 @@ from .regression import regression_loss_grad
 from .structured import (REFERENCE_CODES, REFERENCE_ORDERS, _gains_inplace, _normalize_gains,
                          _reference_weights_inplace, c_vector, eru_discounts, ndcg_discounts, structured_loss_grad)
 
-__all__ = ["LOSS_CODES", "LOSS_NAMES", "USER_WEIGHTS", "build_loss_data", "user_loss_grad", "loss_workspace",
+__all__ = ["LOSS_CODES", "LOSS_NAMES", "USER_WEIGHTS", "build_loss_data", "user_loss_grad",
            "total_loss_grad"]
 
 LOSS_CODES = {"ndcg": 0, "ordinal": 1, "preference": 2, "regression": 3, "eru": 4}
@@ -81,9 +81,8 @@ def build_loss_data(indptr, ratings, loss: str = "ndcg", *, k: int = 10, c_expon
         Store the structured losses' normalised gains ``b`` and reference weights ``w`` (two floats
         per rating, 9.8 MB at EachMovie size) instead of recomputing them for a user at each
         evaluation (a sort of the user's ratings, next to the O(k·n²) assignment). Default ``False``:
-        the values are identical either way; recomputing made a MovieLens 100K CofiRank-NDCG fit 5–10 %
-        slower (0.54 s vs 0.49 s at N = 10, 2.45 s vs 2.33 s at N = 50, one thread) and took the
-        EachMovie-sized outer iteration's peak from 158 MB to 148 MB (``benchmarks/bench_cofirank.py``).
+        the values are identical either way; recomputing costs a little time and saves those two
+        floats per rating, which matters on large tables.
 
     Returns
     -------
@@ -134,25 +133,12 @@ def build_loss_data(indptr, ratings, loss: str = "ndcg", *, k: int = 10, c_expon
             REFERENCE_CODES[reference], user_weight == "n_ratings")
 
 
-def loss_workspace(data) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(col4row, wf, wi)`` scratch arrays large enough for any user of ``data``.
-
-    ``wf`` holds ``5 n`` floats: the assignment's ``3 n`` and, at its end, a user's gains and
-    reference weights when they are not stored (see :func:`user_loss_grad`).
-    """
-    indptr, C = data[1], data[9]
-    max_n = int(np.diff(indptr).max()) if len(indptr) > 1 else 1
-    n = max(max_n, 1)
-    L = max(C.shape[0], 1)
-    return (np.empty(n, dtype=np.int64), np.empty(5 * n, dtype=np.float64),
-            np.empty(max(5 * n, 2 * L), dtype=np.int64))
-
-
 @njit(cache=True, nogil=True)
 def user_loss_grad(data, u, f, g, col4row, wf, wi):
     """Loss of user ``u`` at scores ``f`` (its ``n`` items in stored order); writes ``∂_f`` into ``g``.
 
-    ``col4row``, ``wf``, ``wi``: scratch of :func:`loss_workspace` (``wf`` at least ``5 n`` long).
+    ``col4row``, ``wf``, ``wi``: scratch arrays of at least ``n`` int64, ``5 n`` float64 and
+    ``max(5 n, 2 L)`` int64 entries (``n`` the user's items, ``L`` the rows of the pair-cost table).
     """
     code, indptr, y, b, w, dconst, level, a, c, C, normalize, kind, neutral, ref_mode, by_length = data
     lo = indptr[u]

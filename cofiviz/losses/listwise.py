@@ -1,4 +1,4 @@
-"""The listwise Plackett–Luce loss of one user's rated list, with ties (blog post 003, "The loss functions").
+"""The listwise Plackett–Luce loss of a rated list, with ties (blog post "The rank 1 problem": "The loss functions").
 
 Luce (1959) and Plackett (1975) give the probability of a ranking ``1 ≻ 2 ≻ … ≻ M`` of items with
 scores ``f`` as a sequence of softmax choices, each from the items not chosen yet:
@@ -187,7 +187,7 @@ def _check_list(scores, ratings):
 
 
 def plackett_luce_loss(scores, ratings, ties: str = "breslow") -> tuple[float, np.ndarray]:
-    """``(L, ∂L/∂f)``: the Plackett–Luce loss of one rated list (Luce 1959, Plackett 1975; blog post 003).
+    """``(L, ∂L/∂f)``: the Plackett–Luce loss of one rated list (Luce 1959, Plackett 1975; "The rank 1 problem").
 
     Parameters
     ----------

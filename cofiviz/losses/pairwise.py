@@ -1,6 +1,6 @@
 """Pairwise ranking losses of CofiRank's appendix: ordinal regression (A.2) and preferences (A.3).
 
-Weimer et al., CofiRank (paper 000, appendix A). For a user's items with ratings ``y`` and scores
+Weimer et al., CofiRank (extended version, appendix A). For a user's items with ratings ``y`` and scores
 ``f``, every pair with ``y_i < y_j`` should have ``f_i < f_j``; a pair that is not separated by a
 margin of 1 costs ``C(y_i, y_j)``. The convex upper bound of the pair-counting loss (13)/(15) is
 
@@ -29,7 +29,7 @@ from numba import njit
 
 from ..errors import ParameterError
 
-__all__ = ["ordinal_loss", "preference_loss", "pairs_loss", "hinge_shape", "ordinal_loss_grad",
+__all__ = ["ordinal_loss", "preference_loss", "pairs_loss", "ordinal_loss_grad",
            "pairs_loss_grad", "preference_loss_grad", "rating_levels", "level_costs", "PAIR_COSTS"]
 
 PAIR_COSTS = ("uniform", "difference")
@@ -222,6 +222,3 @@ def preference_loss(f, pairs, costs=None, normalize: bool = True):
     return float(loss), g
 
 
-def hinge_shape(delta_f, margin: float = 1.0):
-    """Shape of one pair's term: ``max(0, margin − Δf)`` with ``Δf = f_preferred − f_other``."""
-    return np.maximum(0.0, margin - np.asarray(delta_f, dtype=np.float64))

@@ -1,4 +1,4 @@
-"""CofiRank-Regression: the squared loss of appendix A.1 (Weimer et al., paper 000).
+"""CofiRank-Regression: the squared loss of appendix A.1 (Weimer et al., CofiRank's extended version).
 
     l(f, y) = ½ Σ_j (f_j − y_j)²,        ∂_f l = f − y.
 
@@ -13,7 +13,7 @@ from numba import njit
 
 from ..errors import ParameterError
 
-__all__ = ["regression_loss", "regression_loss_grad", "squared_shape"]
+__all__ = ["regression_loss", "regression_loss_grad"]
 
 
 @njit(cache=True, nogil=True)
@@ -37,7 +37,3 @@ def regression_loss(f, y):
     return float(regression_loss_grad(f, y, g)), g
 
 
-def squared_shape(residual):
-    """``½ r²`` as a function of the residual ``r = f − y`` (for plots)."""
-    r = np.asarray(residual, dtype=np.float64)
-    return 0.5 * r * r

@@ -1,7 +1,7 @@
 """The smoothed Graded Average Precision of GAPfm: value, gradients, and shapes for plots.
 
 Shi, Karatzoglou, Baltrunas, Larson, Hanjalic, "GAPfm: Optimal Top-N Recommendations for Graded
-Relevance Domains" (``papers/004``). Notation of the paper: user ``m`` rated items ``i`` with grades
+Relevance Domains" (CIKM 2013). Notation of the paper: user ``m`` rated items ``i`` with grades
 ``y_mi ∈ {1..ymax}`` (``I_mi = 1``), scores ``f_mi = <U_m, V_i>`` (eq 1).
 
 Thresholding probabilities (eq 5) and their cumulative sums::
@@ -44,19 +44,16 @@ are sums of per-item terms::
     GR_m@n ≈ (1/Z_m) Σ_i S(y_i) g(f_i − c_mn)
 
 When ``ymax = 1`` every rated item has grade 1 and ``β = 1``: ``F_m = Σ_i g(f_i) Σ_j g(f_j − f_i)``,
-the smoothed AP of TFMAP (Shi et al., SIGIR 2012) without its ``1/n`` (:func:`smoothed_ap`,
-appendix D).
+the smoothed AP of TFMAP (Shi et al., SIGIR 2012) without its ``1/n`` (appendix D).
 
 Functions
 ---------
 :func:`smoothed_gap` / :func:`smoothed_gap_grad`
     One user's list (plain arrays): value, and value with ``∂F/∂f``.
-:func:`smoothed_ap`
-    TFMAP's smoothed AP written directly from its formula (the ``ymax = 1`` reference).
 :func:`objective` / :func:`objective_grad`
     Eq 9 for whole factor matrices on a :class:`~cofiviz.Ratings` table, with ``∂F/∂U`` and
     ``∂F/∂V`` (a ``prange`` over users, then a scatter into the item gradient).
-:func:`rank_indicator_shape`, :func:`reciprocal_rank_curve`, :func:`reciprocal_rank_terms`, :func:`gap_terms`
+:func:`rank_indicator_shape`, :func:`reciprocal_rank_curve`, :func:`gap_terms`
     Vectorised shapes for plots: the logistic smoothings of eqs 6 and 7 against the exact terms.
 
 The numba kernels (``_user_value_grad``, ``_user_value``, ``_objective_kernel``) work on one
@@ -71,9 +68,9 @@ from numba import njit, prange
 
 from ..errors import DataError, ParameterError
 
-__all__ = ["OBJECTIVES", "logistic", "logistic_grad", "smoothed_gap", "smoothed_gap_grad", "smoothed_ap",
+__all__ = ["OBJECTIVES", "logistic", "smoothed_gap", "smoothed_gap_grad",
            "objective", "objective_grad", "prepare", "Prepared", "rank_indicator_shape", "reciprocal_rank_curve",
-           "reciprocal_rank_terms", "gap_terms", "thresholding_probabilities", "cumulative_deltas", "warmup"]
+           "gap_terms", "thresholding_probabilities", "cumulative_deltas", "warmup"]
 
 #: Objectives GAPfm can optimise and their kernel codes: smoothed GAP (eq 8), graded precision GP@n and
 #: graded recall GR@n (appendix D).
@@ -114,12 +111,6 @@ def logistic(x):
     x = np.asarray(x, dtype=np.float64)
     with np.errstate(over="ignore"):
         return 1.0 / (1.0 + np.exp(-x))
-
-
-def logistic_grad(x):
-    """``g'(x) = g(x) (1 − g(x))``."""
-    p = logistic(x)
-    return p * (1.0 - p)
 
 
 # ====================================================================== per-user kernels
@@ -446,22 +437,6 @@ def smoothed_gap_grad(scores, grades, ymax: int = 5) -> tuple[float, np.ndarray]
     return float(val), h
 
 
-def smoothed_ap(scores, relevant=None) -> float:
-    """TFMAP's smoothed average precision of one list (Shi et al., SIGIR 2012), without ``1/n``.
-
-    .. math:: \\mathrm{AP} \\approx \\sum_i I_i\\, g(f_i) \\sum_j I_j\\, g(f_j - f_i)
-
-    Written directly from the formula (dense NumPy, O(n²) memory) as an independent reference: GAPfm
-    with ``ymax = 1`` must equal it (GAPfm appendix D). ``relevant`` is a 0/1 mask (default: all).
-    """
-    f = np.asarray(scores, dtype=np.float64)
-    I = np.ones_like(f) if relevant is None else np.asarray(relevant, dtype=np.float64)
-    if f.ndim != 1 or I.shape != f.shape or not np.all(np.isfinite(f)):
-        raise DataError(f"scores must be a finite 1-D array and relevant a mask of its shape, got {f.shape}, {I.shape}")
-    pair = logistic(f[None, :] - f[:, None])          # [i, j] = g(f_j − f_i)
-    return float(np.sum(I * logistic(f) * (pair @ I)))
-
-
 # ====================================================================== public: whole factorisation
 def _check_factors(U, V, prepared: Prepared):
     U = np.ascontiguousarray(U, dtype=np.float64)
@@ -529,13 +504,6 @@ def rank_indicator_shape(delta_f):
     d = np.asarray(delta_f, dtype=np.float64)
     exact = np.where(d > 0, 1.0, np.where(d < 0, 0.0, 0.5))
     return exact, logistic(d)
-
-
-def reciprocal_rank_terms(scores):
-    """Eq 7 on one list: ``(exact 1/R_i, smoothed g(f_i))`` per item (``R`` 1-based, ties share the best rank)."""
-    f = np.asarray(scores, dtype=np.float64)
-    R = 1.0 + np.sum(f[None, :] > f[:, None], axis=1)
-    return 1.0 / R, logistic(f)
 
 
 def reciprocal_rank_curve(f_grid, others, smooth_rank: bool = False):

@@ -1,7 +1,7 @@
 """CofiRank's structured ranking losses: the NDCG bound (eq 4) and its ERU variant (appendix A.4).
 
 Weimer, Karatzoglou, Le, Smola, "CofiRank: Maximum Margin Matrix Factorization for Collaborative
-Ranking" (NIPS 2007; papers 000 and 001). For one user with training ratings ``y`` and scores ``f``
+Ranking" (NIPS 2007, and its extended version). For one user with training ratings ``y`` and scores ``f``
 over the same ``n`` items,
 
     l(f, y) = max_π [ Δ(π, y) + ⟨c, f_π − f_ref⟩ ]                                          (4)
@@ -16,7 +16,7 @@ each item by ``c`` at its place in a *reference order*:
 - ``"item_id"``: the stored item order, as the authors' C++ code does;
 - ``"tie_average"``: decreasing rating, every item of a group of equal ratings weighted by the mean
   of ``c`` over the group's positions. The loss stays convex and still bounds the regret (the mean
-  over the group's orders is at most the best order), but no longer forces an arbitrary order on
+  over the group's orders is at most the best order), but does not force an arbitrary order on
   items the user rated alike.
 
 The regret is ``Δ(π, y) = 1 − Σ_{p<k} a_p b_π(p)`` (eq 10), with
@@ -49,7 +49,7 @@ from ..solvers.lap import lap_rank2
 
 __all__ = ["ndcg_loss", "eru_loss", "ndcg_regret", "eru_regret", "structured_loss_curve",
            "structured_loss_grad", "c_vector", "ndcg_discounts", "eru_discounts", "normalized_gains",
-           "reference_positions", "reference_weights", "REFERENCE_ORDERS"]
+           "reference_weights", "REFERENCE_ORDERS"]
 
 REFERENCE_ORDERS = ("rating", "item_id", "tie_average")
 REFERENCE_CODES = {"rating": 0, "item_id": 1, "tie_average": 2}
@@ -114,20 +114,6 @@ def normalized_gains(y, a, kind: str = "ndcg", neutral: float = 3.0) -> np.ndarr
     out = np.empty_like(y)
     _normalize_gains(raw, np.asarray(a, dtype=np.float64), out)
     return out
-
-
-def reference_positions(y, reference: str = "rating") -> np.ndarray:
-    """Position of each item in the reference order (``"rating"`` / ``"tie_average"``: decreasing
-    rating, ties in stored order; ``"item_id"``: the stored order)."""
-    y = np.asarray(y, dtype=np.float64)
-    if reference not in REFERENCE_ORDERS:
-        raise ParameterError(f"reference must be one of {REFERENCE_ORDERS}, got {reference!r}")
-    if reference == "item_id":
-        return np.arange(len(y), dtype=np.int32)
-    order = np.argsort(-y, kind="stable")
-    pos = np.empty(len(y), dtype=np.int32)
-    pos[order] = np.arange(len(y))
-    return pos
 
 
 @njit(cache=True, nogil=True)
@@ -225,7 +211,7 @@ def structured_loss_grad(f, b, w, a, c, delta_const, g, col4row, wf, wi):
     The maximiser comes from the assignment solver, except when the score part of the costs is
     below double precision relative to the gain part (``c_0 max|f| < 2^-53 · min a_p b_j`` over
     positive terms) — the regime CofiRank reaches at λ = 10, where scores shrink to ~1e-60. There
-    a floating-point assignment solver no longer sees ``f`` and would order items of equal rating
+    a floating-point assignment solver cannot see ``f`` and would order items of equal rating
     arbitrarily; the exact maximiser (what exact arithmetic gives: gains first, ties by ``f``) is
     then found by sorting (:func:`_lexicographic_argmax`). With all gains zero it is the sort of ``f``.
     """

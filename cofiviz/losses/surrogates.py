@@ -30,7 +30,7 @@ Layers
     * numba: :func:`surrogate_value`, :func:`surrogate_derivative` and :func:`surrogate_value_deriv`
       take an integer loss code (:data:`SURROGATE_CODES`) and scalars; the LCR / GCR pair kernels call
       them in their inner loops.
-    * NumPy: :func:`surrogate_shape` and :func:`surrogate_slope` evaluate a loss by name on arrays
+    * NumPy: :func:`surrogate_shape` evaluates a loss by name on arrays
       (broadcasting ``ΔM`` against ``Δf``) for plots; :func:`figure4_frame` gives the tidy table of
       the paper's Figure 4 (each loss against Δf for ΔM = 1…4).
 """
@@ -45,7 +45,7 @@ from numba import njit
 from ..errors import ParameterError
 
 __all__ = ["SURROGATES", "SURROGATE_CODES", "SURROGATE_LABELS", "surrogate_code", "surrogate_value",
-           "surrogate_derivative", "surrogate_value_deriv", "surrogate_shape", "surrogate_slope",
+           "surrogate_derivative", "surrogate_value_deriv", "surrogate_shape",
            "zero_one_shape", "figure4_frame", "warmup"]
 
 #: Loss names in cofiviz's spelling (``<family>_<m|a>``), in the order of their integer codes.
@@ -195,11 +195,6 @@ def surrogate_shape(loss: str, delta_f, delta_m=1.0, margin: float = 0.0) -> np.
         Unknown loss, non-finite inputs or margin, or shapes that do not broadcast.
     """
     return _evaluate(loss, delta_m, delta_f, margin)[0]
-
-
-def surrogate_slope(loss: str, delta_f, delta_m=1.0, margin: float = 0.0) -> np.ndarray:
-    """``∂L(ΔM, Δf)/∂Δf`` on arrays (same arguments as :func:`surrogate_shape`)."""
-    return _evaluate(loss, delta_m, delta_f, margin)[1]
 
 
 def zero_one_shape(delta_f, delta_m=1.0) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Tie-aware pairwise losses: the Rao–Kupper and Davidson extensions of Bradley–Terry (blog post 003).
+"""Tie-aware pairwise losses: Rao–Kupper and Davidson extensions of Bradley–Terry (blog post "The rank 1 problem").
 
 "Since the number of ordinal levels is usually small (e.g., as in 5-star scale), there will be many
 tied ranks. [...] Early methods in the statistical literature include the Rao-Kupper method in 1967

@@ -55,9 +55,7 @@ def warmup() -> None:
     once on tiny arrays.
 
     Servers and benchmarks call this ahead of time so that the first real request does not pay for
-    compilation (about 15 s of CPU on a cold cache, well under a second from the cache). Safe to call
-    repeatedly. The private per-family batch kernels (``_ndcg_lists``, ...) are not warmed: no public
-    path uses them.
+    compilation. Safe to call repeatedly.
     """
     y = np.array([3.0, 0.0, 5.0, 1.0, 5.0])
     s = np.array([0.5, 0.1, 0.5, 0.9, 0.2])

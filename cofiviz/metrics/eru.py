@@ -1,6 +1,6 @@
 """Expected Rank Utility (ERU) and its normalised form NERU.
 
-Source: CofiRank extended version (paper 000), appendix A.4, Definition 3, after Breese, Heckerman
+Source: CofiRank's extended version (Weimer et al.), appendix A.4, Definition 3, after Breese, Heckerman
 and Kadie (1998)::
 
     ERU(pi, y)  = sum_{p=1}^{min(k, n)} max(y_(p) - d, 0) / 2^((p - 1) / (alpha - 1))
@@ -14,10 +14,10 @@ true rating at predicted position ``p`` (pessimistic tie rule, see :mod:`cofiviz
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from ._validation import check_k, check_list, check_real
-from .ranking import MAX_TABLE_GRADE, OK, Batch, _block_bounds, _prepare_user, _scratch, ranked
+from .ranking import ranked
 
 __all__ = ["eru", "neru"]
 
@@ -58,48 +58,8 @@ def _neru_user(yr, yi, k, d, w):
     return _eru_sum(yr, kk, d, w) / ideal
 
 
-@njit(parallel=True, cache=True)
-def _eru_parallel(offsets, ratings, scores, normalized, k, d, w, n_blocks, max_len):
-    n_users = offsets.shape[0] - 1
-    out = np.empty(n_users)
-    status = np.zeros(n_users, np.int8)
-    for b in prange(n_blocks):
-        sc = _scratch(max_len)
-        yr = np.empty(max_len)
-        yi = np.empty(max_len)
-        counts = np.empty(MAX_TABLE_GRADE + 1, np.int64)
-        u0, u1 = _block_bounds(b, n_blocks, n_users)
-        for u in range(u0, u1):
-            lo = offsets[u]
-            n = offsets[u + 1] - lo
-            out[u] = np.nan
-            if n == 0:
-                continue
-            st, _ = _prepare_user(ratings[lo:lo + n], scores[lo:lo + n], sc, yr, yi, counts, normalized, False,
-                                  0.0)
-            if st != OK:
-                status[u] = st
-                continue
-            if normalized:
-                out[u] = _neru_user(yr[:n], yi[:n], k, d, w)
-            else:
-                out[u] = _eru_user(yr[:n], k, d, w)
-    return out, status
-
-
 def _params(k, d, alpha):
     return (check_k(k), check_real(d, "d"), check_real(alpha, "alpha", greater_than=1.0))
-
-
-def _eru_lists(offsets, ratings, scores, normalized=False, k=None, d=3, alpha=5):
-    """Per-user ERU / NERU of a CSR batch (per-family parallel path)."""
-    kk, dd, aa = _params(k, d, alpha)
-    bt = Batch(offsets, ratings, scores)
-    with bt.threads():
-        out, status = _eru_parallel(bt.offsets, bt.ratings, bt.scores, bool(normalized), kk, dd,
-                                    eru_weights(max(bt.max_len, 1), aa), *bt.scratch_args())
-    bt.raise_for(status)
-    return out
 
 
 def eru(ratings, scores, d=3, alpha=5, k=None) -> float:

@@ -1,6 +1,6 @@
 """Graded Average Precision (GAP, GAP@k) and graded precision / recall GP@n, GR@n.
 
-Source: GAPfm (Shi, Karatzoglou, Baltrunas, Larson, Hanjalic; paper 004), eqs 2-5 after Robertson
+Source: GAPfm (Shi, Karatzoglou, Baltrunas, Larson, Hanjalic; CIKM 2013), eqs 2-5 after Robertson
 et al.'s GAP, and appendix D for GP@n / GR@n. Grades are integers ``0..ymax``; grade 0 means unrated
 (``I_i = 0``: the candidate takes a place in the ranking but never counts as relevant).
 
@@ -27,10 +27,10 @@ the last bit.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from ._validation import MAX_GAP_GRADE, check_grades, check_k, check_list, check_ymax
-from .ranking import MAX_TABLE_GRADE, OK, Batch, _block_bounds, _prepare_user, _scratch, ranked
+from .ranking import ranked
 
 __all__ = ["gap", "graded_precision", "graded_recall", "thresholding_probabilities"]
 
@@ -152,50 +152,6 @@ def _gr_user(yr, n, S):
     if z <= 0.0:
         return np.nan
     return top / z
-
-
-@njit(parallel=True, cache=True)
-def _gap_parallel(offsets, ratings, scores, which, k, S, T, ymax, n_blocks, max_len):
-    """which: 0 = GAP / GAP@k, 1 = GP@k, 2 = GR@k."""
-    n_users = offsets.shape[0] - 1
-    out = np.empty(n_users)
-    status = np.zeros(n_users, np.int8)
-    for b in prange(n_blocks):
-        sc = _scratch(max_len)
-        yr = np.empty(max_len)
-        yi = np.empty(max_len)
-        counts = np.empty(MAX_TABLE_GRADE + 1, np.int64)
-        inner = np.empty(S.shape[0] + 8)
-        u0, u1 = _block_bounds(b, n_blocks, n_users)
-        for u in range(u0, u1):
-            lo = offsets[u]
-            n = offsets[u + 1] - lo
-            out[u] = np.nan
-            if n == 0:
-                continue
-            st, gmax = _prepare_user(ratings[lo:lo + n], scores[lo:lo + n], sc, yr, yi, counts, True, True, ymax)
-            if st != OK:
-                status[u] = st
-                continue
-            if which == 0:
-                out[u] = _gap_user(yr[:n], yi[:n], k, S, T, inner, gmax)
-            elif which == 1:
-                out[u] = _gp_user(yr[:n], yi[:n], k, S)
-            else:
-                out[u] = _gr_user(yr[:n], k, S)
-    return out, status
-
-
-def _gap_lists(offsets, ratings, scores, which=0, k=None, ymax=5):
-    """Per-user GAP (which=0), GP@k (1) or GR@k (2) of a CSR batch (per-family parallel path)."""
-    kk = check_k(k, "k" if which == 0 else "n", allow_none=(which == 0))
-    ym = check_ymax(ymax)
-    bt = Batch(offsets, ratings, scores)
-    with bt.threads():
-        out, status = _gap_parallel(bt.offsets, bt.ratings, bt.scores, which, kk, S_TABLE, T_TABLE, float(ym),
-                                    *bt.scratch_args())
-    bt.raise_for(status, ym)
-    return out
 
 
 def _one(ratings, scores, ymax):

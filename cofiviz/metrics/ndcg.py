@@ -1,4 +1,4 @@
-"""NDCG@k (CofiRank, Weimer et al. 2007/2008, §2 "Ranking and NDCG"; design.md, Metrics).
+"""NDCG@k (CofiRank, Weimer et al. 2007/2008, §2 "Ranking and NDCG").
 
 .. math::
 
@@ -15,10 +15,10 @@ used everywhere in cofiviz.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from ._validation import check_k, check_list
-from .ranking import MAX_TABLE_GRADE, OK, Batch, _block_bounds, _prepare_user, _scratch, ranked
+from .ranking import MAX_TABLE_GRADE, ranked
 
 __all__ = ["ndcg"]
 
@@ -57,42 +57,6 @@ def _ndcg_user(yr, yi, k, disc, gain, gmax):
     return dcg / idcg
 
 
-@njit(parallel=True, cache=True)
-def _ndcg_parallel(offsets, ratings, scores, k, disc, gain, n_blocks, max_len):
-    n_users = offsets.shape[0] - 1
-    out = np.empty(n_users)
-    status = np.zeros(n_users, np.int8)
-    for b in prange(n_blocks):
-        sc = _scratch(max_len)
-        yr = np.empty(max_len)
-        yi = np.empty(max_len)
-        counts = np.empty(MAX_TABLE_GRADE + 1, np.int64)
-        u0, u1 = _block_bounds(b, n_blocks, n_users)
-        for u in range(u0, u1):
-            lo = offsets[u]
-            n = offsets[u + 1] - lo
-            out[u] = np.nan
-            if n == 0:
-                continue
-            st, gmax = _prepare_user(ratings[lo:lo + n], scores[lo:lo + n], sc, yr, yi, counts, True, False, 0.0)
-            if st != OK:
-                status[u] = st
-                continue
-            out[u] = _ndcg_user(yr[:n], yi[:n], k, disc, gain, gmax)
-    return out, status
-
-
-def _ndcg_lists(offsets, ratings, scores, k=10):
-    """Per-user NDCG@k of a CSR batch (the per-family parallel path; :func:`score_lists` fuses it)."""
-    kk = check_k(k)
-    bt = Batch(offsets, ratings, scores)
-    with bt.threads():
-        out, status = _ndcg_parallel(bt.offsets, bt.ratings, bt.scores, kk, discounts(max(bt.max_len, 1)), GAINS,
-                                     *bt.scratch_args())
-    bt.raise_for(status)
-    return out
-
-
 def ndcg(ratings, scores, k=10) -> float:
     """Normalized discounted cumulative gain at ``k`` of one candidate list.
 
@@ -102,8 +66,8 @@ def ndcg(ratings, scores, k=10) -> float:
                                {\\sum_{p \\le k} (2^{y^*_{(p)}} - 1) / \\log_2(1 + p)}
 
     with :math:`y_{(p)}` the true rating at predicted position ``p`` (from 1) and :math:`y^*` the same
-    ratings sorted descending (the ideal order of this candidate list). Source: CofiRank (papers 000
-    and 001, §2); gain ``2^r - 1`` and the standard discount ``1/log2(1 + p)`` (design.md, Metrics).
+    ratings sorted descending (the ideal order of this candidate list). Source: CofiRank (Weimer et
+    al., NIPS 2007, §2); gain ``2^r - 1`` and the standard discount ``1/log2(1 + p)``.
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""Zero-one pair error (LCR, Lee et al. 2014, paper 002: eq 6 and §5.1 "Evaluation Metrics").
+"""Zero-one pair error (LCR, Lee et al., WWW 2014: eq 6 and §5.1 "Evaluation Metrics").
 
 For one user with test items T and training items M (each with a true rating and a predicted score),
 the compared pairs are the unordered pairs {i, j} with i in T, j in T ∪ M, i ≠ j, and **different**
@@ -9,7 +9,7 @@ scores count as an error (the pessimistic tie rule of :mod:`cofiviz.metrics`)::
 
     E01(u) = #{compared pairs ordered wrongly} / #{compared pairs}
 
-Differences from the paper's printed formula, on purpose (design.md / issue 2 definition): LCR's
+Differences from the paper's printed formula, on purpose: LCR's
 §5.1 normaliser ``Z_u = |T_u| (|M_u ∪ T_u| - 1)`` counts ordered pairs including pairs with equal
 ratings (which can never be errors there), so its numbers are lower than these; and its indicator
 ``1[ΔM · Δf < 0]`` does not count score ties as errors.

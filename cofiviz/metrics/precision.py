@@ -1,18 +1,18 @@
 """Binary-relevance metrics: average precision (AP, AP@k), precision at k (P@k) and reciprocal rank.
 
 A candidate is *relevant* when its true rating is ``>= threshold`` (default 4; GAPfm §5.1 uses 5 for
-P@5, the highest MovieLens rating). LCR (paper 002, §5.1) defines AP as the area under the
-precision-recall curve, the mean of the precision at each relevant position; GAPfm (paper 004, §5.1)
-reports P@5. Positions come from the pessimistic tie rule (see :mod:`cofiviz.metrics`).
+P@5, the highest MovieLens rating). LCR (Lee et al., WWW 2014, §5.1) defines AP as the area under
+the precision-recall curve, the mean of the precision at each relevant position; GAPfm (Shi et al.,
+CIKM 2013, §5.1) reports P@5. Positions come from the pessimistic tie rule (see :mod:`cofiviz.metrics`).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from ._validation import check_k, check_list, check_real
-from .ranking import MAX_TABLE_GRADE, OK, Batch, _block_bounds, _prepare_user, _scratch, ranked
+from .ranking import ranked
 
 __all__ = ["average_precision", "precision_at_k", "mrr"]
 
@@ -60,48 +60,6 @@ def _rr_user(yr, threshold):
     return np.nan
 
 
-@njit(parallel=True, cache=True)
-def _precision_parallel(offsets, ratings, scores, which, k, threshold, n_blocks, max_len):
-    """which: 0 = AP/AP@k, 1 = P@k, 2 = reciprocal rank."""
-    n_users = offsets.shape[0] - 1
-    out = np.empty(n_users)
-    status = np.zeros(n_users, np.int8)
-    for b in prange(n_blocks):
-        sc = _scratch(max_len)
-        yr = np.empty(max_len)
-        yi = np.empty(1)
-        counts = np.empty(MAX_TABLE_GRADE + 1, np.int64)
-        u0, u1 = _block_bounds(b, n_blocks, n_users)
-        for u in range(u0, u1):
-            lo = offsets[u]
-            n = offsets[u + 1] - lo
-            out[u] = np.nan
-            if n == 0:
-                continue
-            st, _ = _prepare_user(ratings[lo:lo + n], scores[lo:lo + n], sc, yr, yi, counts, False, False, 0.0)
-            if st != OK:
-                status[u] = st
-                continue
-            if which == 0:
-                out[u] = _ap_user(yr[:n], k, threshold)
-            elif which == 1:
-                out[u] = _precision_user(yr[:n], k, threshold)
-            else:
-                out[u] = _rr_user(yr[:n], threshold)
-    return out, status
-
-
-def _precision_lists(offsets, ratings, scores, which, k, threshold):
-    """Per-user AP (which=0), P@k (1) or RR (2) of a CSR batch (per-family parallel path)."""
-    kk = check_k(k, allow_none=(which != 1))
-    t = check_real(threshold, "threshold", positive=True)
-    bt = Batch(offsets, ratings, scores)
-    with bt.threads():
-        out, status = _precision_parallel(bt.offsets, bt.ratings, bt.scores, which, kk, t, *bt.scratch_args())
-    bt.raise_for(status)
-    return out
-
-
 def _one(ratings, scores):
     y, s = check_list(ratings, scores)
     return ranked(y, s)[0] if y.shape[0] else y
@@ -116,7 +74,7 @@ def average_precision(ratings, scores, threshold=4, k=None) -> float:
         \\mathrm{AP@k} = \\frac{1}{\\min(k, |\\mathcal R|)} \\sum_{p \\le k:\\, y_{(p)} \\ge t} \\mathrm{P@}p
 
     where :math:`\\mathcal R` is the set of relevant candidates and P@p the fraction of relevant
-    candidates among the first ``p``. Source: LCR (paper 002, §5.1: area under the precision-recall
+    candidates among the first ``p``. Source: LCR (§5.1: area under the precision-recall
     curve); the AP@k normalisation ``min(k, |R|)`` makes a perfect top-k score 1.
 
     Parameters
@@ -153,7 +111,7 @@ def precision_at_k(ratings, scores, k=5, threshold=4) -> float:
 
     .. math:: \\mathrm{P@k} = \\frac{1}{k} \\sum_{p=1}^{\\min(k, n)} \\mathbb I(y_{(p)} \\ge t)
 
-    Source: GAPfm (paper 004, §5.1), which reports P@5 with threshold 5. The divisor is always ``k``
+    Source: GAPfm (§5.1), which reports P@5 with threshold 5. The divisor is always ``k``
     (as in trec_eval), so a list shorter than ``k`` cannot reach 1.
 
     Parameters

@@ -1,4 +1,4 @@
-"""numba kernels of the bilinear rank functional (:mod:`cofiviz.models.bilinear`; blog post 003).
+"""numba kernels of the bilinear rank functional (:mod:`cofiviz.models.bilinear`).
 
 Nothing here knows about models, pandas or files: every kernel takes flat NumPy arrays.
 

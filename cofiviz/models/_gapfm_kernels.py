@@ -1,4 +1,4 @@
-"""numba kernels of GAPfm's learning algorithm (paper 004, Algorithms 1 and 2).
+"""numba kernels of GAPfm's learning algorithm (Shi et al., CIKM 2013, Algorithms 1 and 2).
 
 They take CSR arrays (``indptr``, ``items``) and the per-rating / per-user arrays of
 :class:`cofiviz.losses.smoothed_gap.Prepared`; the per-user objective and its score gradient come from

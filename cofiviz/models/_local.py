@@ -1,4 +1,4 @@
-"""Machinery shared by GCR, LCR and LLORMA (Lee et al., WWW 2014, paper 002).
+"""Machinery shared by GCR, LCR and LLORMA (Lee et al., WWW 2014).
 
 * :func:`anchor_points` and :func:`local_kernels`: the q anchor points, sampled uniformly from the
   training ratings (Algorithm 1, line 6), and the product-kernel factors ``Ku[t, u] = K(u_t, u)``,

@@ -1,4 +1,4 @@
-"""numba kernels shared by GCR, LCR, LLORMA and RegSVD (Lee et al., WWW 2014; paper 002).
+"""numba kernels shared by GCR, LCR, LLORMA and RegSVD (Lee et al., WWW 2014).
 
 Nothing here knows about models, pandas or files: every kernel takes flat NumPy arrays.
 

@@ -1,4 +1,4 @@
-"""The bilinear rank functional with side features (blog post 003, "Designing the rank functional").
+"""The bilinear rank functional with side features (blog post "The rank 1 problem": "Designing the rank functional").
 
 "It is natural to go for a function of the form f(u,i) = W_u'V_i [...] the features don't have to be
 discovered if they are available, e.g., user profiles and item content descriptions. Or the features
@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 import param
 
-from ..errors import DataError, ModelFitError, ParameterError
+from ..errors import DataError, ModelFitError
 from ..losses.listwise import PL_TIES, pl_ties_code
 from ..losses.surrogates import SURROGATES
 from ..ratings import Ratings
@@ -125,7 +125,7 @@ def encode_features(info: pd.DataFrame | None, spec: str = "auto", bins: int = 5
 
 
 class Bilinear(Model):
-    """Bilinear rank functional ``f(u, i) = w_uᵀ Bᵀ C v_i`` with latent and/or given features (blog post 003).
+    """Bilinear rank functional ``f(u, i) = w_uᵀ Bᵀ C v_i`` with latent and/or given features.
 
     Parameters
     ----------
@@ -343,7 +343,7 @@ class Bilinear(Model):
                 or W.shape != (X.shape[1], U.shape[1]) or H.shape != (Z.shape[1], U.shape[1]) \
                 or X.shape[0] != U.shape[0] or Z.shape[0] != V.shape[0] or arr["c"].shape != (V.shape[0],) \
                 or arr["d"].shape != (Z.shape[1],):
-            raise DataError(f"Bilinear state has inconsistent shapes: " +
+            raise DataError("Bilinear state has inconsistent shapes: " +
                             ", ".join(f"{k} {v.shape}" for k, v in arr.items()))
         self.U_, self.V_, self.W_, self.H_, self.c_, self.d_, self.X_, self.Z_ = (
             arr[k] for k in ("U", "V", "W", "H", "c", "d", "X", "Z"))

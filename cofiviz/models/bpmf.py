@@ -1,7 +1,7 @@
 """BPMF: Bayesian probabilistic matrix factorisation by Gibbs sampling (a rating-prediction baseline).
 
 Salakhutdinov & Mnih, "Bayesian Probabilistic Matrix Factorization using Markov Chain Monte Carlo"
-(ICML 2008), the "BPMF" row of LCR's Table 2 (``papers/002``). With ratings centred on their training
+(ICML 2008), the "BPMF" row of LCR's Table 2 (Lee et al., WWW 2014). With ratings centred on their training
 mean μ::
 
     r_ij − μ ~ N(<U_i, V_j>, α⁻¹)                                   (observed entries)

@@ -1,7 +1,7 @@
 """CofiRank: maximum-margin matrix factorisation for collaborative ranking.
 
 Weimer, Karatzoglou, Le, Smola, "CofiRank — Maximum Margin Matrix Factorization for Collaborative
-Ranking", NIPS 2007 (``papers/001``; the extended copy ``papers/000`` adds appendix A's losses).
+Ranking", NIPS 2007 (its extended version adds appendix A's losses).
 Scores are ``F = U Mᵀ`` with ``rank`` latent dimensions; training minimises
 
     Σ_u l(F_u, y_u) + (λ/2) (‖U‖² + ‖M‖²)                                                    (8)
@@ -32,7 +32,7 @@ phase is proportional to the other factor divided by λ); rankings survive becau
 direction of each score vector matters. Scores can then be ~1e-60; they stay representable, and
 the loss's assignment step then breaks ties between equally rated items by the scores as exact
 arithmetic would (see :func:`cofiviz.losses.structured.structured_loss_grad`), where a
-floating-point assignment solver — the original code's — no longer sees the scores at all.
+floating-point assignment solver — the original code's — cannot see the scores at all.
 
 Additions beyond the paper and the original code: ``reference_order="tie_average"`` (equally
 rated items share one reference weight), ``bias_reg`` (a separate λ for the offsets),
@@ -56,10 +56,7 @@ parallel over users and then items. A seeded fit does not depend on the number o
 or BLAS's: the item phase's BMRM takes its dot products over all item factors (``w·w``, ``a·w`` in
 :func:`cofiviz.solvers.bmrm.bmrm`) in a sequential numba loop, not through NumPy's BLAS, whose
 summation order changes with its thread count (``tests/test_blas_threads.py`` checks this in two
-processes). Before that change, ``CofiRank(loss="ordinal", user_weight="n_ratings")`` at the
-paper's settings on MovieLens 100K (N = 50, seeds 0 and 9) gave NDCG@10 0.703 and 0.679 with two
-BLAS threads and 0.701 and 0.687 with one: fits whose factors do not collapse follow such
-last-bit differences.
+processes): fits whose factors do not collapse would follow such last-bit differences.
 """
 
 from __future__ import annotations
@@ -119,9 +116,8 @@ class CofiRank(Model):
         ratings ``n_u``. With every user at ``n_u = N`` (weak generalization), ``"n_ratings"`` at λ is
         the paper's problem at λ / N. At λ = 10 the 1/M-normalised ordinal loss (appendix A.2) lies
         past the point where the factors collapse to the scale-free direction (as the NDCG loss's do);
-        weighted by ``n_u`` it lands at +0.002 / −0.017 / −0.021 from the paper's CofiRank-Ordinal row
-        on MovieLens 100K (N = 10 / 20 / 50), a finding after the fact rather than a setting the paper
-        states (``cofiviz reproduce cofirank-table2``).
+        weighted by ``n_u`` it does not (``cofiviz reproduce cofirank-table2`` sets both beside the
+        paper's CofiRank-Ordinal row; the weighting is not a setting the paper states).
     eru_neutral, eru_halflife
         ERU's neutral vote ``d`` and viewing half-life ``α``.
     bmrm_tol, bmrm_rel_tol, bmrm_max_iter, bmrm_max_planes

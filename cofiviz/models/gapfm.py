@@ -1,7 +1,7 @@
 """GAPfm: a latent factor model that maximises a smoothed Graded Average Precision.
 
 Shi, Karatzoglou, Baltrunas, Larson, Hanjalic, "GAPfm: Optimal Top-N Recommendations for Graded
-Relevance Domains" (CIKM 2013; ``papers/004``). Scores are ``f_mi = <U_m, V_i>`` (eq 1). Training
+Relevance Domains" (CIKM 2013). Scores are ``f_mi = <U_m, V_i>`` (eq 1). Training
 maximises eq 9 (the constant 1/M dropped, as the paper does)::
 
     F(U, V) = Σ_m w_m Σ_i I_mi g(f_mi) Σ_j I_mj β_mij g(f_mj − f_mi) − (λ/2)(‖U‖² + ‖V‖²)
@@ -63,7 +63,7 @@ class GAPfm(Model):
         Latent dimension D (paper: 10).
     reg : float
         λ of eq 9 (paper: 0.001 on Netflix). Default 0.1, chosen on validation data for the top-N
-        protocol on MovieLens 100K (``benchmarks/reproduce_gapfm.py topn``).
+        protocol on MovieLens 100K.
     learning_rate : float
         γ of Algorithm 2 (paper: 1e-5 on Netflix, where lists are long; it depends on the list length
         unless ``normalize``). Default 0.02 (as ``reg``).
@@ -79,7 +79,8 @@ class GAPfm(Model):
     init_scale : float
         Initial factors are drawn i.i.d. N(0, init_scale²) ("random values", Algorithm 2). A small
         scale (default 0.01) lets the directions shared by many users grow first, which suits top-N
-        recommendation; ranking rated items (Table 4) preferred 0.1–0.3 in the reproduction.
+        recommendation; ranking rated items (Table 4) prefers larger ones (the reproduction searches
+        0.1–0.3).
     objective : {"gap", "gp", "gr"}
         Smoothed GAP (eq 8) or appendix D's graded precision GP@n / graded recall GR@n, with
         ``I(R_mi ≤ n) ≈ g(f_mi − c_mn)``.
@@ -108,20 +109,15 @@ class GAPfm(Model):
     diagonal ``½ S(y_i) g(f_i)``; S(5)/S(1) = 57 on a 1-5 scale), until the logistic saturates or the
     penalty balances it. On top-N data (rated against unrated items, §5.1) this is exactly right: which
     items a user rates carries the signal, and GAPfm beats popularity by far. Ranking a user's *rated*
-    items (Table 4) relies on the grade-weighted push and on the pair terms. On MovieLens 100K, with
-    ``reg=0.1`` GAPfm stays below the damped item mean at every Given; with ``reg=0.03`` and
-    ``item_reg=0.03`` (chosen on validation data at Given 20, 30 and 40) it is level with the item mean
-    at Given 30 and above it at Given 40 (``cofiviz reproduce gapfm-table4``). The GP@n / GR@n
+    items (Table 4) relies on the grade-weighted push and on the pair terms, and the damped item mean
+    is a hard baseline there (``cofiviz reproduce gapfm-table4`` sets them side by side). The GP@n / GR@n
     objectives of appendix D are sums of per-item terms ``g(f_mi − c_mn)`` with no comparison at all,
     so on rated-only training data they learn a grade-weighted popularity.
 
-    Rarely rated items. Ranking a long list of rated items (Table 4's test lists: median 76, up to 717
-    items at Given 10), eq 11's per-update penalty lets rarely rated items, whose factors follow the one
-    or two users who rated them, drift to the top: on MovieLens 100K Given 10 (``rank=20, reg=0.1, learning_rate=0.1,
-    init_scale=0.1``, seed 0) the top-ranked test item had a median of 22 training ratings at iteration
-    100 and of 4 at iteration 600, and test NDCG@1 fell from 0.695 to 0.600, while NDCG@1 on 10-item
-    validation lists stayed near 0.68. ``item_reg=0.3`` keeps such items near zero (the shrinkage of a
-    damped item mean) and lifts the mean test NDCG@1 over seeds 0-2 from 0.660 to 0.722 at that setting.
+    Rarely rated items. Ranking a long list of rated items (Table 4's test lists), eq 11's per-update
+    penalty lets rarely rated items, whose factors follow the one or two users who rated them, drift to
+    the top of the list as training goes on, which short validation lists barely show. ``item_reg``
+    keeps such items near zero (the shrinkage of a damped item mean).
 
     Ratings must be integer grades ``1..ymax``. Items without a training rating keep their random
     initial factors (they score about 0, neither pushed up nor down). Threads: the user step and the

@@ -1,7 +1,7 @@
 """NMF: non-negative matrix factorisation of the observed ratings (a rating-prediction baseline).
 
 Lee & Seung, "Algorithms for non-negative matrix factorization" (NIPS 2001), as used by the LCR paper
-(``papers/002``, Table 2) for the baseline row "NMF". Only the observed entries count (the weighted
+(Lee et al., WWW 2014, Table 2) for the baseline row "NMF". Only the observed entries count (the weighted
 NMF of Zhang, Wang, Ford & Makedon, SDM 2006, with an L2 penalty), so the objective is
 
     L(P, Q) = ½ Σ_{(u,i) ∈ Ω} (r_ui − <P_u, Q_i>)² + (λ/2) (‖P‖² + ‖Q‖²),      P, Q ≥ 0

@@ -13,7 +13,7 @@ by stochastic gradient descent (``solver="sgd"``, one epoch per iteration over a
 permutation of the entries, the classic Funk update) or by alternating least squares
 (``solver="als"``, exact ridge solves of every user and then every item row, in parallel).
 
-It is a ranking baseline of LCR's Table 2 (issue 5) and the source of LCR's distances: the angle
+It is a ranking baseline of LCR's Table 2 and the source of LCR's distances: the angle
 between two users' (items') rows of ``P`` (``Q``) defines the neighbourhoods of the local models
 (§4.3.2; the authors' toolkit uses one rank-10 SGD fit), see :func:`regsvd_factors`.
 """
