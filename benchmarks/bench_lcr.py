@@ -1,4 +1,4 @@
-"""Speed of LCR's Algorithm 1 (issue 4, "Speed"); a benchmark, not a timed test.
+"""Speed of LCR's Algorithm 1; a benchmark, not a timed test.
 
 LCR with q = 50 local models of rank 20 on MovieLens 100K, fixed-ratio 0.5 split (LCR §5.2): seconds
 per iteration of the estimation step (combined predictions of every training entry and the pairwise
