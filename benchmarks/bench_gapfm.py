@@ -11,7 +11,7 @@
               50 (the paper's condition) or 200 ratings, with 1 and with all threads, and
               GAP@5 / NDCG@5 / P@5 on MovieLens 100K's top-N protocol at Given 50
               (``protocols.top_n``, 1000 sampled unrated items; the iteration chosen on a validation part
-              carved from the held-out items, as in ``reproduce_gapfm.py topn``).
+              carved from the held-out items, :func:`cofiviz.protocols.gapfm_top_n`).
 ``threads``   (paper §5.3.1, Fig. 2) time of the user step with 1, 2, ... threads.
 
 Usage::
@@ -29,6 +29,11 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from cofiviz.experiment import make_split
+from cofiviz.models.gapfm import GAPfm, warmup
+from cofiviz.search import best_index
+from cofiviz.trace import Trace
 
 
 def _table(n_ratings: int, per_user: int, seed: int = 0):
@@ -111,26 +116,34 @@ def bench_threads(n_ratings, per_user, iterations, log) -> dict:
     return {"ratings": len(train), "rows": out}
 
 
-def _topn_quality(seeds, K, log, extra_rates=()) -> dict:
+def _topn_quality(seeds, K, log, extra_rates=(), max_iter: int = 150) -> dict:
     """GAP@5 / NDCG@5 / P@5 at Given 50 on MovieLens 100K for full, adaptive and random item updates
-    (and adaptive at each learning rate of ``extra_rates``: it updates fewer items per iteration)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import reproduce_gapfm as R
+    (and adaptive at each learning rate of ``extra_rates``: it updates fewer items per iteration).
 
-    ml = R.movielens()
-    splits = [R.topn_split(ml, 50, s) for s in seeds]
+    Each variant is fitted on every seed's ``gapfm-top-n`` split for ``max_iter`` iterations with its
+    validation and test parts traced; the iteration with the best validation GAP@5 (mean over seeds) is
+    chosen with the rule of :mod:`cofiviz.search`, and its test values are reported."""
+    splits = [make_split({"name": "movielens-100k"}, "gapfm-top-n", {"n_train": 50}, s) for s in seeds]
     metrics = ["gap@5", "ndcg@5", "p@5"]
-    base = dict(rank=10, reg=0.1, learning_rate=0.02, init_scale=0.01)   # the top-N setting of reproduce_gapfm
+    base = dict(rank=10, reg=0.1, learning_rate=0.02, init_scale=0.01, max_iter=max_iter, patience=0)
     out = {}
     variants = [("full", {}), (f"adaptive K={K}", dict(selection="adaptive", n_selected=K)),
                 (f"random K={K}", dict(selection="random", n_selected=K))]
     variants += [(f"adaptive K={K}, lr {lr:g}", dict(selection="adaptive", n_selected=K, learning_rate=lr))
                  for lr in extra_rates]
     for label, extra in variants:
-        runs = [{"params": {**base, **extra},
-                 "per_seed": [R.curves("gapfm-topn", {**base, **extra}, sp, sp.valid, sp.candidates("test"), metrics,
-                                       metrics, 5.0) for sp in splits]}]
-        out[label] = R.select(runs)
+        params = {**base, **extra}
+        curves = []
+        for seed, sp in zip(seeds, splits):
+            trace = Trace({"valid": sp.valid, "test": sp.candidates("test")}, metrics, train=sp.train, threshold=5.0)
+            GAPfm(seed=seed, **params).fit(sp.train, callbacks=[trace])
+            curves.append(trace.wide())
+        valid = np.mean([[row["valid_gap@5"] for row in c] for c in curves], axis=0)
+        best = best_index(valid.tolist(), "gap@5")
+        test = {m: [c[best][f"test_{m}"] for c in curves] for m in metrics}
+        out[label] = {"params": params, "iteration": best + 1,
+                      "test_mean": {m: float(np.mean(v)) for m, v in test.items()},
+                      "test_std": {m: float(np.std(v)) for m, v in test.items()}}
         log(f"  {label}: GAP@5 {out[label]['test_mean']['gap@5']:.4f} (iteration {out[label]['iteration']})")
     return out
 
@@ -193,8 +206,6 @@ def main(argv=None) -> int:
     ap.add_argument("--quality-only", action="store_true", help="adaptive: skip the timing part")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
-    from cofiviz.models.gapfm import warmup
-
     warmup()
 
     def log(msg):
