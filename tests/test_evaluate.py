@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 
 import cofiviz
 from cofiviz import Ratings, Split, evaluate
 from cofiviz.errors import DataError, ParameterError
 from cofiviz.evaluation import Evaluation, check_metrics, mean_metrics
-from cofiviz.metrics import TIE_RULE, average_precision, ndcg, score_lists, zero_one
+from cofiviz.metrics import TIE_RULE, average_precision, ndcg, zero_one
 from cofiviz.models import ItemMean, PopRec
 
 from contract import planted

@@ -17,9 +17,9 @@ from ..errors import ParameterError
 from ..ratings import Ratings
 from .files import read, read_frame
 from .movielens import GENRES, default_cache_dir, movielens_100k
-from .synthetic import KINDS, Planted, netflix_like, synthetic
+from .synthetic import KINDS, Planted, netflix_like, synthetic, tiny
 
-__all__ = ["movielens_100k", "synthetic", "netflix_like", "read", "read_frame", "available", "describe", "load",
+__all__ = ["movielens_100k", "synthetic", "netflix_like", "tiny", "read", "read_frame", "available", "describe", "load",
            "default_cache_dir", "GENRES", "KINDS", "Planted"]
 
 

@@ -49,7 +49,7 @@ import pandas as pd
 from ..errors import ParameterError
 from ..ratings import Ratings
 
-__all__ = ["synthetic", "netflix_like", "Planted", "KINDS", "NETFLIX"]
+__all__ = ["synthetic", "netflix_like", "tiny", "Planted", "KINDS", "NETFLIX"]
 
 KINDS = ("local_low_rank", "popularity", "low_rank")
 #: The Netflix Prize training set's shape.
@@ -392,3 +392,14 @@ def netflix_like(n_ratings: int = NETFLIX["n_ratings"], seed: int = 0, kind: str
     kwargs.setdefault("item_skew", 1.5)
     kwargs.setdefault("name", "netflix-like")
     return synthetic(kind=kind, n_users=n_users, n_items=n_items, n_ratings=n_ratings, seed=seed, **kwargs)
+
+
+def tiny() -> Ratings:
+    """Four users, four items, twelve ratings (1..5) and a user attribute: the table on which every model's
+    ``warmup()`` compiles its kernels (a real fit, in a few milliseconds)."""
+    users = np.repeat(np.arange(4), 3)
+    items = np.array([0, 1, 2, 1, 2, 3, 0, 2, 3, 0, 1, 3])
+    ratings = np.array([5, 3, 1, 4, 2, 5, 1, 3, 4, 2, 5, 3], dtype=float)
+    info = pd.DataFrame({"user": np.arange(4), "group": ["a", "b", "a", "b"]})
+    return Ratings(users, items, ratings, user_ids=np.arange(4), item_ids=np.arange(4), scale=(1, 5), user_info=info,
+                   name="tiny")

@@ -44,6 +44,7 @@ import numpy as np
 import pandas as pd
 import param
 
+from ..datasets import tiny
 from ..errors import DataError, ModelFitError
 from ..losses.listwise import PL_TIES, pl_ties_code
 from ..losses.surrogates import SURROGATES
@@ -428,13 +429,9 @@ class Bilinear(Model):
 
 
 def warmup() -> None:
-    """Compile (or load from cache) the bilinear kernels: a 2-iteration fit per loss family on a tiny table."""
+    """Compile (or load from cache) the bilinear kernels: a 2-iteration fit per loss family on the tiny table (:func:`cofiviz.datasets.tiny`)."""
     bk.warmup()
-    users = np.repeat(np.arange(4), 3)
-    items = np.array([0, 1, 2, 1, 2, 3, 0, 2, 3, 0, 1, 3])
-    ratings = np.array([5, 3, 5, 4, 2, 5, 1, 3, 4, 2, 5, 3], dtype=float)
-    info = pd.DataFrame({"user": np.arange(4), "group": ["a", "b", "a", "b"]})
-    train = Ratings(users, items, ratings, user_ids=np.arange(4), item_ids=np.arange(4), scale=(1, 5), user_info=info)
+    train = tiny()
     for loss in ("plackett_luce", "rao_kupper", "davidson", "log_m"):
         m = Bilinear(rank=2, max_iter=2, loss=loss).fit(train)
         m.score([0, 1], [1, 2])

@@ -35,6 +35,7 @@ import numpy as np
 import param
 from numba import njit, prange
 
+from ..datasets import tiny
 from ..errors import ParameterError
 from ..ratings import Ratings
 from .base import Model
@@ -254,9 +255,6 @@ class BPMF(Model):
 
 
 def warmup() -> None:
-    """Compile (or load from cache) BPMF's kernels on a tiny table."""
-    users = np.repeat(np.arange(3), 2)
-    items = np.array([0, 1, 1, 2, 0, 2])
-    train = Ratings(users, items, np.array([5.0, 3, 4, 1, 2, 5]), user_ids=np.arange(3), item_ids=np.arange(3),
-                    scale=(1, 5))
-    BPMF(rank=2, max_iter=3, burn_in=1).fit(train).score(np.arange(3), np.arange(3))
+    """Compile (or load from cache) BPMF's kernels on the tiny table (:func:`cofiviz.datasets.tiny`)."""
+    train = tiny()
+    BPMF(rank=2, max_iter=3, burn_in=1).fit(train).score(np.arange(4), np.arange(4))

@@ -66,6 +66,7 @@ import time
 import numpy as np
 import param
 
+from ..datasets import tiny
 from ..errors import DataError, ModelFitError
 from ..losses.collab import LOSS_NAMES, USER_WEIGHTS, build_loss_data
 from ..losses.pairwise import PAIR_COSTS
@@ -441,11 +442,8 @@ class CofiRank(Model):
 
 
 def warmup() -> None:
-    """Compile (or load from cache) CofiRank's kernels: a 2-iteration fit per loss on a tiny table."""
-    users = np.repeat(np.arange(4), 3)
-    items = np.array([0, 1, 2, 1, 2, 3, 0, 2, 3, 0, 1, 3])
-    ratings = np.array([5, 3, 1, 4, 2, 5, 1, 3, 4, 2, 5, 3], dtype=float)
-    train = Ratings(users, items, ratings, user_ids=np.arange(4), item_ids=np.arange(4), scale=(1, 5))
+    """Compile (or load from cache) CofiRank's kernels: a 2-iteration fit per loss on the tiny table (:func:`cofiviz.datasets.tiny`)."""
+    train = tiny()
     for loss in LOSS_NAMES:
         m = CofiRank(rank=2, loss=loss, max_iter=1, offsets=loss == "ndcg").fit(train)
         m.score([0, 1], [1, 2])

@@ -41,6 +41,7 @@ from __future__ import annotations
 import numpy as np
 import param
 
+from ..datasets import tiny
 from ..errors import ParameterError
 from ..losses.smoothed_gap import OBJECTIVES, prepare
 from ..losses.smoothed_gap import objective as smoothed_gap_objective
@@ -227,13 +228,10 @@ class GAPfm(Model):
 
 
 def warmup() -> None:
-    """Compile (or load from cache) GAPfm's kernels: two iterations of every variant on a tiny table, and
+    """Compile (or load from cache) GAPfm's kernels: two iterations of every variant on the tiny table (:func:`cofiviz.datasets.tiny`), and
     the smoothed-GAP objective kernels of :mod:`cofiviz.losses.smoothed_gap` (plots, gradient checks)."""
     loss_warmup()
-    users = np.repeat(np.arange(4), 3)
-    items = np.array([0, 1, 2, 1, 2, 3, 0, 2, 3, 0, 1, 3])
-    ratings = np.array([5, 3, 1, 4, 2, 5, 1, 3, 4, 2, 5, 3], dtype=float)
-    train = Ratings(users, items, ratings, user_ids=np.arange(4), item_ids=np.arange(4), scale=(1, 5))
+    train = tiny()
     for update in ("sequential", "batch"):
         for selection in ("all", "adaptive", "random"):
             GAPfm(max_iter=2, rank=2, item_update=update, selection=selection, n_selected=2).fit(train)

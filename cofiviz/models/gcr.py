@@ -14,10 +14,9 @@ with ``g(u, i, j) = [U Vᵀ]_ui − [U Vᵀ]_uj`` (eq 8), ``L`` one of the surro
 
 from __future__ import annotations
 
-import numpy as np
 import param
 
-from ..ratings import Ratings
+from ..datasets import tiny
 from ._local import PairwiseFactorModel
 
 __all__ = ["GCR", "warmup"]
@@ -64,10 +63,7 @@ class GCR(PairwiseFactorModel):
 
 
 def warmup() -> None:
-    """Compile (or load) the kernels: a 2-iteration fit per loss on a tiny table."""
-    users = np.repeat(np.arange(4), 3)
-    items = np.array([0, 1, 2, 1, 2, 3, 0, 2, 3, 0, 1, 3])
-    ratings = np.array([5, 3, 1, 4, 2, 5, 1, 3, 4, 2, 5, 3], dtype=float)
-    train = Ratings(users, items, ratings, user_ids=np.arange(4), item_ids=np.arange(4), scale=(1, 5))
+    """Compile (or load) the kernels: a 2-iteration fit per loss on the tiny table (:func:`cofiviz.datasets.tiny`)."""
+    train = tiny()
     for loss in ("log_m", "hinge_a"):
         GCR(rank=2, max_iter=2, loss=loss, item_bias="global").fit(train).score([0, 1], [1, 2])

@@ -23,6 +23,7 @@ import time
 import numpy as np
 import param
 
+from ..datasets import tiny
 from ..errors import DataError
 from ..ratings import Ratings
 from . import _local_kernels as lk
@@ -147,10 +148,7 @@ class LLORMA(Model, LocalParams):
 
 
 def warmup() -> None:
-    """Compile (or load) LLORMA's kernels: a 2-sweep fit on a tiny table."""
+    """Compile (or load) LLORMA's kernels: a 2-sweep fit on the tiny table (:func:`cofiviz.datasets.tiny`)."""
     svd_warmup()
-    users = np.repeat(np.arange(4), 3)
-    items = np.array([0, 1, 2, 1, 2, 3, 0, 2, 3, 0, 1, 3])
-    ratings = np.array([5, 3, 1, 4, 2, 5, 1, 3, 4, 2, 5, 3], dtype=float)
-    train = Ratings(users, items, ratings, user_ids=np.arange(4), item_ids=np.arange(4), scale=(1, 5))
+    train = tiny()
     LLORMA(rank=2, n_local=3, max_iter=2).fit(train).score([0, 1], [1, 2])

@@ -22,6 +22,7 @@ import numpy as np
 import param
 from numba import njit, prange
 
+from ..datasets import tiny
 from ..errors import DataError, ParameterError
 from ..ratings import Ratings
 from .base import Model
@@ -188,9 +189,6 @@ class NMF(Model):
 
 
 def warmup() -> None:
-    """Compile (or load from cache) NMF's kernels on a tiny table."""
-    users = np.repeat(np.arange(3), 2)
-    items = np.array([0, 1, 1, 2, 0, 2])
-    train = Ratings(users, items, np.array([5.0, 3, 4, 1, 2, 5]), user_ids=np.arange(3), item_ids=np.arange(3),
-                    scale=(1, 5))
-    NMF(rank=2, max_iter=2).fit(train).score(np.arange(3), np.arange(3))
+    """Compile (or load from cache) NMF's kernels on the tiny table (:func:`cofiviz.datasets.tiny`)."""
+    train = tiny()
+    NMF(rank=2, max_iter=2).fit(train).score(np.arange(4), np.arange(4))

@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 import param
 
+from ..datasets import tiny
 from ..errors import DataError
 from ..ratings import Ratings
 from . import _local_kernels as lk
@@ -163,11 +164,8 @@ def regsvd_factors(train: Ratings, rank: int = 10, seed: int = 0, **params) -> t
 
 
 def warmup() -> None:
-    """Compile (or load) the kernels: a 2-epoch fit with each solver on a tiny table."""
+    """Compile (or load) the kernels: a 2-epoch fit with each solver on the tiny table (:func:`cofiviz.datasets.tiny`)."""
     lk.warmup()
-    users = np.repeat(np.arange(4), 3)
-    items = np.array([0, 1, 2, 1, 2, 3, 0, 2, 3, 0, 1, 3])
-    ratings = np.array([5, 3, 1, 4, 2, 5, 1, 3, 4, 2, 5, 3], dtype=float)
-    train = Ratings(users, items, ratings, user_ids=np.arange(4), item_ids=np.arange(4), scale=(1, 5))
+    train = tiny()
     for solver in ("sgd", "als"):
         RegSVD(rank=2, max_iter=2, solver=solver).fit(train).score([0, 1], [1, 2])
