@@ -404,11 +404,7 @@ class Experiment:
         self.protocol_params = protocol
         if "seed" in protocol:
             raise ParameterError("the protocol's seed is the experiment's seeds; remove 'seed' from protocol")
-        valid = set(protocols.parameters(self.protocol)) - {"seed"}
-        if self.protocol == "controversial":
-            base = protocol.get("base", "weak")
-            for b in (base if isinstance(base, list) else [base]):
-                valid |= set(protocols.parameters(b)) - {"seed"}
+        valid = protocols.allowed_parameters(self.protocol, protocol.get("base")) - {"seed"}
         unknown = sorted(set(protocol) - valid)
         if unknown:
             raise ParameterError(f"protocol {self.protocol!r} has no parameter(s) {', '.join(map(repr, unknown))}; "

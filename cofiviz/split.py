@@ -84,6 +84,7 @@ class Split:
             r.write(directory / f"{part}.{ext}", sep=sep)
         meta = dict(self.protocol)
         meta["scale"] = list(self.train.scale)
+        meta["unrated_parts"] = [part for part, r in self.parts() if r.allow_zero]
         (directory / "protocol.json").write_text(json.dumps(meta, indent=2, default=str))
         return directory
 
@@ -102,26 +103,29 @@ class Split:
         if (directory / "protocol.json").exists():
             meta = json.loads((directory / "protocol.json").read_text())
         scale = tuple(meta.pop("scale")) if "scale" in meta else None
+        unrated = meta.pop("unrated_parts", ())
         return cls.from_files(files["train"], files["test"], files.get("valid"), negatives=files.get("negatives"),
-                              given=files.get("given"), scale=scale, protocol=meta)
+                              given=files.get("given"), scale=scale, protocol=meta, unrated=unrated)
 
     @classmethod
     def from_files(cls, train, test, valid=None, *, negatives=None, given=None, scale=None, protocol=None,
                    duplicates: str = "error", user=None, item=None, rating=None, sep=None,
-                   encoding: str = "utf-8") -> "Split":
+                   encoding: str = "utf-8", unrated=()) -> "Split":
         """Read ``user item rating`` files (CSV, TSV or Parquet, maybe compressed) into one shared index space.
 
         ``user``, ``item``, ``rating``, ``sep`` and ``encoding`` apply to every file, as in
         :func:`cofiviz.datasets.read`; the parts are checked against each other by :meth:`from_frames`.
+        ``unrated`` names the parts beside ``negatives`` that hold unrated candidates (rating 0).
         """
         files = {"train": train, "test": test, "valid": valid, "negatives": negatives, "given": given}
         frames = {part: read_frame(path, user=user, item=item, rating=rating, sep=sep, encoding=encoding)
                   for part, path in files.items() if path is not None}
-        return cls.from_frames(frames, scale=scale, protocol=protocol, duplicates=duplicates, sources=files)
+        return cls.from_frames(frames, scale=scale, protocol=protocol, duplicates=duplicates, sources=files,
+                               unrated=unrated)
 
     @classmethod
     def from_frames(cls, frames: dict[str, pd.DataFrame], *, scale=None, protocol=None,
-                    duplicates: str = "error", sources: dict | None = None) -> "Split":
+                    duplicates: str = "error", sources: dict | None = None, unrated=()) -> "Split":
         """Validate each part's ``user item rating`` frame and put all parts in one index space.
 
         Each frame is validated by :meth:`Ratings.from_dataframe`; then the parts are checked against
@@ -129,6 +133,8 @@ class Split:
         user or no item with train is an error (users of ``given`` count as known), and so is a
         (user, item) pair in two parts (a sampled negative included). Users and items of test and
         validation with no rating in train (nor given) are counted in ``split.report["unseen"]``.
+        ``negatives`` and the parts named in ``unrated`` may hold unrated candidates (rating 0, outside the
+        rating scale): the validation part of :func:`cofiviz.protocols.gapfm_top_n`, for one.
 
         Raises
         ------
@@ -136,6 +142,7 @@ class Split:
             Naming the file (``sources``) and line of the first problem.
         """
         sources = sources or {}
+        unrated = {"negatives", *unrated}
         parts = {}
         labels = {}
         for part, df in frames.items():
@@ -143,13 +150,13 @@ class Split:
             labels[part] = (f"{label}: line" if df.attrs.get("lines") else f"{label}: row", df.index.to_numpy())
             try:
                 parts[part] = Ratings.from_dataframe(
-                    df, scale=None if part == "negatives" else scale, duplicates=duplicates,
+                    df, scale=None if part in unrated else scale, duplicates=duplicates,
                     row_label=labels[part][0], name=part)
             except DataError as exc:
                 raise DataError(str(exc)) from None
         if scale is None:
-            lo = min(p.scale[0] for k, p in parts.items() if k != "negatives")
-            hi = max(p.scale[1] for k, p in parts.items() if k != "negatives")
+            lo = min(p.scale[0] for k, p in parts.items() if k not in unrated)
+            hi = max(p.scale[1] for k, p in parts.items() if k not in unrated)
             scale = (lo, hi)
         user_ids = np.unique(np.concatenate([p.user_ids.astype(str) if _mixed(parts, "user_ids") else p.user_ids
                                              for p in parts.values()]))
@@ -161,7 +168,7 @@ class Split:
             iid = p.item_ids.astype(str) if _mixed(parts, "item_ids") else p.item_ids
             maps[part] = (np.searchsorted(user_ids, uid), np.searchsorted(item_ids, iid))
             out[part] = Ratings(maps[part][0][p.users], maps[part][1][p.items], p.ratings, user_ids=user_ids,
-                                item_ids=item_ids, scale=scale, name=part, allow_zero=(part == "negatives"))
+                                item_ids=item_ids, scale=scale, name=part, allow_zero=part in unrated)
 
         def row_keys(part: str) -> np.ndarray:
             """``user * n_items + item`` in the shared index space of every row of ``part``'s frame."""

@@ -615,3 +615,24 @@ def test_movielens_100k_weak_generalization_user_counts():
     assert s.protocol["sizes"]["given_users"] == 100 and len(s.given) == 1000
     assert s.protocol["sizes"]["items"] == int(np.sum(ml.item_counts() >= 50))
     print("MovieLens 100K strong generalization:", s.protocol["sizes"], s.protocol["test_users"]["boundary_count"])
+
+
+def test_gapfm_top_n_split_survives_files_and_the_command_line(tmp_path):
+    """Its validation part holds unrated items (rating 0): written, read back and run on from the files."""
+    import subprocess
+    import sys
+
+    from cofiviz.datasets import synthetic
+
+    ratings = synthetic("popularity", n_users=80, n_items=120, density=0.35, seed=3)
+    split = P.gapfm_top_n(ratings, n_train=5, n_negatives=30, n_valid=3, n_valid_negatives=10, seed=1)
+    assert (split.valid.ratings == 0).any()
+    d = split.write(tmp_path / "split")
+    back = Split.read(d)
+    for name in ("train", "valid", "test", "negatives"):
+        assert getattr(back, name).equals(getattr(split, name)), name
+    assert back.valid.allow_zero and not back.test.allow_zero
+    run = subprocess.run([sys.executable, "-m", "cofiviz.cli", "run", "itemmean", "--train", str(d / "train.tsv"),
+                          "--test", str(d / "test.tsv"), "--valid", str(d / "valid.tsv"), "--metrics", "gap@5",
+                          "--quiet"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr

@@ -66,9 +66,15 @@ def _protocol_beside(train_file) -> dict | None:
     return None
 
 
+def _unrated_beside(protocol: dict | None) -> list:
+    """The parts beside ``negatives`` that the split's ``protocol.json`` lists as holding unrated items."""
+    return list((protocol or {}).pop("unrated_parts", []) or [])
+
+
 def _read_split(args) -> tuple[Split, Any, Any]:
     """The split of the files given; the parts ``cofiviz split`` wrote beside the train file are found."""
     protocol = _protocol_beside(args.train)
+    unrated = _unrated_beside(protocol)
     found = {"negatives": args.negatives, "given": args.given}
     if protocol is not None:  # a directory written by `cofiviz split`: its extra parts belong to the protocol
         here = Path(args.train).parent
@@ -81,7 +87,7 @@ def _read_split(args) -> tuple[Split, Any, Any]:
                         print(f"using {files[0]} (written with the split; pass --{part} to override)",
                               file=sys.stderr)
     split = Split.from_files(args.train, args.test, args.valid, negatives=found["negatives"], given=found["given"],
-                             protocol=protocol, **reading(args))
+                             protocol=protocol, unrated=unrated, **reading(args))
     return split, found["negatives"], found["given"]
 
 

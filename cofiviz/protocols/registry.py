@@ -99,17 +99,25 @@ def make(name: str, ratings: Ratings, **params) -> Split:
         ones; a protocol that wraps a ``base`` protocol, ``controversial``, also accepts the base's).
     """
     fn = get(name)
-    valid = parameters(name)
-    allowed = set(valid)
-    if _wraps_a_base(fn):
-        base = params.get("base", valid["base"])
-        if isinstance(base, str) and normalise(base) in PROTOCOLS:
-            allowed |= set(parameters(base))
+    allowed = allowed_parameters(name, params.get("base"))
     unknown = sorted(set(params) - allowed)
     if unknown:
         raise ParameterError(f"protocol {normalise(name)!r} has no parameter(s) {', '.join(map(repr, unknown))}; "
                              f"valid parameters: {', '.join(sorted(allowed))}")
     return fn(ratings, **params)
+
+
+def allowed_parameters(name: str, base=None) -> set[str]:
+    """The keyword parameters protocol ``name`` takes; for a protocol that wraps a ``base`` protocol
+    (``controversial``), also those of ``base`` (its default when ``None``; a list: each of them)."""
+    valid = parameters(name)
+    allowed = set(valid)
+    if _wraps_a_base(get(name)):
+        bases = valid["base"] if base is None else base
+        for b in (bases if isinstance(bases, (list, tuple)) else [bases]):
+            if isinstance(b, str) and normalise(b) in PROTOCOLS:
+                allowed |= set(parameters(b))
+    return allowed
 
 
 def _wraps_a_base(fn: Callable[..., Split]) -> bool:

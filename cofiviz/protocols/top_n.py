@@ -222,7 +222,8 @@ def gapfm_top_n(ratings: Ratings, n_train: int = 10, n_negatives: int = 1000, n_
 
     The carving draws from ``numpy.random.default_rng([seed, 17])``, users in index order, so the
     :func:`top_n` split underneath is the one ``top_n(..., seed=seed)`` makes. The validation part
-    holds ratings 0 and cannot be read back by :meth:`Split.read`, which requires ratings on the scale.
+    holds ratings 0: :meth:`Split.write` lists it among the unrated parts, so that :meth:`Split.read` reads
+    it back.
 
     Parameters
     ----------
