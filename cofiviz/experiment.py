@@ -40,8 +40,6 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from tqdm.auto import tqdm
-
 from . import datasets, protocols
 from ._version import __version__
 from .errors import CofivizError, DataError, ParameterError
@@ -550,6 +548,8 @@ class Experiment:
         it = pairs
         bar = None
         if progress:
+            from tqdm.auto import tqdm    # a progress bar only when asked for (its notebook form warns on import)
+
             bar = tqdm(total=len(pairs), desc=self.name, unit="cell")
         out = []
         failed = []
