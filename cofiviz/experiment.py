@@ -216,9 +216,18 @@ class Cell:
             c[k] = tuple(c.get(k, ()))
         return cls(experiment=experiment, **c)
 
+    def model_defaults(self) -> dict:
+        """The model's defaults of the parameters the cell does not set (JSON-ready)."""
+        klass = resolve_model(self.model)
+        return jsonable({p: klass.param[p].default for p in klass.param_names() if p not in self.params})
+
     def key(self, data_version: str) -> str:
-        """Stable hash of (configuration, data version, cofiviz version)."""
-        return cell_key(self.config(), data_version)
+        """Stable hash of (configuration, the model's defaults it relies on, data version, cofiviz version).
+
+        The defaults are part of the key so that a cell computed before a default changed is never read as
+        a result of the new default.
+        """
+        return cell_key({**self.config(), "defaults": self.model_defaults()}, data_version)
 
     def describe(self) -> str:
         shown = ", ".join(f"{k}={v}" for k, v in self.params.items() if k != "seed")

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from cofiviz.errors import DataError, ParameterError
-from cofiviz.experiment import Cell, Experiment, cell_key, run_cell
+from cofiviz.experiment import Cell, Experiment, cell_key, resolve_model, run_cell
 
 DATA = {"name": "synthetic", "kind": "popularity", "n_users": 120, "n_items": 80, "density": 0.3}
 PROTOCOL = {"name": "weak", "n_train": 5, "n_valid": 3, "min_test": 5}
@@ -43,6 +43,25 @@ def test_key_depends_on_config_data_and_version():
     other = Cell.from_config({**c.config(), "seed": 7})
     assert other.key("v1") != k
     assert Cell.from_config(c.config()).key("v1") == k
+
+
+def test_key_depends_on_the_model_defaults_the_cell_relies_on(monkeypatch):
+    c = small().cells()[0]
+    klass = resolve_model(c.model)
+    unset = next(p for p in klass.param_names() if p not in c.params)
+    k = c.key("v1")
+    assert unset in c.model_defaults()
+    default = klass.param[unset].default
+    changed = (not default) if isinstance(default, bool) else (default + 1 if isinstance(default, (int, float))
+                                                                 else f"{default}-changed")
+    monkeypatch.setattr(klass.param[unset], "default", changed)
+    assert c.key("v1") != k
+    # a cell that sets the parameter itself does not depend on its default
+    pinned = Cell.from_config({**c.config(), "params": {**c.params, unset: default}})
+    monkeypatch.setattr(klass.param[unset], "default", default)
+    before = pinned.key("v1")
+    monkeypatch.setattr(klass.param[unset], "default", changed)
+    assert pinned.key("v1") == before
 
 
 def test_run_gives_tidy_results_traces_and_per_user():

@@ -145,7 +145,7 @@ class Reproduction:
             models = [{"model": m.model, "label": m.label, "params": g} for g in m.grids(quick, self.metrics)]
             exps.append((m, Experiment(models=models,
                                        data=data, protocol=protocol, seeds=seeds, metrics=self.metrics,
-                                       trace=self.trace or None, threshold=self.threshold,
+                                       trace=self.trace or None, threshold=self.threshold, per_user=True,
                                        name=f"{self.name}{'-quick' if quick else ''}")))
         return exps, missing
 
