@@ -26,11 +26,10 @@ chromium:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
 	fi
 
-# a message from a page may be up to 64 MiB (uploads travel in 4 MB chunks, far below it; Bokeh's default is 20 MB)
+# every app of apps/ with the landing page at http://localhost:$(PORT)/ (cofiviz/dashboards/serving.py)
 serve: $(STAMP)
 	$(BIN)/cofiviz warmup
-	$(BIN)/panel serve apps/*.py --port $(PORT) --address localhost --allow-websocket-origin=localhost:$(PORT) \
-	  --num-threads 4 --websocket-max-message-size 67108864 --setup cofiviz/dashboards/serve_setup.py
+	$(BIN)/cofiviz serve --port $(PORT)
 
 test: $(STAMP) chromium
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -2,9 +2,10 @@
 
 import panel as pn
 
+from cofiviz.dashboards.catalog import app
 from cofiviz.dashboards.comparisons import Comparisons
 from cofiviz.dashboards.theme import page
 
 pn.extension("tabulator", sizing_mode="stretch_width")
 
-page("Comparisons", Comparisons.from_environment()).servable()
+page(app("comparisons").title, Comparisons.from_environment()).servable()

@@ -2,9 +2,10 @@
 
 import panel as pn
 
+from cofiviz.dashboards.catalog import app
 from cofiviz.dashboards.losses import LossShapes
 from cofiviz.dashboards.theme import page
 
 pn.extension(sizing_mode="stretch_width")
 
-page("Loss shapes", LossShapes()).servable()
+page(app("losses").title, LossShapes()).servable()

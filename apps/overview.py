@@ -2,9 +2,10 @@
 
 import panel as pn
 
+from cofiviz.dashboards.catalog import app
 from cofiviz.dashboards.overview import DatasetOverview
 from cofiviz.dashboards.theme import page
 
 pn.extension("tabulator", sizing_mode="stretch_width")
 
-page("Dataset overview", DatasetOverview()).servable()
+page(app("overview").title, DatasetOverview()).servable()

@@ -2,9 +2,10 @@
 
 import panel as pn
 
+from cofiviz.dashboards.catalog import app
 from cofiviz.dashboards.playground import MetricPlayground
 from cofiviz.dashboards.theme import page
 
 pn.extension(sizing_mode="stretch_width")
 
-page("Metric playground", MetricPlayground()).servable()
+page(app("playground").title, MetricPlayground()).servable()

@@ -2,9 +2,10 @@
 
 import panel as pn
 
+from cofiviz.dashboards.catalog import app
 from cofiviz.dashboards.recommendations import Recommendations
 from cofiviz.dashboards.theme import page
 
 pn.extension(sizing_mode="stretch_width")
 
-page("Recommendations", Recommendations()).servable()
+page(app("recommendations").title, Recommendations()).servable()

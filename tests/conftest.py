@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from cofiviz.dashboards.serving import WEBSOCKET_MAX_MESSAGE, serve_command  # noqa: F401 - tests import it here
+
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = os.environ.get("COFIVIZ_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
-#: the largest message a page may send, as `make serve` allows it (64 MiB)
-WEBSOCKET_MAX_MESSAGE = 64 * 2**20
 
 
 def free_port() -> int:
@@ -45,17 +45,13 @@ def wait_for_http(url: str, proc: subprocess.Popen, log: Path, timeout: float, w
 
 
 class PanelServer:
-    """`panel serve` on a free localhost port, stopped when the test module ends."""
+    """`panel serve` on a free localhost port, as `cofiviz serve` runs it, stopped when the test module ends."""
 
     def __init__(self, apps: list[str], setup: bool = True, timeout: float = 180.0, env: dict | None = None):
         self.port = free_port()
         self.log = ARTIFACTS / f"panel-serve-{self.port}.log"
         ARTIFACTS.mkdir(exist_ok=True)
-        cmd = [sys.executable, "-m", "panel", "serve", *apps, "--port", str(self.port), "--address", "127.0.0.1",
-               "--allow-websocket-origin", f"127.0.0.1:{self.port}", "--num-threads", "4",
-               "--websocket-max-message-size", str(WEBSOCKET_MAX_MESSAGE)]
-        if setup:
-            cmd += ["--setup", str(ROOT / "cofiviz" / "dashboards" / "serve_setup.py")]
+        cmd = serve_command(apps, port=self.port, address="127.0.0.1", setup=setup)
         self._logf = open(self.log, "w")
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self._logf, stderr=subprocess.STDOUT,
                                      env={**os.environ, **(env or {})})

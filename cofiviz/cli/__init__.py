@@ -15,8 +15,9 @@
                          [--numba-threads N] [--retries N] [--out FILE.parquet] [--no-progress]
     cofiviz reproduce NAME|list [--quick] [--store DIR] [--html OUT] [--workers N] [--scheduler ADDR]
                                 [--json OUT]
+    cofiviz serve [--port 5006] [--address localhost] [--threads 4]
 
-One module per group of commands (:mod:`.run`, :mod:`.split`, :mod:`.catalog`, :mod:`.batch`), each adding
+One module per group of commands (:mod:`.run`, :mod:`.split`, :mod:`.catalog`, :mod:`.batch`, :mod:`.serve`), each adding
 its subcommands to the parser; :mod:`.options` holds what they share.
 
 Exit codes: 0 success; 2 a usage error (unknown model, parameter, metric or protocol, a value out of
@@ -33,7 +34,7 @@ from typing import Sequence
 
 from ..compile_notice import announce_compilation
 from ..errors import CofivizError, ParameterError
-from . import batch, catalog, run, split
+from . import batch, catalog, run, serve, split
 from .options import Parser, convert_value, parse_sets
 
 __all__ = ["main", "build_parser", "parse_sets", "convert_value"]
@@ -49,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     split.add_parser(sub)
     catalog.add_parsers(sub)
     batch.add_parsers(sub)
+    serve.add_parser(sub)
     return p
 
 

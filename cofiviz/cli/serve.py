@@ -1,0 +1,26 @@
+"""``cofiviz serve``: every dashboard and the landing page, as ``make serve`` starts them."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from ..dashboards.serving import serve_command
+
+__all__ = ["add_parser", "serve"]
+
+
+def add_parser(sub) -> None:
+    s = sub.add_parser("serve", help="serve every dashboard of apps/ with the cofiviz landing page")
+    s.add_argument("--port", type=int, default=5006)
+    s.add_argument("--address", default="localhost")
+    s.add_argument("--threads", type=int, default=4, help="Panel's threads for the sessions' callbacks")
+    s.set_defaults(func=serve)
+
+
+def serve(args) -> int:
+    cmd = serve_command(port=args.port, address=args.address, threads=args.threads)
+    print(f"cofiviz: serving the dashboards at http://{args.address}:{args.port}/", file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    os.execv(cmd[0], cmd)
+    return 0  # pragma: no cover - execv does not return

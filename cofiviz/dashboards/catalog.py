@@ -1,0 +1,92 @@
+"""What the lab offers a visitor: every dashboard with its title and a one-line description, and the notebooks.
+
+The landing page (``index.html`` beside this module, which ``panel serve --index`` renders) and each app's
+page title read them from here, so that a dashboard is described in one place.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["App", "APPS", "Notebook", "notebooks", "INDEX_TEMPLATE", "THUMBNAILS", "app"]
+
+HERE = Path(__file__).resolve().parent
+#: the landing page, a Tornado template (``panel serve --index``)
+INDEX_TEMPLATE = HERE / "index.html"
+#: one screenshot per dashboard, ``<slug>.png`` (served at ``/thumbnails/``)
+THUMBNAILS = HERE / "thumbnails"
+
+
+@dataclass(frozen=True)
+class App:
+    """One dashboard: ``apps/<slug>.py`` served at ``/<slug>``."""
+
+    slug: str
+    title: str
+    description: str
+
+    @property
+    def thumbnail(self) -> Path:
+        return THUMBNAILS / f"{self.slug}.png"
+
+
+APPS: dict[str, App] = {a.slug: a for a in [
+    App("overview", "Dataset overview",
+        "MovieLens 100K or your own ratings file: counts, rating and activity distributions, long tails."),
+    App("monitor", "Training monitor",
+        "Train any model on a protocol's split and watch NDCG, AP and GAP per iteration; stop, save, compare runs."),
+    App("comparisons", "Comparisons",
+        "The papers' tables and figures reproduced, each cell beside the published number, with its trace."),
+    App("recommendations", "Recommendations",
+        "A user's top-N lists from the models side by side, and how much each leans on popularity."),
+    App("playground", "Metric playground",
+        "Move items up and down a graded list and watch NDCG, AP, GAP, P@k, ERU and MRR respond, ties included."),
+    App("losses", "Loss shapes",
+        "The surrogates CofiRank, LCR and GAPfm minimise, drawn against the metrics they stand in for; ties."),
+]}
+
+
+def app(slug: str) -> App:
+    """The catalogue entry of ``/slug`` or ``slug``; an app without one gets its slug as title."""
+    slug = slug.strip("/")
+    return APPS.get(slug, App(slug, slug.replace("_", " ").capitalize(), ""))
+
+
+@dataclass(frozen=True)
+class Notebook:
+    """One notebook of ``notebooks/``: its file name, its title and its opening sentence."""
+
+    name: str
+    title: str
+    summary: str
+
+
+def _first_markdown(path: Path) -> tuple[str, str]:
+    cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
+    text = next(("".join(c.get("source", "")) for c in cells if c.get("cell_type") == "markdown"), "")
+    lines = [ln.strip() for ln in text.splitlines()]
+    title = next((ln.lstrip("#").strip() for ln in lines if ln.startswith("#")), path.stem)
+    body = [ln for ln in lines if ln and not ln.startswith("#")]
+    summary = ""
+    for ln in body:  # the first paragraph
+        summary = f"{summary} {ln}".strip()
+        if ln.endswith((".", ":", "?")):
+            break
+    return title, summary.replace("*", "").replace("`", "")
+
+
+def notebooks(directory: str | Path = "notebooks") -> list[Notebook]:
+    """The notebooks of ``directory`` (relative to the working directory), in file-name order.
+
+    A notebook that cannot be read is listed under its file name with an empty summary.
+    """
+    out = []
+    for path in sorted(Path(directory).glob("*.ipynb")):
+        try:
+            title, summary = _first_markdown(path)
+        except (OSError, ValueError):
+            title, summary = path.stem, ""
+        out.append(Notebook(path.name, title, summary))
+    return out
