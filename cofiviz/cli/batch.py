@@ -10,6 +10,8 @@ from typing import Any
 
 from ..experiment import Experiment
 from ..reproductions import REPRODUCTIONS, format_table, reproduce as run_reproduction
+from ..reproductions.run import ship_reproduction, verify_shipped
+from ..reproductions.shipped import shipped_dir
 from ..store import ResultsStore, default_store
 from ..sweep import sweep as run_sweep
 from .options import UsageError, print_table, write_json
@@ -46,6 +48,13 @@ def add_parsers(sub) -> None:
                                                  "or a JSON object such as '{\"name\": \"synthetic\", \"n_users\": 200}')"
                                                  " — for smoke tests; the paper's numbers are MovieLens 100K's")
     rp.add_argument("--no-progress", action="store_true")
+    rp.add_argument("--verify", type=int, default=None, metavar="K",
+                    help="recompute K randomly chosen shipped cells and fail unless they agree to the last bit")
+    rp.add_argument("--seed", type=int, default=None, help="with --verify: which cells (default: a new choice each time)")
+    rp.add_argument("--ship", action="store_true",
+                    help="compute what is missing of the full reproduction and regenerate its shipped files")
+    rp.add_argument("--no-shipped", action="store_true",
+                    help="ignore the results that ship with cofiviz: compute every cell the store does not hold")
     rp.set_defaults(func=reproduce)
 
 
@@ -96,9 +105,20 @@ def reproduce(args) -> int:
                 raise UsageError(f"--data: not a JSON object ({exc})") from None
         else:
             data = {"path": text} if Path(text).is_file() else text
+    if args.verify is not None:
+        return _verify(args)
+    if args.ship:
+        if args.quick or args.data:
+            raise UsageError("--ship ships the full reproduction on MovieLens 100K: drop --quick and --data")
+        provenance = ship_reproduction(args.name, store=args.store, workers=args.workers, scheduler=args.scheduler,
+                                       progress=not args.no_progress,
+                                       command="cofiviz reproduce " + " ".join(sys.argv[2:] or [args.name, "--ship"]))
+        print(f"shipped {provenance['n_cells']} cells of {args.name} into {shipped_dir()} "
+              f"({sum(provenance['bytes'].values()) / 1e6:.2f} MB)")
+        return 0
     report = run_reproduction(args.name, quick=args.quick, store=args.store, html_path=args.html,
                               workers=args.workers, scheduler=args.scheduler, progress=not args.no_progress,
-                              data=data)
+                              data=data, shipped=not args.no_shipped)
     rep = REPRODUCTIONS[report.name]
     print(f"{rep.title}{' — QUICK' if args.quick else ''} ({report.seconds:.0f} s, {len(report.results.cells)} cells)")
     if len(report.table):
@@ -110,3 +130,15 @@ def reproduce(args) -> int:
         write_json(args.json, {"name": report.name, "quick": args.quick, "table": report.table.to_dict("records"),
                                "notes": report.notes, "html": str(report.html)})
     return 0
+
+
+def _verify(args) -> int:
+    if args.verify < 1:
+        raise UsageError(f"--verify: K must be at least 1, not {args.verify}")
+    result = verify_shipped(args.name, args.verify, seed=args.seed,
+                            log=lambda msg: print(msg, file=sys.stderr, flush=True))
+    print(f"{args.name}: {len(result.keys) - len(result.mismatches)} of {len(result.keys)} shipped cells "
+          f"recomputed to the last bit ({result.seconds:.0f} s)")
+    for line in result.mismatches:
+        print(f"MISMATCH {line}")
+    return 0 if result.ok else 1

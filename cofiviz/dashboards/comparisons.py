@@ -27,6 +27,7 @@ import param
 
 from ..errors import ParameterError
 from ..reproductions import REPRODUCTIONS, compute_cell, figure_trends, short_labels, status
+from ..reproductions.run import shipped_note
 from ..store import default_store
 from ._shared import KERNEL_LOCK, SessionWorker, kernels_need_lock
 
@@ -117,15 +118,19 @@ class Comparisons(pn.viewable.Viewer):
         if self.metric not in metrics:
             self.metric = metrics[-1] if "ndcg@10" not in metrics else "ndcg@10"
         st = self._status
-        n, done = len(st.cells), st.n_done
+        n, done, n_shipped = len(st.cells), st.n_done, st.n_shipped
         where = f"`{self.store}`"
+        held = (f"{done} of {n} cells are here: **{n_shipped} shipped with cofiviz**, {done - n_shipped} in the "
+                f"results store {where}" if n_shipped else f"{done} of {n} cells are in the results store {where}")
         self._summary.object = (
-            f"### {rep.title}\n{done} of {n} cells are in the results store {where}"
+            f"### {rep.title}\n{held}"
             f"{' (quick versions)' if self.quick else ''}; read in {time.perf_counter() - t0:.2f} s. "
             + ("Every cell is there." if done == n else
                f"**{n - done} missing**: compute them below, or run `cofiviz reproduce {rep.name}"
                f"{' --quick' if self.quick else ''}`."))
         notes = list(rep.notes) + [f"{m.label}: {m.note or 'not in cofiviz'}" for m in st.missing]
+        if n_shipped:
+            notes.insert(0, shipped_note(rep.name, n_shipped))
         if rep.is_figures:
             notes += figure_trends(st.table)      # the trends the paper states, against the stored runs
         self._notes.object = "\n".join(f"- {x}" for x in notes)

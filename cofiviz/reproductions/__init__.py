@@ -8,7 +8,8 @@ One module per paper holds its protocols' settings, the methods' grids, the publ
 numbers of the authors' own code: :mod:`.cofirank` (``cofirank-table2``, ``cofirank-table3``,
 ``cofirank-tuned``), :mod:`.lcr` (``lcr-table2``, ``lcr-figures``), :mod:`.gapfm` (``gapfm-table4``,
 ``gapfm-topn``). :mod:`.spec` defines what a reproduction is, :mod:`.report` the comparison and the
-report, :mod:`.run` running one or reading it from the store.
+report, :mod:`.run` running one or reading it from the store, :mod:`.shipped` the full results that ship
+inside the package (shown at once; the user's store takes precedence).
 
 A method whose model is not registered (see :func:`cofiviz.models.available_models`) is reported as a
 missing row, never as an error. ``quick=True`` runs a reduced version (the first N, one seed, one or two
@@ -18,9 +19,10 @@ settings, a few iterations) meant for tests and a first look; its numbers are no
 from . import cofirank, gapfm, lcr
 from .lcr import figure_summary, figure_trends, short_labels
 from .report import ReproductionReport, compare, format_table, paper_table, write_html
-from .run import ReproductionStatus, compute_cell, reproduce, status
+from .run import ReproductionStatus, compute_cell, reproduce, ship_reproduction, status, verify_shipped
 from .spec import REPRODUCTIONS, Method, PaperCell, Reproduction, get, register
 
 __all__ = ["REPRODUCTIONS", "Reproduction", "Method", "PaperCell", "ReproductionReport", "ReproductionStatus",
-           "reproduce", "status", "compute_cell", "paper_table", "compare", "format_table", "write_html",
+           "reproduce", "status", "compute_cell", "verify_shipped", "ship_reproduction", "paper_table", "compare",
+           "format_table", "write_html",
            "figure_summary", "figure_trends", "short_labels", "get", "register", "cofirank", "lcr", "gapfm"]

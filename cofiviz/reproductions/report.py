@@ -44,7 +44,10 @@ class ReproductionReport:
 
 
 def compare(rep: Reproduction, results: Results, missing: list, quick: bool) -> pd.DataFrame:
-    """Paper vs cofiviz, one row per (metric, N, method), with the difference."""
+    """Paper vs cofiviz, one row per (metric, N, method), with the difference.
+
+    ``cells`` holds the store keys of the chosen setting's cells (comma-separated), whose per-user values ship.
+    """
     ref = paper_frame(rep.paper_numbers)
     r = results.results
     ns = rep.ns[:1] if quick else rep.ns
@@ -61,7 +64,7 @@ def compare(rep: Reproduction, results: Results, missing: list, quick: bool) -> 
                 row = {"metric": metric, "N": n, "method": m.label, "paper": pv, "paper_std": ps,
                        "original": float(m.original.get(n, math.nan)) if metric == rep.metrics[0] else math.nan,
                        "cofiviz": math.nan, "cofiviz_std": math.nan, "diff": math.nan, "seeds": 0,
-                       "setting": "", "status": ""}
+                       "setting": "", "status": "", "cells": ""}
                 if m in missing:
                     row["status"] = ("missing: " + (m.note or "not in cofiviz")) if m.model is None else \
                         f"missing: model {m.model!r} is not registered"
@@ -82,7 +85,8 @@ def compare(rep: Reproduction, results: Results, missing: list, quick: bool) -> 
                 chosen, setting = choose_setting(sub, metric, criterion, rep.selection)
                 vals = chosen["value"].astype(float)
                 row.update(cofiviz=float(vals.mean()), cofiviz_std=float(vals.std(ddof=1)) if len(vals) > 1 else math.nan,
-                           seeds=int(len(vals)), setting=setting, status="ok")
+                           seeds=int(len(vals)), setting=setting, status="ok",
+                           cells=",".join(dict.fromkeys(chosen["cell"])) if "cell" in chosen.columns else "")
                 row["diff"] = row["cofiviz"] - pv
                 rows.append(row)
     return pd.DataFrame(rows)

@@ -1,9 +1,10 @@
-"""Running a reproduction, or reading what the results store already holds of it.
+"""Running a reproduction, or reading what the results store and the shipped results already hold of it.
 
-:func:`reproduce` runs every cell the store does not hold yet (in process, or on Dask), compares with the
-paper and writes the HTML report; :func:`status` runs nothing and compares whatever part the store holds
-(the comparisons dashboard and the notebooks show it at once); :func:`compute_cell` runs one missing
-cell (the dashboard's Compute button).
+:func:`reproduce` runs every cell that neither the store nor the shipped results (:mod:`.shipped`) hold yet
+(in process, or on Dask), compares with the paper and writes the HTML report; :func:`status` runs nothing
+and compares whatever part they hold (the comparisons dashboard and the notebooks show it at once);
+:func:`compute_cell` runs one missing cell (the dashboard's Compute button). :func:`verify_shipped`
+recomputes shipped cells and :func:`ship_reproduction` regenerates a reproduction's shipped files.
 """
 
 from __future__ import annotations
@@ -11,25 +12,45 @@ from __future__ import annotations
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 import pandas as pd
 
+from ..errors import DataError
 from ..experiment import data_version, run_cell
 from ..results import Results
 from ..store import ResultsStore, default_store
 from ..sweep import sweep
 from .lcr import figure_summary
 from .report import ReproductionReport, compare, write_html
+from .shipped import ShippedStore, Verification, load, ship, verify, with_shipped
 from .spec import Reproduction, get
 
-__all__ = ["reproduce", "status", "compute_cell", "ReproductionStatus"]
+__all__ = ["reproduce", "status", "compute_cell", "ReproductionStatus", "verify_shipped", "ship_reproduction",
+           "shipped_note"]
 
 
 def _store(store) -> ResultsStore:
     return store if isinstance(store, ResultsStore) else ResultsStore(store or default_store())
+
+
+def _layered(store, name: str, shipped: bool) -> ResultsStore:
+    store = _store(store)
+    return with_shipped(store, name) if shipped else store
+
+
+def shipped_note(name: str, n_shipped: int) -> str:
+    """One sentence on the shipped cells a table shows ('' when it shows none)."""
+    sh = load(name)
+    if not n_shipped or sh is None:
+        return ""
+    p = sh.provenance
+    machine = p.get("machine", {})
+    return (f"{n_shipped} cells are shipped with cofiviz (computed with cofiviz {p.get('cofiviz_version', '?')} on "
+            f"{p.get('date', '?')}, {machine.get('cores', '?')} cores, {p.get('seconds', 0) / 3600:.1f} h of "
+            f"computation); `cofiviz reproduce {name} --verify K` recomputes K of them and compares.")
 
 
 def _table(rep: Reproduction, results: Results, missing: list, quick: bool) -> pd.DataFrame:
@@ -55,6 +76,8 @@ class ReproductionStatus:
         Methods of the paper that cofiviz does not implement.
     version : str
         The data version (hash) the keys were computed with.
+    sources : dict
+        ``key -> "computed" | "shipped"`` of the cells held (a cell of the user's store is "computed").
     """
 
     reproduction: Reproduction
@@ -64,6 +87,12 @@ class ReproductionStatus:
     table: pd.DataFrame
     missing: list
     version: str
+    sources: dict = field(default_factory=dict)
+
+    @property
+    def n_shipped(self) -> int:
+        """How many of the cells held come from the shipped results."""
+        return sum(1 for v in self.sources.values() if v == "shipped")
 
     @property
     def pending(self) -> list:
@@ -75,19 +104,23 @@ class ReproductionStatus:
         return sum(1 for *_, done in self.cells if done)
 
 
-def status(name: str, *, quick: bool = False, store=None, data: Any = "movielens-100k") -> ReproductionStatus:
-    """The part of a reproduction already in the results store, compared with the paper; runs nothing.
+def status(name: str, *, quick: bool = False, store=None, data: Any = "movielens-100k",
+           shipped: bool = True) -> ReproductionStatus:
+    """The part of a reproduction already in the results store or shipped, compared with the paper; runs nothing.
 
     Parameters are those of :func:`reproduce`.
     """
     rep = get(name)
-    store = _store(store)
+    store = _layered(store, rep.name, shipped)
     exps, missing = rep.experiments(quick, data)
     done = set(store.done_keys())
     cells = [(c, k, k in done) for _, exp in exps for c, k in exp.keys()]
     results = Results.concat(store.read(k) for _, k, d in cells if d)
     version = data_version(exps[0][1].data) if exps else ""
-    return ReproductionStatus(rep, quick, cells, results, _table(rep, results, missing, quick), missing, version)
+    sources = ({k: store.source(k) for _, k, d in cells if d} if isinstance(store, ShippedStore)
+               else {k: "computed" for _, k, d in cells if d})
+    return ReproductionStatus(rep, quick, cells, results, _table(rep, results, missing, quick), missing, version,
+                              sources)
 
 
 def compute_cell(cell, key: str, store, version: str | None = None) -> Results:
@@ -101,7 +134,7 @@ def compute_cell(cell, key: str, store, version: str | None = None) -> Results:
 
 def reproduce(name: str, *, quick: bool = False, store=None, html_path: str | os.PathLike | None = None,
               data: Any = "movielens-100k", workers: int = 0, scheduler: str | None = None, progress: bool = False,
-              log: Callable[[str], Any] | None = None) -> ReproductionReport:
+              log: Callable[[str], Any] | None = None, shipped: bool = True) -> ReproductionReport:
     """Run (or load from the store) one reproduction; compare with the paper; write the HTML report.
 
     Parameters
@@ -123,6 +156,9 @@ def reproduce(name: str, *, quick: bool = False, store=None, html_path: str | os
         A Dask scheduler address to run the cells on.
     log : callable, optional
         Receives one line per step (default: standard error).
+    shipped : bool
+        Take the cells that ship with cofiviz as done (the user's store takes precedence); ``False`` computes
+        every cell the store does not hold.
 
     Raises
     ------
@@ -133,7 +169,7 @@ def reproduce(name: str, *, quick: bool = False, store=None, html_path: str | os
         def log(msg):
             print(msg, file=sys.stderr, flush=True)
     rep = get(name)
-    store = _store(store)
+    store = _layered(store, rep.name, shipped)
     t0 = time.perf_counter()
     exps, missing = rep.experiments(quick, data)
     for m in missing:
@@ -152,6 +188,11 @@ def reproduce(name: str, *, quick: bool = False, store=None, html_path: str | os
         log(f"{rep.name}: cell {key} failed: {what}: {err}")
     seconds = time.perf_counter() - t0
     notes = list(rep.notes)
+    if isinstance(store, ShippedStore):
+        keys = {k for _, exp in exps for _, k in exp.keys()}
+        n_shipped = sum(1 for k in keys if store.source(k) == "shipped")
+        if n_shipped:
+            notes.append(shipped_note(rep.name, n_shipped))
     table = pd.DataFrame() if rep.is_figures else compare(rep, results, missing, quick)
     notes += rep.findings(table, results)
     if rep.is_figures and missing:
@@ -164,3 +205,49 @@ def reproduce(name: str, *, quick: bool = False, store=None, html_path: str | os
     out = Path(html_path) if html_path else Path("cofiviz-results") / f"reproduce-{rep.name}{'-quick' if quick else ''}.html"
     write_html(out, rep, table, results, notes, quick, seconds)
     return ReproductionReport(rep.name, table, results, notes, out, seconds)
+
+
+def verify_shipped(name: str, k: int, *, seed: int | None = None, log: Callable[[str], Any] | None = None
+                   ) -> Verification:
+    """Recompute ``k`` randomly chosen shipped cells of reproduction ``name`` and compare them bit for bit.
+
+    Raises
+    ------
+    DataError
+        Nothing of ``name`` ships.
+    """
+    rep = get(name)
+    sh = load(rep.name)
+    if sh is None:
+        raise DataError(f"no shipped results of {rep.name}; `cofiviz reproduce {rep.name} --ship` makes them")
+    return verify(sh, k, seed=seed, log=log)
+
+
+def ship_reproduction(name: str, *, store=None, directory=None, command: str = "", workers: int = 0,
+                      scheduler: str | None = None, progress: bool = False,
+                      log: Callable[[str], Any] | None = None) -> dict:
+    """Compute what is missing of the full reproduction ``name`` and write its shipped files; returns their
+    provenance.
+
+    Every full cell ships its results rows; the cells of each table row's chosen setting (all cells of a
+    reproduction of figures) ship their per-user test values; figures ship their curves. The seconds recorded
+    are those the store's cells took to fit.
+    """
+    rep = get(name)
+    t0 = time.perf_counter()
+    report = reproduce(rep.name, store=store, workers=workers, scheduler=scheduler, progress=progress, log=log,
+                       html_path=None)
+    st = status(rep.name, store=store)
+    if st.pending:
+        raise DataError(f"{rep.name}: {len(st.pending)} cells failed or are missing (first: "
+                        f"{st.pending[0][0].describe()}); nothing shipped")
+    if rep.is_figures:
+        chosen = {k for _, k, _ in st.cells}
+    else:
+        chosen = {k for text in report.table.get("cells", pd.Series(dtype=str)) for k in str(text).split(",") if k}
+    fit = st.results.results
+    seconds = float(fit.drop_duplicates("cell")["fit_seconds"].sum()) if "fit_seconds" in fit.columns else \
+        time.perf_counter() - t0
+    return ship(rep.name, [(c, k) for c, k, _ in st.cells], _layered(store, rep.name, True), chosen,
+                command=command or f"cofiviz reproduce {rep.name} --ship", seconds=seconds,
+                data_version=st.version, traces=rep.is_figures, directory=directory)

@@ -13,7 +13,8 @@ A cell of the user's own results store takes precedence over a shipped one (:cla
 when both hold a key). Every cell is seeded, so a shipped cell recomputed on any machine gives the same numbers
 to the last bit: :func:`verify` recomputes cells and compares, ``cofiviz reproduce NAME --verify K`` runs it,
 and the test suite verifies a sample of every reproduction. :func:`ship` regenerates the files from a results
-store (``cofiviz reproduce NAME --ship`` computes what is missing first).
+store (``cofiviz reproduce NAME --ship`` computes what is missing first). ``$COFIVIZ_SHIPPED`` points
+everything here at another directory.
 """
 
 from __future__ import annotations
@@ -35,8 +36,11 @@ from .._version import __version__
 from ..errors import DataError
 from ..experiment import Cell, run_cell
 from ..results import Results
+from ..store import ResultsStore
+from .spec import Reproduction
 
-__all__ = ["SHIPPED_DIR", "Shipped", "load", "ship", "verify", "Verification", "RESULT_COLUMNS"]
+__all__ = ["SHIPPED_DIR", "shipped_dir", "Shipped", "ShippedStore", "with_shipped", "load", "ship", "verify", "Verification",
+           "RESULT_COLUMNS", "stale"]
 
 SHIPPED_DIR = Path(__file__).resolve().parent / "shipped"
 #: the columns of a cell's results that a recomputation must reproduce exactly (times are left out)
@@ -99,9 +103,76 @@ def _load(name: str, directory: str) -> Shipped | None:
     return Shipped(name, tables["results"], tables["per_user"], tables["traces"], provenance)
 
 
+def shipped_dir() -> Path:
+    """Where shipped results are read from: ``$COFIVIZ_SHIPPED``, else :data:`SHIPPED_DIR` in the package."""
+    return Path(os.environ.get("COFIVIZ_SHIPPED") or SHIPPED_DIR)
+
+
 def load(name: str, directory: str | os.PathLike | None = None) -> Shipped | None:
     """The shipped results of reproduction ``name`` (read once per process), or ``None`` if none ship."""
-    return _load(name, str(Path(directory) if directory is not None else SHIPPED_DIR))
+    return _load(name, str(Path(directory) if directory is not None else shipped_dir()))
+
+
+class ShippedStore(ResultsStore):
+    """The user's results store with shipped results beneath it: what either holds is done.
+
+    Reads come from the user's store first (a cell computed here takes precedence), then from the shipped
+    results; writes go to the user's store. Everything that takes a :class:`~cofiviz.store.ResultsStore`
+    (an experiment's ``run``, a sweep, :func:`~cofiviz.reproductions.run.status`) takes one.
+    """
+
+    def __init__(self, root, shipped: list[Shipped]):
+        super().__init__(root)
+        self.shipped = [s for s in shipped if s is not None]
+
+    def __repr__(self) -> str:
+        names = ", ".join(s.name for s in self.shipped) or "none"
+        return f"<ShippedStore {str(self.root)!r} over the shipped results of {names}>"
+
+    def _shipped(self, key: str) -> Shipped | None:
+        return next((s for s in self.shipped if key in s), None)
+
+    def source(self, key: str) -> str | None:
+        """``"computed"`` (in the user's store), ``"shipped"`` or ``None`` (in neither)."""
+        if super().is_done(key):
+            return "computed"
+        return "shipped" if self._shipped(key) is not None else None
+
+    def is_done(self, key: str, verify: bool = True) -> bool:
+        return super().is_done(key, verify) or self._shipped(key) is not None
+
+    def done_keys(self, verify: bool = True) -> list[str]:
+        own = super().done_keys(verify)
+        seen = set(own)
+        return own + sorted({k for s in self.shipped for k in s.keys} - seen)
+
+    def read(self, key: str) -> Results:
+        if super().is_done(key):
+            return super().read(key)
+        shipped = self._shipped(key)
+        if shipped is None:
+            return super().read(key)  # raises the store's DataError
+        return shipped.read(key)
+
+
+def with_shipped(store: ResultsStore, names: list[str] | str, directory: str | os.PathLike | None = None
+                 ) -> ShippedStore:
+    """``store`` with the shipped results of reproductions ``names`` beneath it."""
+    names = [names] if isinstance(names, str) else list(names)
+    base = store.shipped if isinstance(store, ShippedStore) else []
+    return ShippedStore(store.root, [*base, *(load(n, directory) for n in names)])
+
+
+def stale(rep: Reproduction, quick: bool = False, data="movielens-100k",
+          directory: str | os.PathLike | None = None) -> tuple[list[str], list[str]]:
+    """``(missing, orphaned)``: the keys of ``rep``'s cells that the shipped results lack, and the shipped keys
+    no cell of the current code has (a changed configuration, default or version). Both empty when the shipped
+    results are current; everything missing when nothing ships."""
+    sh = load(rep.name, directory)
+    exps, _ = rep.experiments(quick, data)
+    current = [k for _, exp in exps for _, k in exp.keys()]
+    shipped = sh.keys if sh is not None else set()
+    return [k for k in current if k not in shipped], sorted(shipped - set(current))
 
 
 def _machine() -> dict:
@@ -122,7 +193,7 @@ def ship(name: str, cells: list[tuple[Cell, str]], store, chosen: set[str], *, c
     traces : bool
         Ship the per-iteration curves (the reproductions of figures draw them).
     """
-    directory = Path(directory) if directory is not None else SHIPPED_DIR
+    directory = Path(directory) if directory is not None else shipped_dir()
     directory.mkdir(parents=True, exist_ok=True)
     missing = [k for _, k in cells if not store.is_done(k)]
     if missing:

@@ -1,0 +1,166 @@
+"""Shipped results: written from a store, shown without computing, overridden by the user's store, recomputed
+bit for bit by --verify, and stale keys detected.
+
+The shipped files here are made from the quick reproductions on a small synthetic set in a temporary directory
+(``COFIVIZ_SHIPPED``); the package's own shipped files are checked the same way in ``test_shipped_package``.
+"""
+
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+import cofiviz.reproductions as R
+from cofiviz.experiment import resolve_model
+from cofiviz.reproductions import shipped as S
+from cofiviz.results import Results
+from cofiviz.store import ResultsStore
+
+DATA = {"name": "synthetic", "kind": "popularity", "n_users": 150, "n_items": 100, "density": 0.4}
+
+
+def _ship(name, tmp_path, directory):
+    """Compute the quick reproduction on DATA into a store and ship it into ``directory``."""
+    store = tmp_path / f"computed-{name}"
+    rep = R.reproduce(name, quick=True, store=store, html_path=tmp_path / f"{name}.html", data=DATA,
+                      log=lambda m: None, shipped=False)
+    st = R.status(name, quick=True, store=store, data=DATA, shipped=False)
+    assert not st.pending
+    reproduction = R.get(name)
+    chosen = ({k for _, k, _ in st.cells} if reproduction.is_figures else
+              {k for text in rep.table["cells"] for k in str(text).split(",") if k})
+    provenance = S.ship(name, [(c, k) for c, k, _ in st.cells], ResultsStore(store), chosen,
+                        command="test", seconds=1.5, data_version=st.version, traces=reproduction.is_figures,
+                        directory=directory)
+    return rep, st, provenance
+
+
+@pytest.fixture
+def shipped_dir(tmp_path, monkeypatch):
+    directory = tmp_path / "shipped"
+    monkeypatch.setenv("COFIVIZ_SHIPPED", str(directory))
+    yield directory
+    S._load.cache_clear()
+
+
+@pytest.mark.parametrize("name", ["cofirank-table3", "lcr-figures"])
+def test_shipped_results_show_without_computing(name, tmp_path, shipped_dir):
+    rep, computed, provenance = _ship(name, tmp_path, shipped_dir)
+    assert provenance["n_cells"] == len(computed.cells) and provenance["cofiviz_version"]
+    assert {"date", "command", "machine", "seconds", "data_version"} <= set(provenance)
+    assert (shipped_dir / f"{name}.results.parquet").is_file() and (shipped_dir / f"{name}.json").is_file()
+    # an empty store of the user's: every cell is there at once, marked shipped, and the table is the same
+    st = R.status(name, quick=True, store=tmp_path / "empty", data=DATA)
+    assert not st.pending and st.n_shipped == len(st.cells)
+    pd.testing.assert_frame_equal(st.table, computed.table)
+    if name == "lcr-figures":
+        assert len(st.results.traces) == len(computed.results.traces) > 0
+    else:
+        per_user = st.results.per_user
+        assert len(per_user) and set(per_user["cell"]) <= {k for t in rep.table["cells"] for k in t.split(",") if k}
+        # a reproduction run computes nothing and says where the cells come from
+        again = R.reproduce(name, quick=True, store=tmp_path / "empty2", html_path=tmp_path / "again.html",
+                            data=DATA, log=lambda m: None)
+        pd.testing.assert_frame_equal(again.table, rep.table)
+        assert not (tmp_path / "empty2" / "cells").exists() or not any((tmp_path / "empty2" / "cells").iterdir())
+        assert any("shipped with cofiviz" in n for n in again.notes)
+        assert "shipped with cofiviz" in (tmp_path / "again.html").read_text()
+
+
+def test_a_cell_of_the_users_store_takes_precedence(tmp_path, shipped_dir):
+    _ship("cofirank-table3", tmp_path, shipped_dir)
+    st = R.status("cofirank-table3", quick=True, store=tmp_path / "mine", data=DATA)
+    cell, key, _ = st.cells[0]
+    shipped = st.results.results[st.results.results["cell"] == key]
+    mine = Results(shipped.assign(value=shipped["value"] * 0 + 0.123456))
+    ResultsStore(tmp_path / "mine").write(key, mine, cell.config(), st.version)
+    after = R.status("cofirank-table3", quick=True, store=tmp_path / "mine", data=DATA)
+    assert after.sources[key] == "computed" and after.n_shipped == len(after.cells) - 1
+    values = after.results.results.loc[after.results.results["cell"] == key, "value"]
+    assert (values == 0.123456).all()
+    # without the shipped results only the user's cell is there
+    alone = R.status("cofirank-table3", quick=True, store=tmp_path / "mine", data=DATA, shipped=False)
+    assert len(alone.pending) == len(alone.cells) - 1
+
+
+def test_verify_recomputes_to_the_last_bit_and_catches_a_changed_number(tmp_path, shipped_dir):
+    _ship("cofirank-table3", tmp_path, shipped_dir)
+    ok = R.verify_shipped("cofirank-table3", 2, seed=0)
+    assert ok.ok and len(ok.keys) == 2, ok.mismatches
+    # one number changed in the last bit: the verification names the cell and the column
+    path = shipped_dir / "cofirank-table3.results.parquet"
+    frame = pd.read_parquet(path)
+    key = ok.keys[0]
+    row = frame.index[(frame["cell"] == key) & (frame["part"] == "test")][0]
+    frame.loc[row, "value"] = float(frame.loc[row, "value"]) + 2.0 ** -40
+    frame.to_parquet(path, index=False)
+    S._load.cache_clear()
+    bad = R.verify_shipped("cofirank-table3", 1, seed=0)
+    assert not bad.ok and key in bad.mismatches[0] and "'value'" in bad.mismatches[0]
+
+
+def test_cli_verify(tmp_path, shipped_dir):
+    _ship("cofirank-table3", tmp_path, shipped_dir)
+    cmd = [sys.executable, "-m", "cofiviz.cli", "reproduce", "cofirank-table3", "--verify", "2", "--seed", "1"]
+    env = {**__import__("os").environ, "COFIVIZ_SHIPPED": str(shipped_dir)}
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert "2 of 2 shipped cells recomputed to the last bit" in out.stdout
+    # nothing ships for this one in that directory: a clear error, exit 1
+    none = subprocess.run([*cmd[:4], "lcr-figures", "--verify", "1"], capture_output=True, text=True, env=env,
+                          timeout=600)
+    assert none.returncode == 1 and "no shipped results of lcr-figures" in none.stderr
+    usage = subprocess.run([*cmd[:5], "--verify", "0"], capture_output=True, text=True, env=env, timeout=600)
+    assert usage.returncode == 2 and "--verify" in usage.stderr
+
+
+def test_a_changed_default_leaves_the_shipped_cells_behind(tmp_path, shipped_dir, monkeypatch):
+    _ship("cofirank-table3", tmp_path, shipped_dir)
+    assert not R.status("cofirank-table3", quick=True, store=tmp_path / "u", data=DATA).pending
+    # the code changes a default the cells rely on without regenerating: none of them is read as shipped
+    assert S.stale(R.get("cofirank-table3"), quick=True, data=DATA) == ([], [])
+    cofirank = resolve_model("cofirank")
+    param = next(p for p in cofirank.param_names()
+                 if isinstance(cofirank.param[p].default, float) and not isinstance(cofirank.param[p].default, bool)
+                 and p not in R.get("cofirank-table3").methods[0].grids(True)[0])
+    monkeypatch.setattr(cofirank.param[param], "default", cofirank.param[param].default + 0.5)
+    st = R.status("cofirank-table3", quick=True, store=tmp_path / "u", data=DATA)
+    assert st.pending and all(c.model == "cofirank" for c, _ in st.pending)
+    missing, orphaned = S.stale(R.get("cofirank-table3"), quick=True, data=DATA)
+    assert len(missing) == len(orphaned) == len(st.pending)
+
+
+def test_comparisons_page_shows_shipped_cells_marked_as_such(tmp_path, shipped_dir):
+    from cofiviz.dashboards.comparisons import Comparisons
+
+    _ship("cofirank-table3", tmp_path, shipped_dir)
+    c = Comparisons(store=str(tmp_path / "empty"), quick=True, data=DATA, reproduction="cofirank-table3")
+    summary = c._summary.object
+    assert "shipped with cofiviz" in summary and "Every cell is there" in summary, summary
+    assert "cofirank-table3 --verify K" in c._notes.object
+    assert not c._pending_select.options
+
+
+@pytest.mark.browser
+def test_comparisons_page_in_the_browser_with_nothing_computed(tmp_path, shipped_dir, chromium, page_errors):
+    import json
+
+    from conftest import PanelServer, screenshot, wait_for_canvases
+
+    _ship("lcr-figures", tmp_path, shipped_dir)
+    srv = PanelServer(["apps/comparisons.py"], env={"COFIVIZ_STORE": str(tmp_path / "empty"), "COFIVIZ_QUICK": "1",
+                                                     "COFIVIZ_SHIPPED": str(shipped_dir),
+                                                     "COFIVIZ_COMPARISONS_DATA": json.dumps(DATA)})
+    try:
+        page = page_errors(chromium.new_page(viewport={"width": 1400, "height": 1200}))
+        page.goto(f"{srv.url}/comparisons", wait_until="domcontentloaded")
+        page.get_by_text("shipped with cofiviz").first.wait_for(timeout=60_000)
+        page.get_by_text("Every cell is there").first.wait_for(timeout=30_000)
+        assert wait_for_canvases(page, 1) > 0
+        screenshot(page, "comparisons-shipped")
+        assert not any((tmp_path / "empty").rglob("manifest.json")), "the page computed a cell"
+        assert page_errors.errors == [], page_errors.errors
+        page.close()
+    finally:
+        srv.close()
