@@ -65,7 +65,8 @@ def test_readme_quick_start_has_exactly_two_commands_serve_then_test():
     assert len(commands) == 2, commands
     make = (ROOT / "Makefile").read_text()
     serve, test = commands
-    assert serve == "make serve" and "panel serve apps/*.py" in make
+    # make serve serves every app through `cofiviz serve` (the one panel serve command line)
+    assert serve == "make serve" and "$(BIN)/cofiviz serve" in make.split("serve: ", 1)[1].split("\n\n")[0]
     assert test == "make test"
 
 
