@@ -13,11 +13,13 @@ from ..evaluation import evaluate
 from ..metrics.names import check_metrics
 from ..metrics.scorer import default_threshold
 from ..models import get_model_class
+from ..models.tuning import tune as tune_model
 from ..protocols import carve_validation
 from ..selection import grid_search
 from ..split import Split
 from ..trace import Trace
-from .options import add_reading_arguments, convert_model_sets, parse_sets, print_table, reading, write_json
+from .options import (UsageError, add_reading_arguments, convert_model_sets, parse_sets, print_table, reading,
+                      write_json)
 
 __all__ = ["add_parser", "run"]
 
@@ -47,6 +49,14 @@ def add_parser(sub) -> None:
                    help="relevance threshold of AP, P@k (default 4; a top-N protocol.json beside --train: its own)")
     r.add_argument("--ymax", type=float, default=None, help="GAP's highest grade (default: the scale's maximum)")
     r.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    r.add_argument("--preset", default=None, metavar="NAME",
+                   help="start from a named setting of the model (paper: the paper's own settings); --set overrides")
+    r.add_argument("--tune", action="store_true",
+                   help="search the model's search space on the validation part (--valid, else a seeded tenth of "
+                        "train), then refit with the best setting; --set values stay fixed")
+    r.add_argument("--budget", type=float, default=60.0, metavar="SECONDS", help="time the --tune search may take")
+    r.add_argument("--trials", type=int, default=None, metavar="N",
+                   help="at most N --tune trials (a repeatable search)")
     add_reading_arguments(r, "every ratings file")
     r.set_defaults(func=run)
 
@@ -96,6 +106,18 @@ def run(args) -> int:
     values = convert_model_sets(klass, parse_sets(args.set))
     metrics = check_metrics(args.metrics)
     base_params: dict[str, Any] = {}
+    if args.preset is not None:
+        if args.preset not in klass.presets:
+            raise UsageError(f"--preset: {klass.model_name()} has no preset {args.preset!r}; its presets: "
+                             f"{', '.join(klass.presets) or 'none'}")
+        base_params.update(klass.presets[args.preset])
+    if args.tune and any(len(v) > 1 for v in values.values()):
+        raise UsageError("--tune searches the model's own space; give --set one value per parameter (it is then "
+                         "fixed), or drop --tune to search a grid")
+    if not args.budget > 0:
+        raise UsageError(f"--budget must be a positive number of seconds, not {args.budget:g}")
+    if args.trials is not None and args.trials < 1:
+        raise UsageError(f"--trials must be at least 1, not {args.trials}")
     if args.seed is not None and "seed" in klass.param_names() and "seed" not in values:
         base_params["seed"] = args.seed
     seed = 0 if args.seed is None else args.seed
@@ -140,6 +162,21 @@ def run(args) -> int:
                                f"seed {seed}; the chosen values were refit on the full train file")
 
     model = klass(**chosen)
+    if args.tune:
+        def log_trial(trial):
+            if not args.quiet:
+                shown = ", ".join(f"{k}={_short(v)}" for k, v in trial["params"].items())
+                score = f"{trial['score']:.4f}" if trial["error"] == "" else "diverged"
+                print(f"trial {trial['trial']}: {shown or 'as configured'}: {first} = {score} "
+                      f"({trial['seconds']:.1f} s)", file=sys.stderr)
+        tuning = tune_model(model, split.train, split.valid, budget=args.budget, trials=args.trials, metric=first,
+                            seed=seed, fixed=set(values), refit=False, log=log_trial)
+        search = {"tune": tuning.as_dict(), "on": SEARCH_ON_VALID if tuning.validation == "given" else SEARCH_ON_TRAIN,
+                  "chosen": {k: tuning.best_params[k] for k in tuning.trials[tuning.chosen]["params"]},
+                  "metric": first}
+        if tuning.validation == "carved":
+            search["carve"] = ("max(2, round(n/10)) of each user's training ratings (users with n >= 5), "
+                               f"seed {seed}; the chosen values were refit on the full train file")
     trace = Trace({"valid": split.valid}, metrics if split.valid is not None and len(split.valid) else [],
                   train=split.train, threshold=threshold, ymax=args.ymax)
     t0 = time.perf_counter()
@@ -177,8 +214,15 @@ def run(args) -> int:
         print(f"{klass.model_name()}  ({len(split.train):,} training ratings, "
               f"{ev.info['n_users']:,} test users, fit {fit_seconds:.2f} s)")
         if search:
-            print("chosen on " + search["on"] + ": " + ", ".join(f"{k}={v}" for k, v in search["chosen"].items()))
+            tuned = search.get("tune")
+            how = (f" after {len(tuned['trials'])} trials in {tuned['seconds']:.0f} s" if tuned else "")
+            print("chosen on " + search["on"] + how + ": "
+                  + ", ".join(f"{k}={_short(v)}" for k, v in search["chosen"].items()))
         print_table(summary_rows, ["metric", "mean", "std", "n_users", "n_skipped"])
         if args.json:
             print(f"wrote {args.json}")
     return 0
+
+
+def _short(value) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)

@@ -45,6 +45,7 @@ from . import persistence
 from .divergence import DivergenceWatch, check_divergence
 # the registry's functions are re-exported here, where the model contract is looked for
 from .registry import MODEL_REGISTRY, available_models, get_model_class, make_model
+from .tuning import tune as tune_model
 
 __all__ = ["Model", "IterationInfo", "NotFittedError", "MODEL_REGISTRY", "get_model_class", "available_models",
            "make_model"]
@@ -122,6 +123,12 @@ class Model(param.Parameterized):
                              doc="Early stopping: iterations without validation improvement (0: off).")
     valid_metric = param.String(default="ndcg@10", doc="Metric watched by early stopping.")
 
+    #: What :meth:`tune` searches: parameter name -> a distribution of :mod:`cofiviz.models.space`, ranges drawn
+    #: from the settings the reproductions found to matter. Empty: tuning fits the model as configured.
+    search_space: ClassVar[dict] = {}
+    #: Named settings for :meth:`from_preset`; ``"paper"`` holds the paper's own settings.
+    presets: ClassVar[dict[str, dict]] = {}
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         # Registered under the lower-case class name unless the class is abstract (param's
@@ -152,6 +159,36 @@ class Model(param.Parameterized):
         self.best_iteration_: int | None = None
 
     # ------------------------------------------------------------------ parameters
+    @classmethod
+    def from_preset(cls, name: str, **params) -> "Model":
+        """A model with the settings of preset ``name`` (``params`` override them).
+
+        Raises
+        ------
+        ParameterError
+            The class has no such preset; the message lists those it has.
+        """
+        if name not in cls.presets:
+            raise ParameterError(f"{cls.model_name()} has no preset {name!r}; its presets: "
+                                 f"{', '.join(cls.presets) or 'none'}")
+        return cls(**{**cls.presets[name], **params})
+
+    def tune(self, train: Ratings, valid: Ratings | None = None, *, budget: float = 60.0, trials: int | None = None,
+             metric: str | None = None, seed: int = 0, fixed=(), log: Callable[[dict], Any] | None = None
+             ) -> "Model":
+        """Search :attr:`search_space` on validation ratings for at most ``budget`` seconds, keep the best
+        setting and refit with it; the search is in ``tuning_`` (:class:`~cofiviz.models.tuning.Tuning`).
+
+        Without ``valid`` a seeded tenth of each user's training ratings is held out for the search. See
+        :func:`cofiviz.models.tuning.tune` for the method and the parameters.
+
+        Returns
+        -------
+        self
+        """
+        tune_model(self, train, valid, budget=budget, trials=trials, metric=metric, seed=seed, fixed=fixed, log=log)
+        return self
+
     @classmethod
     def param_names(cls) -> list[str]:
         """The constructor's keyword parameters (param's ``name`` excluded), in declaration order."""

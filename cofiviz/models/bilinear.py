@@ -52,6 +52,7 @@ from ..ratings import Ratings
 from . import _bilinear_kernels as bk
 from ._local_kernels import apply_adagrad
 from .base import Model
+from .space import Choice, IntLogUniform, LogUniform
 
 __all__ = ["Bilinear", "encode_features", "BILINEAR_LOSSES", "warmup"]
 
@@ -174,6 +175,10 @@ class Bilinear(Model):
     feature projections; ``c_``, ``d_``: item offsets; ``X_``, ``Z_``: the encoded features;
     ``user_feature_names_``, ``item_feature_names_``; ``sides_``: what each side uses.
     """
+
+    #: what :meth:`tune` searches (see :mod:`cofiviz.models.space`); ``presets``: named settings
+    search_space = {"loss": Choice(("plackett_luce", "log_a", "rao_kupper")), "rank": IntLogUniform(5, 50),
+                    "lr": LogUniform(0.01, 0.5), "reg": LogUniform(0.01, 1.0)}
 
     rank = param.Integer(default=10, bounds=(1, 2000), doc="Rank of the association matrix A = B'C.")
     loss = param.Selector(default="plackett_luce", objects=list(BILINEAR_LOSSES),

@@ -40,6 +40,7 @@ from ..errors import ParameterError
 from ..ratings import Ratings
 from .base import Model
 from .nmf import item_csr
+from .space import IntLogUniform, LogUniform
 
 __all__ = ["BPMF", "warmup", "sample_wishart"]
 
@@ -149,6 +150,10 @@ class BPMF(Model):
     once samples are averaged). Early stopping on validation (``patience``) restores the average
     over the samples drawn up to the best sweep.
     """
+
+    #: what :meth:`tune` searches (see :mod:`cofiviz.models.space`); ``presets``: named settings
+    search_space = {"rank": IntLogUniform(2, 30), "alpha": LogUniform(0.3, 4.0)}
+    presets = {"paper": {"alpha": 2.0, "beta0": 2.0, "burn_in": 10}}
 
     rank = param.Integer(default=10, bounds=(1, 500), doc="Latent dimension D.")
     alpha = param.Number(default=2.0, bounds=(0.0, None), inclusive_bounds=(False, True),

@@ -75,6 +75,7 @@ from ..solvers.alternating import item_oracle, user_phase
 from ..solvers.bmrm import bmrm
 from .base import Model
 from .popularity import damped_item_mean
+from .space import Choice, IntLogUniform, LogUniform
 
 __all__ = ["CofiRank", "warmup"]
 
@@ -154,6 +155,12 @@ class CofiRank(Model):
         max per user in the user phase; the item phase's count and final gap), seconds per phase,
         ‖U‖ and ‖M‖.
     """
+
+    #: what :meth:`tune` searches (see :mod:`cofiviz.models.space`); ``presets``: named settings
+    search_space = {"rank": IntLogUniform(10, 100), "reg": LogUniform(1.0, 30.0), "offsets": Choice((False, True)),
+                    "item_prior": Choice(("none", "damped_mean"))}
+    presets = {"paper": {"rank": 100, "reg": 10.0, "k": 10, "c_exponent": -0.25, "max_iter": 31, "loss": "ndcg",
+                         "offsets": False, "item_prior": "none"}}
 
     rank = param.Integer(default=100, bounds=(1, 10_000), doc="Latent dimension d.")
     reg = param.Number(default=10.0, bounds=(0.0, None), inclusive_bounds=(False, True),

@@ -49,6 +49,7 @@ from ..losses.smoothed_gap import warmup as loss_warmup
 from ..ratings import Ratings
 from . import _gapfm_kernels as K
 from .base import Model
+from .space import Choice, IntLogUniform, LogUniform
 
 __all__ = ["GAPfm", "warmup"]
 
@@ -125,6 +126,12 @@ class GAPfm(Model):
     value pass use numba's thread pool (``NUMBA_NUM_THREADS``); results do not depend on the thread
     count.
     """
+
+    #: what :meth:`tune` searches (see :mod:`cofiviz.models.space`); ``presets``: named settings
+    search_space = {"rank": IntLogUniform(5, 30), "reg": LogUniform(0.005, 0.5), "learning_rate": LogUniform(0.005, 1.0),
+                    "init_scale": LogUniform(0.01, 0.3), "item_reg": Choice((0.0, 0.1, 0.3, 1.0, 3.0))}
+    presets = {"paper": {"rank": 10, "reg": 0.001, "learning_rate": 1e-5, "item_reg": 0.0, "objective": "gap",
+                         "selection": "all", "item_update": "sequential"}}
 
     rank = param.Integer(default=10, bounds=(1, 1000), doc="Latent dimension D.")
     reg = param.Number(default=0.1, bounds=(0.0, None), softbounds=(0.0, 1.0), doc="λ: L2 regularisation.")

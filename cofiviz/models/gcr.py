@@ -18,6 +18,7 @@ import param
 
 from ..datasets import tiny
 from ._local import PairwiseFactorModel
+from .space import Choice, IntLogUniform, LogUniform
 
 __all__ = ["GCR", "warmup"]
 
@@ -55,6 +56,11 @@ class GCR(PairwiseFactorModel):
     patience : int
         Early stopping on validation data (``fit(train, valid)``), restoring the best iterate.
     """
+
+    #: what :meth:`tune` searches (see :mod:`cofiviz.models.space`); ``presets``: named settings
+    search_space = {"loss": Choice(("log_m", "log_a", "hinge_a")), "rank": IntLogUniform(5, 50),
+                    "lr": LogUniform(0.01, 1.0), "reg": LogUniform(0.03, 3.0)}
+    presets = {"paper": {"margin": 0.0, "tol": 0.001, "item_bias": "none", "item_prior": 0.0, "solver": "gd"}}
 
     rank = param.Integer(default=10, bounds=(1, 2000), doc="Rank r of the factorisation.")
     lr = param.Number(default=0.1, bounds=(0.0, None), inclusive_bounds=(False, True),

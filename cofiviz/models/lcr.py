@@ -33,6 +33,7 @@ from ..ratings import Ratings
 from ._local import LocalParams, PairwiseFactorModel, local_kernels
 from .gcr import warmup as gcr_warmup
 from .regsvd import warmup as svd_warmup
+from .space import Choice, IntLogUniform, LogUniform, Uniform
 
 __all__ = ["LCR", "warmup"]
 
@@ -86,6 +87,13 @@ class LCR(PairwiseFactorModel, LocalParams):
     ``train_log_`` (objective, training zero-one error and the seconds of the estimation and update
     steps per iteration).
     """
+
+    #: what :meth:`tune` searches (see :mod:`cofiviz.models.space`); ``presets``: named settings
+    search_space = {"loss": Choice(("log_m", "log_a", "hinge_a")), "rank": IntLogUniform(5, 20),
+                    "lr": LogUniform(0.05, 1.0), "reg": LogUniform(0.03, 1.0), "bandwidth": Uniform(0.6, 1.2),
+                    "n_local": IntLogUniform(8, 50)}
+    presets = {"paper": {"n_local": 50, "bandwidth": 0.8, "kernel": "epanechnikov", "margin": 0.0, "tol": 0.001,
+                         "item_bias": "none", "item_prior": 0.0, "solver": "gd"}}
 
     rank = param.Integer(default=10, bounds=(1, 2000), doc="Rank r of each local model.")
     lr = param.Number(default=0.1, bounds=(0.0, None), inclusive_bounds=(False, True),

@@ -30,6 +30,7 @@ from . import _local_kernels as lk
 from ._local import LocalParams, local_kernels
 from .base import Model
 from .regsvd import warmup as svd_warmup
+from .space import IntLogUniform, LogUniform
 
 __all__ = ["LLORMA", "warmup"]
 
@@ -60,6 +61,10 @@ class LLORMA(Model, LocalParams):
     patience : int
         Early stopping on validation data (``fit(train, valid)``), restoring the best iterate.
     """
+
+    #: what :meth:`tune` searches (see :mod:`cofiviz.models.space`); ``presets``: named settings
+    search_space = {"rank": IntLogUniform(3, 30), "reg": LogUniform(1.0, 50.0), "n_local": IntLogUniform(8, 50)}
+    presets = {"paper": {"n_local": 50, "bandwidth": 0.8, "kernel": "epanechnikov"}}
 
     rank = param.Integer(default=10, bounds=(1, 2000), doc="Rank of each local model.")
     reg = param.Number(default=3.0, bounds=(0.0, None), doc="L2 penalty λ of eq (2).")

@@ -26,6 +26,7 @@ from ..datasets import tiny
 from ..errors import DataError, ParameterError
 from ..ratings import Ratings
 from .base import Model
+from .space import IntLogUniform, LogUniform
 
 __all__ = ["NMF", "warmup", "item_csr"]
 
@@ -118,6 +119,10 @@ class NMF(Model):
     The reported loss is ``L(P, Q) / |Ω|`` after the iteration. Ratings must be ≥ 0 (non-negative
     data; every MovieLens rating is).
     """
+
+    #: what :meth:`tune` searches (see :mod:`cofiviz.models.space`); ``presets``: named settings
+    search_space = {"rank": IntLogUniform(5, 50), "reg": LogUniform(0.01, 30.0)}
+    presets = {"paper": {"missing": "ignore"}}
 
     rank = param.Integer(default=10, bounds=(1, 1000), doc="Latent dimension D.")
     reg = param.Number(default=0.1, bounds=(0.0, None), softbounds=(0.0, 10.0), doc="λ: L2 regularisation.")

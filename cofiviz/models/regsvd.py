@@ -28,6 +28,7 @@ from ..errors import DataError
 from ..ratings import Ratings
 from . import _local_kernels as lk
 from .base import Model
+from .space import IntLogUniform, LogUniform
 
 __all__ = ["RegSVD", "regsvd_factors", "warmup"]
 
@@ -62,6 +63,11 @@ class RegSVD(Model):
     max_iter : int
         Epochs (SGD) or sweeps (ALS) at most.
     """
+
+    #: what :meth:`tune` searches (see :mod:`cofiviz.models.space`); ``presets``: named settings
+    search_space = {"rank": IntLogUniform(5, 100), "reg": LogUniform(0.005, 0.5), "reg_bias": LogUniform(0.005, 0.5),
+                    "lr": LogUniform(0.002, 0.05)}
+    presets = {"paper": {"solver": "sgd", "biased": True, "center": True}}
 
     rank = param.Integer(default=10, bounds=(1, 2000), doc="Latent dimension r.")
     reg = param.Number(default=0.05, bounds=(0.0, None), doc="L2 penalty λ of the factors.")

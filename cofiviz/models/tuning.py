@@ -1,0 +1,174 @@
+"""Tuning a model on validation ratings: a seeded random search of its search space within a time budget.
+
+The first trial is the model as configured (its defaults, or the preset or values it was given); every later
+trial draws the parameters of the model's ``search_space`` with a generator seeded by ``seed`` (the other
+parameters stay as configured), fits on the training ratings with early stopping on the validation ratings,
+and scores the validation metric. Trials start while the budget lasts, and a trial still running when 1.5
+times the budget has passed is stopped at that iteration; ``trials`` caps their number so that a search can
+be repeated exactly (the time budget alone depends on the machine). The setting with the best validation
+score wins (:func:`cofiviz.search.best_index`: ties go to the earlier trial).
+
+Random search spends a budget well on spaces where a few parameters matter (Bergstra & Bengio, JMLR 2012):
+every trial tries a new value of each of them.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ModelFitError, ParameterError
+from ..metrics.names import check_metrics
+from ..protocols.validation import carve_validation
+from ..ratings import Ratings
+from ..search import best_index
+from .space import sample
+
+__all__ = ["Tuning", "tune", "EARLY_STOP_PATIENCE"]
+
+#: the patience a trial early-stops with when the model's own ``patience`` is 0
+EARLY_STOP_PATIENCE = 10
+
+
+@dataclass
+class Tuning:
+    """What a search found.
+
+    Attributes
+    ----------
+    metric : str
+        The validation metric that chose.
+    trials : list of dict
+        One per trial: ``trial``, ``params`` (the searched ones), ``score``, ``iterations``, ``seconds``,
+        ``error`` (a diverged fit's message; its score is NaN).
+    chosen : int
+        The winning trial's index.
+    best_params : dict
+        Every parameter of the winning setting.
+    refit_params : dict
+        What the model is refitted with: ``best_params``, and after a carved validation part the winning trial's
+        number of iterations with early stopping off (the refit has no validation ratings).
+    budget, seconds : float
+        The time allowed and the time spent, in seconds.
+    validation : str
+        ``"given"`` or ``"carved"`` (a seeded tenth of each user's training ratings).
+    """
+
+    metric: str
+    trials: list = field(default_factory=list)
+    chosen: int = 0
+    best_params: dict = field(default_factory=dict)
+    refit_params: dict = field(default_factory=dict)
+    budget: float = 0.0
+    seconds: float = 0.0
+    validation: str = "given"
+
+    def frame(self) -> pd.DataFrame:
+        """The trials as a table: one row per trial, one column per searched parameter."""
+        rows = [{"trial": t["trial"], **t["params"], "score": t["score"], "iterations": t["iterations"],
+                 "seconds": t["seconds"], "chosen": i == self.chosen, "error": t["error"]}
+                for i, t in enumerate(self.trials)]
+        return pd.DataFrame(rows)
+
+    def as_dict(self) -> dict:
+        return {"metric": self.metric, "chosen": self.chosen, "best_params": dict(self.best_params),
+                "refit_params": dict(self.refit_params),
+                "budget": self.budget, "seconds": self.seconds, "validation": self.validation,
+                "trials": [dict(t) for t in self.trials]}
+
+
+def tune(model, train: Ratings, valid: Ratings | None = None, *, budget: float = 60.0, trials: int | None = None,
+         metric: str | None = None, seed: int = 0, fixed=(), refit: bool = True,
+         log: Callable[[dict], Any] | None = None) -> Tuning:
+    """Search ``model``'s ``search_space`` on validation ratings, then refit ``model`` with the best setting.
+
+    Parameters
+    ----------
+    model : Model
+        Configured as the first trial; it ends fitted with the chosen setting.
+    train : Ratings
+    valid : Ratings, optional
+        Validation ratings in ``train``'s index space; without them a seeded tenth of each user's training
+        ratings is held out for the search, and the refit uses all of ``train`` for as many iterations as
+        the chosen trial's best.
+    budget : float
+        Seconds the search may start trials in (> 0).
+    trials : int, optional
+        At most this many trials (the search is then repeatable to the last bit).
+    metric : str, optional
+        The validation metric (default: the model's ``valid_metric``).
+    seed : int
+        Seed of the draws (and of the carved validation part).
+    fixed : iterable of str
+        Parameters of the search space to leave as configured.
+    refit : bool
+        Refit ``model`` with the chosen setting (else it is only configured with it: ``model.fit(train,
+        valid=valid)`` then gives the same model, ``valid=None`` after a carved part).
+    log : callable, optional
+        Called with each finished trial's dict.
+
+    Returns
+    -------
+    Tuning
+    """
+    klass = type(model)
+    if not isinstance(budget, (int, float)) or not budget > 0:
+        raise ParameterError(f"budget must be a positive number of seconds, got {budget!r}")
+    if trials is not None and (not isinstance(trials, (int, np.integer)) or trials < 1):
+        raise ParameterError(f"trials must be a positive integer, got {trials!r}")
+    metric = check_metrics([metric or model.valid_metric])[0]
+    fixed = set(fixed)
+    unknown = sorted(fixed - set(klass.param_names()))
+    if unknown:
+        raise ParameterError(f"{klass.model_name()} has no parameter(s) {', '.join(unknown)} to fix")
+    space = {k: v for k, v in (getattr(klass, "search_space", {}) or {}).items() if k not in fixed}
+    base = model.get_params()
+    search_valid, search_train, carved = valid, train, valid is None or len(valid) == 0
+    if carved:
+        search_train, search_valid = carve_validation(train, seed=seed)
+    rng = np.random.default_rng(seed)
+    out = Tuning(metric, budget=float(budget), validation="carved" if carved else "given")
+    start = time.perf_counter()
+    deadline = start + budget
+    hard_stop = start + 1.5 * budget
+    limit = trials if trials is not None else (1 if not space else None)
+    fitted = []
+    while (limit is None or len(out.trials) < limit) and (not out.trials or time.perf_counter() < deadline):
+        drawn = {} if not out.trials else sample(space, rng)
+        params = {**base, **drawn, "valid_metric": metric}
+        if klass.iterative and params.get("patience", 0) == 0:
+            params["patience"] = EARLY_STOP_PATIENCE
+        t0 = time.perf_counter()
+        trial = {"trial": len(out.trials), "params": {k: params[k] for k in space} if space else {},
+                 "score": float("nan"), "iterations": 0, "seconds": 0.0, "error": ""}
+        try:
+            candidate = klass(**params).fit(search_train, valid=search_valid,
+                                           callbacks=lambda info: time.perf_counter() > hard_stop)
+            trial["score"] = float(candidate._mean_metrics(search_valid, [metric])[metric])
+            trial["iterations"] = int(candidate.best_iteration_ or len(candidate.history_))
+        except ModelFitError as exc:  # a diverging setting is a failed trial, not a failed search
+            trial["error"] = str(exc)
+        trial["seconds"] = time.perf_counter() - t0
+        out.trials.append(trial)
+        fitted.append(params)
+        if log is not None:
+            log(trial)
+    scores = [t["score"] for t in out.trials]
+    if all(np.isnan(s) for s in scores):
+        raise ModelFitError(f"every trial of the search diverged; the first: {out.trials[0]['error']}")
+    out.chosen = best_index(scores, metric)
+    best = dict(fitted[out.chosen])
+    out.best_params = {**best, "patience": base.get("patience", 0), "valid_metric": base.get("valid_metric", metric)}
+    out.refit_params = dict(best)
+    if carved and klass.iterative:
+        out.refit_params.update(max_iter=max(1, out.trials[out.chosen]["iterations"]), patience=0)
+    model.set_params(**out.refit_params)
+    if refit:
+        model.fit(train, valid=None if carved else valid)
+    out.seconds = time.perf_counter() - start
+    model.tuning_ = out
+    return out

@@ -1,0 +1,155 @@
+"""Search spaces, presets and tuning: every model's space is valid, a search is seeded and repeatable, the refit
+is the chosen setting, diverging settings are failed trials, and the command line's --tune / --preset."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from cofiviz import datasets
+from cofiviz.cli import main
+from cofiviz.errors import ModelFitError, ParameterError
+from cofiviz.models import available_models, get_model_class
+from cofiviz.models import space as S
+from cofiviz.protocols.validation import carve_validation
+
+DATA = dict(kind="local_low_rank", n_users=120, n_items=80, n_ratings=3000, seed=0)
+
+
+@pytest.fixture(scope="module")
+def parts():
+    r = datasets.load("synthetic", **DATA)
+    train, valid = carve_validation(r, seed=3)
+    return train, valid
+
+
+def test_distributions_stay_in_their_ranges_and_are_seeded():
+    rng = np.random.default_rng(0)
+    for dist, check in [(S.Uniform(0.5, 2.0), lambda v: 0.5 <= v <= 2.0),
+                        (S.LogUniform(1e-3, 10.0), lambda v: 1e-3 <= v <= 10.0),
+                        (S.IntUniform(3, 7), lambda v: isinstance(v, int) and 3 <= v <= 7),
+                        (S.IntLogUniform(2, 50), lambda v: isinstance(v, int) and 2 <= v <= 50),
+                        (S.Choice(("a", "b", "c")), lambda v: v in ("a", "b", "c"))]:
+        draws = [dist.sample(rng) for _ in range(500)]
+        assert all(check(v) for v in draws), dist
+        assert len(set(draws)) > 1, dist
+    # both ends of an integer range are reachable
+    ints = {S.IntLogUniform(2, 5).sample(rng) for _ in range(500)}
+    assert ints == {2, 3, 4, 5}
+    space = {"a": S.LogUniform(1.0, 2.0), "b": S.Choice((1, 2, 3))}
+    assert S.sample(space, np.random.default_rng(7)) == S.sample(space, np.random.default_rng(7))
+
+
+@pytest.mark.parametrize("name", available_models())
+def test_every_model_has_a_valid_search_space_and_presets(name):
+    klass = get_model_class(name)
+    assert klass.search_space, f"{name} declares no search space"
+    assert set(klass.search_space) <= set(klass.param_names())
+    rng = np.random.default_rng(0)
+    for _ in range(50):          # every draw is a setting the constructor accepts
+        klass(**S.sample(klass.search_space, rng))
+    for preset, params in klass.presets.items():
+        model = klass.from_preset(preset)
+        assert all(getattr(model, k) == v for k, v in params.items()), preset
+    with pytest.raises(ParameterError, match="no preset 'nope'"):
+        klass.from_preset("nope")
+
+
+def test_a_seeded_search_repeats_and_refits_the_chosen_setting(parts):
+    train, valid = parts
+    klass = get_model_class("regsvd")
+    runs = []
+    for _ in range(2):
+        model = klass(max_iter=15)
+        model.tune(train, valid, budget=600, trials=4, seed=1)
+        runs.append(model)
+    a, b = (m.tuning_ for m in runs)
+    assert [t["params"] for t in a.trials] == [t["params"] for t in b.trials]
+    assert [t["score"] for t in a.trials] == [t["score"] for t in b.trials]
+    assert len(a.trials) == 4 and a.validation == "given"
+    # the first trial is the model as configured; the chosen one has the best validation score
+    assert a.trials[0]["params"] == {k: klass.param[k].default for k in klass.search_space}
+    scores = [t["score"] for t in a.trials]
+    assert a.chosen == int(np.argmax(scores)) and scores[a.chosen] >= scores[0]
+    # the model is refitted with the chosen setting: its validation score is the chosen trial's, to the bit
+    model = runs[0]
+    assert {k: getattr(model, k) for k in a.trials[a.chosen]["params"]} == a.trials[a.chosen]["params"]
+    assert model._mean_metrics(valid, ["ndcg@10"])["ndcg@10"] == scores[a.chosen]
+    frame = a.frame()
+    assert list(frame["chosen"]).index(True) == a.chosen and len(frame) == 4
+
+
+def test_without_validation_a_tenth_of_train_is_carved_and_the_refit_uses_all_of_train(parts):
+    train, _ = parts
+    model = get_model_class("gcr")(max_iter=8)
+    model.tune(train, budget=600, trials=2, seed=0)
+    t = model.tuning_
+    assert t.validation == "carved"
+    assert model.max_iter == max(1, t.trials[t.chosen]["iterations"]) and model.patience == 0
+    assert model.train_ is train and len(model.history_) <= model.max_iter
+
+
+def test_fixed_parameters_are_not_searched(parts):
+    train, valid = parts
+    model = get_model_class("gcr")(max_iter=3, rank=4)
+    model.tune(train, valid, budget=600, trials=3, seed=0, fixed={"rank"})
+    assert all("rank" not in t["params"] for t in model.tuning_.trials) and model.rank == 4
+    with pytest.raises(ParameterError, match="no parameter"):
+        model.tune(train, valid, trials=1, fixed={"nope"})
+
+
+def test_a_diverging_setting_is_a_failed_trial(parts, monkeypatch):
+    train, valid = parts
+    klass = get_model_class("gcr")
+    monkeypatch.setattr(klass, "search_space", {"lr": S.LogUniform(1e6, 1e7)})
+    model = klass(max_iter=20, tol=0.0)
+    model.tune(train, valid, budget=600, trials=3, seed=0)
+    t = model.tuning_
+    assert t.chosen == 0 and all(tr["error"] and np.isnan(tr["score"]) for tr in t.trials[1:])
+    assert "lr" in t.trials[1]["error"]
+    # a search whose every setting diverges says so
+    with pytest.raises(ModelFitError, match="every trial"):
+        klass(max_iter=20, tol=0.0, lr=1e7).tune(train, valid, budget=600, trials=2, seed=0)
+
+
+def test_bad_budget_and_trials_are_parameter_errors(parts):
+    train, valid = parts
+    model = get_model_class("itemmean")()
+    for kwargs in ({"budget": 0}, {"budget": -1.0}, {"trials": 0}):
+        with pytest.raises(ParameterError):
+            model.tune(train, valid, **kwargs)
+
+
+def _cli(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "cofiviz.cli", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=900)
+
+
+def test_cli_tune_and_preset(tmp_path, parts, monkeypatch, capsys):
+    rest, test = parts
+    train, valid = carve_validation(rest, seed=4)
+    for name, part in (("train.tsv", train), ("valid.tsv", valid), ("test.tsv", test)):
+        part.write(tmp_path / name)
+    files = ["--train", "train.tsv", "--valid", "valid.tsv", "--test", "test.tsv"]
+    out = _cli("run", "regsvd", *files, "--tune", "--trials", "3", "--set", "max_iter=5", "--json", "t.json",
+               cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    result = json.loads((tmp_path / "t.json").read_text())
+    tuned = result["search"]["tune"]
+    assert len(tuned["trials"]) == 3 and result["search"]["on"] == "valid file"
+    assert all("max_iter" not in t["params"] for t in tuned["trials"])
+    assert {k: result["params"][k] for k in result["search"]["chosen"]} == result["search"]["chosen"]
+    assert "chosen on valid file after 3 trials" in out.stdout and "trial 2:" in out.stderr
+    # the paper's settings, overridden by --set
+    out = _cli("run", "cofirank", *files, "--preset", "paper", "--set", "max_iter=2", "--json", "p.json",
+               cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    params = json.loads((tmp_path / "p.json").read_text())["params"]
+    assert params["rank"] == 100 and params["reg"] == 10.0 and params["max_iter"] == 2
+    monkeypatch.chdir(tmp_path)
+    for bad, message in ((["--preset", "nope"], "no preset 'nope'"), (["--tune", "--set", "rank=2,3"], "--tune"),
+                         (["--tune", "--budget", "0"], "--budget"), (["--tune", "--trials", "0"], "--trials")):
+        assert main(["run", "regsvd", *files, *bad]) == 2, bad
+        assert message in capsys.readouterr().err, bad
