@@ -110,6 +110,29 @@ def test_upload_chunks_handled_out_of_order_on_several_threads_make_the_file():
     assert len(m._uploaded) == 1200
 
 
+def test_tune_searches_in_the_worker_then_trains_the_chosen_setting():
+    m = TrainingMonitor(max_iter=6, budget=5)
+    m._on_run(tune=True)
+    assert m._work.join(180)
+    trials = m._trials.value
+    assert m._trials.visible and len(trials) >= 2 and list(trials["trial"]) == list(range(len(trials)))
+    assert trials["valid ndcg@10"].notna().any()
+    best = trials.loc[trials["valid ndcg@10"].idxmax()]
+    # the chosen setting is in the form, and it is what was trained
+    for name in ("rank", "reg", "lr"):
+        assert m._form_widgets[name].value == pytest.approx(best[name], abs=1e-5), name   # the table rounds
+    assert len(m.history) >= 1 and "Finished after" in m._status.object
+    # Stop while tuning ends the run without training
+    m2 = TrainingMonitor(max_iter=6, budget=600)
+    m2._on_run(tune=True)
+    deadline = time.monotonic() + 120
+    while not len(m2._trial_rows) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    m2._on_stop()
+    assert m2._work.join(120)
+    assert "stopped while tuning" in m2._status.object and len(m2.history) == 0
+
+
 def test_out_of_bounds_n_and_max_iter_are_reset_with_a_reason():
     m = TrainingMonitor()
     m._bounded["n"].value = 500
@@ -254,6 +277,21 @@ def test_monitor_run_draws_points_and_stop_stops(open_page, page_errors):
     assert stopped_at < 10_000
     page.get_by_role("button", name="CSV").first.wait_for(timeout=10_000)
     screenshot(page, "monitor-stopped")
+    assert page_errors.errors == [], page_errors.errors
+
+
+@pytest.mark.browser
+def test_tune_in_the_page_lists_its_trials_then_trains(open_page, page_errors):
+    page = open_page()
+    _fill(page, "Tune budget", 5)
+    _fill(page, "Max iter", 5)
+    page.wait_for_timeout(300)
+    page.get_by_role("button", name="Tune").click()
+    page.get_by_text("Finished after").first.wait_for(timeout=120_000)
+    assert page.locator(".tabulator-row").count() >= 2     # the trials, and the iterations' table
+    assert page.get_by_text("valid ndcg@10").count() >= 1
+    assert page.evaluate(POINTS_JS) >= 1
+    screenshot(page, "monitor-tuned")
     assert page_errors.errors == [], page_errors.errors
 
 

@@ -185,9 +185,11 @@ class TrainingMonitor(pn.viewable.Viewer):
     n = param.Integer(default=10, bounds=(1, 100), doc="N: training ratings per user (weak protocols).")
     model = param.Selector(default="regsvd", objects=["regsvd"], doc="Model to train.")
     max_iter = param.Integer(default=30, bounds=(1, 10_000), doc="Iterations at most.")
+    budget = param.Integer(default=60, bounds=(5, 3600),
+                           doc="Seconds Tune may search the model's settings on the validation part before it trains.")
 
     #: the labels of the bounded inputs
-    _BOUNDED = {"n": "N", "max_iter": "Max iter"}
+    _BOUNDED = {"n": "N", "max_iter": "Max iter", "budget": "Tune budget (s)"}
 
     def __init__(self, **params):
         names = model_names()
@@ -217,8 +219,15 @@ class TrainingMonitor(pn.viewable.Viewer):
         self._upload_box = pn.Column(sizing_mode="stretch_width", visible=False)
         self._uploaded = None
         self._run = pn.widgets.Button(label="Run", color="primary", width=100)
+        self._tune = pn.widgets.Button(label="Tune", color="success", width=100,
+                                       description="Search the model's settings on the validation part for the "
+                                                   "budget's seconds, then train with the best")
         self._stop_btn = pn.widgets.Button(label="Stop", color="danger", width=100, disabled=True)
         self._run.on_click(self._on_run)
+        self._tune.on_click(partial(self._on_run, tune=True))
+        self._trials = pn.widgets.Tabulator(pd.DataFrame(), disabled=True, show_index=False, height=200,
+                                            sizing_mode="stretch_width", pagination=None, visible=False)
+        self._trial_rows: list[dict] = []
         self._stop_btn.on_click(self._on_stop)
         self._form = pn.Column(sizing_mode="stretch_width")
         self._forms: dict[str, tuple[pn.Column, dict]] = {}   # model -> (its form, its widgets), built once
@@ -358,8 +367,8 @@ class TrainingMonitor(pn.viewable.Viewer):
         cls(**values)  # a parameter the model refuses is said now, before a process starts
         return values
 
-    def _job(self) -> TrainingJob:
-        """What Run trains, checked here; the split is made by the worker."""
+    def _job(self, tune: bool = False) -> TrainingJob:
+        """What Run (or Tune) trains, checked here; the split is made by the worker."""
         arg, extra = PROTOCOL_CHOICES[self.protocol]
         protocol_params = dict(extra)
         if arg is not None:
@@ -370,13 +379,14 @@ class TrainingMonitor(pn.viewable.Viewer):
             data = self._uploaded
         else:
             data = self.data
-        return TrainingJob(self.model, self._model_params(), self.protocol, protocol_params, data)
+        return TrainingJob(self.model, self._model_params(), self.protocol, protocol_params, data,
+                           tune_budget=float(self.budget) if tune else 0.0)
 
-    def _on_run(self, event=None):
+    def _on_run(self, event=None, tune: bool = False):
         if not self._work.claim():      # a run is on (or a second click of a double click): nothing to do
             return
         try:
-            job = self._job()
+            job = self._job(tune)
         except Exception as exc:
             self._work.release()
             self._show_error(f"Cannot start: {exc}")
@@ -390,9 +400,15 @@ class TrainingMonitor(pn.viewable.Viewer):
             self._pending, self._last_flush = [], 0.0
         self._table.value = _empty_frame()
         self._csv.disabled = self._parquet.disabled = True
-        self._run.disabled, self._stop_btn.disabled = True, False
+        self._run.disabled = self._tune.disabled = True
+        self._stop_btn.disabled = False
+        self._trial_rows = []
+        self._trials.value = pd.DataFrame()
+        self._trials.visible = tune
         n = f", N = {self.n}" if PROTOCOL_CHOICES[self.protocol][0] else ""
-        self._status.object = f"Training **{self.model}** on {self.data} ({self.protocol}{n}) …"
+        what = f"Tuning **{self.model}** for up to {self.budget} s, then training" if tune else \
+            f"Training **{self.model}**"
+        self._status.object = f"{what} on {self.data} ({self.protocol}{n}) …"
         self._work.start(self._follow, job)
 
     def _clear_sources(self):
@@ -414,7 +430,8 @@ class TrainingMonitor(pn.viewable.Viewer):
         reason, error = "failed", None
         try:
             self._process = TrainingProcess(job)
-            reason, error = self._process.follow(self._queue_row, self._work.stop, self._work.closed)
+            reason, error = self._process.follow(self._queue_row, self._work.stop, self._work.closed,
+                                                 on_message=self._on_tuning_message)
         except Exception as exc:  # the process could not start: said in the page
             error = str(exc) or type(exc).__name__
         self._work.schedule(self._finish, reason, f"Training failed: {error}" if error else None)
@@ -431,8 +448,41 @@ class TrainingMonitor(pn.viewable.Viewer):
         if due:
             self._work.schedule(self._flush)
 
+    def _on_tuning_message(self, kind: str, payload):
+        """Follower side: a finished trial of the search, or the setting chosen."""
+        if kind == "trial":
+            self._work.schedule(self._show_trial, payload)
+        else:
+            self._work.schedule(self._show_tuned, payload)
+
     # ------------------------------------------------------------------ on the event loop
     FLUSH_EVERY = 0.5
+
+    def _show_trial(self, trial: dict):
+        row = {"trial": trial["trial"], **{k: (round(v, 5) if isinstance(v, float) else v)
+                                           for k, v in trial["params"].items()},
+               "valid ndcg@10": None if trial["error"] else round(trial["score"], 5),
+               "iterations": trial["iterations"], "seconds": round(trial["seconds"], 2),
+               "note": "diverged" if trial["error"] else ""}
+        self._trial_rows.append(row)
+        self._trials.value = pd.DataFrame(self._trial_rows)
+        scored = [r for r in self._trial_rows if r["valid ndcg@10"] is not None]
+        best = max(scored, key=lambda r: r["valid ndcg@10"]) if scored else None
+        self._status.object = (f"Tuning **{self.model}**: trial {trial['trial'] + 1} done"
+                               + (f"; best valid NDCG@10 so far {best['valid ndcg@10']:.4f} (trial {best['trial']})"
+                                  if best else "") + " …")
+
+    def _show_tuned(self, params: dict):
+        """Put the chosen setting into the model's form, so that the next Run trains it again."""
+        for name, w in self._form_widgets.items():
+            if name in params and params[name] != w.value:
+                try:
+                    w.value = params[name]
+                except Exception:  # a value the widget cannot show is still the one trained
+                    pass
+        if "max_iter" in params:
+            self.max_iter = int(params["max_iter"])
+        self._status.object = f"Tuned: training **{self.model}** with the best setting …"
 
     def _flush(self):
         with self._pending_lock:
@@ -451,7 +501,8 @@ class TrainingMonitor(pn.viewable.Viewer):
     def _finish(self, reason: str, error: str | None):
         try:
             self._flush()
-            self._run.disabled, self._stop_btn.disabled = False, True
+            self._run.disabled = self._tune.disabled = False
+            self._stop_btn.disabled = True
             if error:
                 self._show_error(error)
             n = len(self._frame)
@@ -517,7 +568,8 @@ class TrainingMonitor(pn.viewable.Viewer):
             pn.widgets.Select.from_param(self.param.protocol, label="Protocol", sizing_mode="stretch_width"),
             self._bounded["n"],
             pn.widgets.Select.from_param(self.param.model, label="Model", sizing_mode="stretch_width"),
-            self._bounded["max_iter"], self._notice, pn.Row(self._run, self._stop_btn),
+            self._bounded["max_iter"], self._bounded["budget"], self._notice,
+            pn.Row(self._run, self._tune, self._stop_btn),
             pn.pane.Markdown("#### Model parameters"), self._form, sizing_mode="stretch_width")
 
     def results(self) -> pn.Column:
@@ -527,7 +579,7 @@ class TrainingMonitor(pn.viewable.Viewer):
             pn.Row(*(pn.pane.Bokeh(f, sizing_mode="stretch_width") for f in figs[:3]), sizing_mode="stretch_width"),
             pn.Row(*(pn.pane.Bokeh(f, sizing_mode="stretch_width") for f in figs[3:]), sizing_mode="stretch_width"),
             sizing_mode="stretch_width")
-        return pn.Column(self._error, self._status, plots, pn.pane.Markdown("#### Results"), self._table,
+        return pn.Column(self._error, self._status, self._trials, plots, pn.pane.Markdown("#### Results"), self._table,
                          pn.Row(self._csv, self._parquet), sizing_mode="stretch_width")
 
     def __panel__(self):

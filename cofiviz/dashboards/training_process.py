@@ -34,6 +34,7 @@ from multiprocessing import forkserver
 
 from .. import protocols
 from ..models import make_model
+from ..models.tuning import tune
 from ..ratings import Ratings
 from ..trace import Trace
 from ._shared import load_dataset
@@ -83,6 +84,9 @@ class TrainingJob:
         The protocol's parameters.
     data : str or Ratings
         A dashboard data set's label (the worker has it loaded) or the ratings themselves (an upload).
+    tune_budget : float
+        When positive, first tune the model on the split's validation part for that many seconds
+        (:meth:`cofiviz.models.Model.tune`), then train with the chosen setting.
     """
 
     model: str
@@ -90,6 +94,7 @@ class TrainingJob:
     protocol: str
     protocol_params: dict = field(default_factory=dict)
     data: str | Ratings = ""
+    tune_budget: float = 0.0
 
     def split(self):
         ratings = load_dataset(self.data) if isinstance(self.data, str) else self.data
@@ -122,13 +127,21 @@ def _leave_a_core() -> None:
 
 def _child_main(rows, control, job: TrainingJob) -> None:
     """The worker: fit ``job``'s model and send ``("row", dict)`` per iteration, then ``("done", reason)``
-    or ``("error", message)``."""
+    or ``("error", message)``. A tuning job first sends ``("trial", dict)`` per trial of the search and
+    ``("tuned", params)`` with the setting it trains."""
     stop = threading.Event()
     threading.Thread(target=_watch_server, args=(control, stop), daemon=True, name="cofiviz-watch").start()
     try:
         _leave_a_core()
         split = job.split()
         model = make_model(job.model, **job.params)
+        if job.tune_budget > 0:
+            tuning = tune(model, split.train, split.valid, budget=job.tune_budget, metric=METRICS[0], refit=False,
+                          log=lambda trial: rows.send(("trial", trial)), stop=stop.is_set)
+            if stop.is_set():
+                rows.send(("done", f"stopped while tuning, after {len(tuning.trials)} trial(s)"))
+                return
+            rows.send(("tuned", model.get_params()))
         parts = {"train": split.train, "valid": split.valid, "test": split.candidates("test")}
         trace = Trace(parts, METRICS, train=split.train, threshold=RELEVANT_FROM,
                       on_iteration=lambda record: rows.send(("row", trace.flat(record))))
@@ -185,8 +198,10 @@ class TrainingProcess:
         self.process.join(5)
 
     def follow(self, on_row, stop: threading.Event, closed: threading.Event | None = None,
-               poll: float = 0.1) -> tuple[str, str | None]:
+               poll: float = 0.1, on_message=None) -> tuple[str, str | None]:
         """Hand each iteration's row to ``on_row`` until the run ends; returns ``(reason, error)``.
+
+        ``on_message(kind, payload)`` receives a tuning job's ``"trial"`` and ``"tuned"`` messages.
 
         ``stop`` set asks the child to stop after its iteration; ``closed`` set (the session ended) also
         kills it if it has not ended :attr:`KILL_GRACE` seconds later. ``error`` is None unless the run
@@ -213,6 +228,9 @@ class TrainingProcess:
                                       f"(exit code {self.process.exitcode})")
                 if kind == "row":
                     on_row(payload)
+                elif kind in ("trial", "tuned"):
+                    if on_message is not None:
+                        on_message(kind, payload)
                 elif kind == "done":
                     return payload, None
                 else:

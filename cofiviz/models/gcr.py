@@ -59,7 +59,8 @@ class GCR(PairwiseFactorModel):
 
     #: what :meth:`tune` searches (see :mod:`cofiviz.models.space`); ``presets``: named settings
     search_space = {"loss": Choice(("log_m", "log_a", "hinge_a")), "rank": IntLogUniform(5, 50),
-                    "lr": LogUniform(0.01, 1.0), "reg": LogUniform(0.03, 3.0)}
+                    "lr": LogUniform(0.01, 1.0), "reg": LogUniform(0.03, 3.0),
+                    "item_prior": Choice((0.0, 1.0, 2.0))}
     presets = {"paper": {"margin": 0.0, "tol": 0.001, "item_bias": "none", "item_prior": 0.0, "solver": "gd"}}
 
     rank = param.Integer(default=10, bounds=(1, 2000), doc="Rank r of the factorisation.")

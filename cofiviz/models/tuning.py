@@ -83,7 +83,7 @@ class Tuning:
 
 def tune(model, train: Ratings, valid: Ratings | None = None, *, budget: float = 60.0, trials: int | None = None,
          metric: str | None = None, seed: int = 0, fixed=(), refit: bool = True,
-         log: Callable[[dict], Any] | None = None) -> Tuning:
+         log: Callable[[dict], Any] | None = None, stop: Callable[[], bool] | None = None) -> Tuning:
     """Search ``model``'s ``search_space`` on validation ratings, then refit ``model`` with the best setting.
 
     Parameters
@@ -110,6 +110,9 @@ def tune(model, train: Ratings, valid: Ratings | None = None, *, budget: float =
         valid=valid)`` then gives the same model, ``valid=None`` after a carved part).
     log : callable, optional
         Called with each finished trial's dict.
+    stop : callable, optional
+        Polled after every iteration of a trial; once it returns True the running trial ends at that iteration
+        and no other starts (the search then chooses among the trials it has).
 
     Returns
     -------
@@ -137,7 +140,9 @@ def tune(model, train: Ratings, valid: Ratings | None = None, *, budget: float =
     hard_stop = start + 1.5 * budget
     limit = trials if trials is not None else (1 if not space else None)
     fitted = []
-    while (limit is None or len(out.trials) < limit) and (not out.trials or time.perf_counter() < deadline):
+    stopped = stop if stop is not None else (lambda: False)
+    while ((limit is None or len(out.trials) < limit) and (not out.trials or time.perf_counter() < deadline)
+           and not (out.trials and stopped())):
         drawn = {} if not out.trials else sample(space, rng)
         params = {**base, **drawn, "valid_metric": metric}
         if klass.iterative and params.get("patience", 0) == 0:
@@ -147,7 +152,7 @@ def tune(model, train: Ratings, valid: Ratings | None = None, *, budget: float =
                  "score": float("nan"), "iterations": 0, "seconds": 0.0, "error": ""}
         try:
             candidate = klass(**params).fit(search_train, valid=search_valid,
-                                           callbacks=lambda info: time.perf_counter() > hard_stop)
+                                           callbacks=lambda info: time.perf_counter() > hard_stop or stopped())
             trial["score"] = float(candidate._mean_metrics(search_valid, [metric])[metric])
             trial["iterations"] = int(candidate.best_iteration_ or len(candidate.history_))
         except ModelFitError as exc:  # a diverging setting is a failed trial, not a failed search
