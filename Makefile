@@ -31,7 +31,9 @@ serve: $(STAMP)
 	$(BIN)/cofiviz warmup
 	$(BIN)/cofiviz serve --port $(PORT)
 
+# the kernels are compiled once before the tests (a fresh clone has none cached), not by whichever test comes first
 test: $(STAMP) chromium
+	$(BIN)/cofiviz warmup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 clean:

@@ -45,9 +45,13 @@ def wait_for_http(url: str, proc: subprocess.Popen, log: Path, timeout: float, w
 
 
 class PanelServer:
-    """`panel serve` on a free localhost port, as `cofiviz serve` runs it, stopped when the test module ends."""
+    """`panel serve` on a free localhost port, as `cofiviz serve` runs it, stopped when the test module ends.
 
-    def __init__(self, apps: list[str], setup: bool = True, timeout: float = 180.0, env: dict | None = None):
+    The server answers once its warm-up has loaded (or, on a fresh clone, compiled) the kernels; on a busy
+    machine a cold compile takes minutes, so the wait is long and ends early only if the server exits.
+    """
+
+    def __init__(self, apps: list[str], setup: bool = True, timeout: float = 900.0, env: dict | None = None):
         self.port = free_port()
         self.log = ARTIFACTS / f"panel-serve-{self.port}.log"
         ARTIFACTS.mkdir(exist_ok=True)
