@@ -6,6 +6,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import warnings
 import urllib.request
@@ -20,6 +21,13 @@ ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = os.environ.get("COFIVIZ_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+def server_env() -> dict:
+    """What a server started by the tests runs with: the recommendations page trains its models for a few
+    iterations (not tuned for minutes) into a folder of its own."""
+    return {"COFIVIZ_RECOMMENDERS_QUICK": "1",
+            "COFIVIZ_RECOMMENDERS_DIR": tempfile.mkdtemp(prefix="cofiviz-recommenders-")}
 
 
 def free_port() -> int:
@@ -58,7 +66,7 @@ class PanelServer:
         cmd = serve_command(apps, port=self.port, address="127.0.0.1", setup=setup)
         self._logf = open(self.log, "w")
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self._logf, stderr=subprocess.STDOUT,
-                                     env={**os.environ, **(env or {})})
+                                     env={**os.environ, **server_env(), **(env or {})})
         if wait_for_http(f"{self.url}/{Path(apps[0]).stem}", self.proc, self.log, timeout, "panel serve"):
             return
         self.close()

@@ -1,5 +1,6 @@
 """`cofiviz serve`, the command `make serve` runs: every app and the landing page, from a real process."""
 
+import os
 import subprocess
 import sys
 import urllib.request
@@ -7,7 +8,7 @@ import urllib.request
 import pytest
 
 from cofiviz.dashboards.serving import app_files, serve_command
-from conftest import ARTIFACTS, ROOT, free_port, wait_for_http
+from conftest import ARTIFACTS, ROOT, free_port, server_env, wait_for_http
 
 pytestmark = pytest.mark.browser
 
@@ -27,7 +28,8 @@ def test_cofiviz_serve_answers_on_its_port():
     log = ARTIFACTS / f"cofiviz-serve-{port}.log"
     with open(log, "w") as out:
         proc = subprocess.Popen([sys.executable, "-m", "cofiviz.cli", "serve", "--port", str(port), "--address",
-                                 "127.0.0.1"], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+                                 "127.0.0.1"], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+                                env={**os.environ, **server_env()})
         try:
             assert wait_for_http(f"http://127.0.0.1:{port}/", proc, log, 300, "cofiviz serve"), log.read_text()
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30) as resp:

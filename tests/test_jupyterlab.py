@@ -12,7 +12,7 @@ import time
 import nbformat
 import pytest
 
-from conftest import ARTIFACTS, count_canvases, free_port, screenshot, wait_for_http
+from conftest import ARTIFACTS, count_canvases, free_port, screenshot, server_env, wait_for_http
 
 pytestmark = pytest.mark.browser
 
@@ -55,7 +55,7 @@ def lab(tmp_path_factory):
     home = tmp_path_factory.mktemp("jupyter-home")
     cmd += [f"--LabApp.workspaces_dir={home / 'workspaces'}", f"--LabApp.user_settings_dir={home / 'settings'}"]
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=root,
-                            env={**os.environ, "JUPYTER_PLATFORM_DIRS": "1", "JUPYTER_CONFIG_DIR": str(home / "config"),
+                            env={**os.environ, **server_env(), "JUPYTER_PLATFORM_DIRS": "1", "JUPYTER_CONFIG_DIR": str(home / "config"),
                                  "JUPYTER_DATA_DIR": str(home / "data"), "JUPYTER_RUNTIME_DIR": str(home / "runtime")})
     url = f"http://127.0.0.1:{port}"
     if not wait_for_http(f"{url}/api/status", proc, log_path, 120, "jupyter lab"):

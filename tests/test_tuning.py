@@ -13,6 +13,7 @@ from cofiviz.cli import main
 from cofiviz.errors import ModelFitError, ParameterError
 from cofiviz.models import available_models, get_model_class
 from cofiviz.models import space as S
+from cofiviz.models.tuning import tune
 from cofiviz.protocols.validation import carve_validation
 
 DATA = dict(kind="local_low_rank", n_users=120, n_items=80, n_ratings=3000, seed=0)
@@ -89,6 +90,28 @@ def test_without_validation_a_tenth_of_train_is_carved_and_the_refit_uses_all_of
     assert t.validation == "carved"
     assert model.max_iter == max(1, t.trials[t.chosen]["iterations"]) and model.patience == 0
     assert model.train_ is train and len(model.history_) <= model.max_iter
+
+
+def test_sizes_and_membership_of_spaces():
+    assert S.size({"a": S.Choice(("x", "y")), "b": S.IntUniform(3, 5)}) == 6
+    assert S.size({"a": S.Choice((1, 2)), "b": S.Uniform(0.0, 1.0)}) is None
+    space = {"a": S.Choice(("x", "y")), "b": S.IntLogUniform(2, 9), "c": S.LogUniform(0.1, 1.0)}
+    assert S.contains(space, {"a": "y", "b": 9, "c": 0.1})
+    for outside in ({"a": "z", "b": 9, "c": 0.5}, {"a": "x", "b": 10, "c": 0.5}, {"a": "x", "b": 2.5, "c": 0.5},
+                    {"a": "x", "b": 2, "c": 1.5}):
+        assert not S.contains(space, outside), outside
+
+
+def test_a_finite_space_is_searched_without_repeats_and_ends_once_every_setting_is_tried(parts, monkeypatch):
+    train, valid = parts
+    t = tune(get_model_class("poprec")(), train, valid, budget=600, seed=0, refit=False)
+    settings = [tr["params"]["tie_break"] for tr in t.trials]
+    assert sorted(settings) == ["mean", "none"]  # both settings, each once, long before the budget
+    # a configured setting outside the space does not count towards trying the space's settings
+    gcr = get_model_class("gcr")
+    monkeypatch.setattr(gcr, "search_space", {"rank": S.IntUniform(2, 3)})
+    t = tune(gcr(max_iter=2, rank=7), train, valid, budget=600, seed=0, refit=False)
+    assert [tr["params"]["rank"] for tr in t.trials] in ([7, 2, 3], [7, 3, 2])
 
 
 def test_fixed_parameters_are_not_searched(parts):

@@ -7,6 +7,7 @@ threads (``--num-threads``) and the comparisons page computes cells in a thread 
 ``workqueue`` layer crashes when parallel kernels are launched from several threads at once.
 """
 
+import sys
 import time
 
 t0 = time.perf_counter()
@@ -18,6 +19,7 @@ from cofiviz.dashboards._shared import use_thread_safe_numba  # noqa: E402
 use_thread_safe_numba()
 import cofiviz  # noqa: E402
 from cofiviz.dashboards._shared import DATASETS, load_dataset  # noqa: E402
+from cofiviz.dashboards.serving import served_apps  # noqa: E402
 from cofiviz.dashboards.warm import warm_dashboards  # noqa: E402
 
 cofiviz.warmup()
@@ -28,7 +30,7 @@ for label in DATASETS:
         print(f"cofiviz: could not preload {label}: {exc}")
 
 try:  # build each dashboard once so that every module, plot and kernel they need is loaded and compiled
-    warm_dashboards()
+    warm_dashboards(apps=served_apps(sys.argv))
 except Exception as exc:  # a dashboard that cannot warm up still reports its own errors in its page
     print(f"cofiviz: dashboard warm-up failed: {exc}")
 print(f"cofiviz: server warm-up took {time.perf_counter() - t0:.1f} s")

@@ -15,7 +15,7 @@ from typing import Sequence
 
 from .catalog import INDEX_TEMPLATE, THUMBNAILS
 
-__all__ = ["serve_command", "app_files", "WEBSOCKET_MAX_MESSAGE", "SETUP"]
+__all__ = ["served_apps", "serve_command", "app_files", "WEBSOCKET_MAX_MESSAGE", "SETUP"]
 
 #: the largest message a page may send (bytes)
 WEBSOCKET_MAX_MESSAGE = 64 * 2**20
@@ -29,6 +29,19 @@ def app_files(directory: str | Path = "apps") -> list[Path]:
     if not files:
         raise FileNotFoundError(f"no apps in {Path(directory).resolve()}: run this from the cofiviz repository")
     return files
+
+
+def served_apps(argv: Sequence[str]) -> list[str] | None:
+    """The names of the apps a ``panel serve`` command line serves (``apps/monitor.py`` → ``monitor``), or
+    None when ``argv`` is not one."""
+    if "serve" not in argv:
+        return None
+    names = []
+    for arg in argv[list(argv).index("serve") + 1:]:
+        if arg.startswith("-"):
+            break
+        names.append(Path(arg).stem)
+    return names
 
 
 def serve_command(apps: Sequence[str | Path] | None = None, *, port: int = 5006, address: str = "localhost",

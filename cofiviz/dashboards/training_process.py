@@ -39,7 +39,8 @@ from ..ratings import Ratings
 from ..trace import Trace
 from ._shared import load_dataset
 
-__all__ = ["TrainingJob", "TrainingProcess", "start_forkserver", "METRICS", "PARTS", "COLUMNS"]
+__all__ = ["TrainingJob", "TrainingProcess", "start_forkserver", "worker_context", "leave_a_core", "METRICS", "PARTS",
+           "COLUMNS"]
 
 METRICS = ("ndcg@10", "ap", "gap")
 PARTS = ("train", "valid", "test")
@@ -55,7 +56,7 @@ NICENESS = 10
 RELEVANT_FROM = 4.0
 
 
-def _context():
+def worker_context():
     """The forkserver context; its server preloads :data:`PRELOAD` (when this process starts it)."""
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload([PRELOAD])
@@ -64,7 +65,7 @@ def _context():
 
 def start_forkserver() -> None:
     """Start the workers' forkserver now; it preloads in the background while the caller goes on."""
-    _context()
+    worker_context()
     forkserver.ensure_running()
 
 
@@ -113,7 +114,7 @@ def _watch_server(control, stop: threading.Event) -> None:
         os._exit(0)
 
 
-def _leave_a_core() -> None:
+def leave_a_core() -> None:
     """Child side: a lower priority and one numba thread fewer than the cores this process may use."""
     try:
         os.nice(NICENESS)
@@ -132,7 +133,7 @@ def _child_main(rows, control, job: TrainingJob) -> None:
     stop = threading.Event()
     threading.Thread(target=_watch_server, args=(control, stop), daemon=True, name="cofiviz-watch").start()
     try:
-        _leave_a_core()
+        leave_a_core()
         split = job.split()
         model = make_model(job.model, **job.params)
         if job.tune_budget > 0:
@@ -169,7 +170,7 @@ class TrainingProcess:
     KILL_GRACE = 10.0
 
     def __init__(self, job: TrainingJob):
-        ctx = _context()
+        ctx = worker_context()
         self._rows, child_rows = ctx.Pipe(duplex=False)
         child_control, self._control = ctx.Pipe(duplex=False)
         self.process = ctx.Process(target=_child_main, args=(child_rows, child_control, job), daemon=True,

@@ -1,7 +1,8 @@
 """Warm-up for the dashboards: build each one once and run its code paths on tiny inputs.
 
 Called by ``serve_setup.py`` (``panel serve --setup``) so that the first visitor of each app finds its
-modules imported, its numba kernels compiled and its shared data cached.
+modules imported, its numba kernels compiled and its shared data cached. When the recommendations page is
+served, its models start training in the background here (:func:`~.recommenders.pool`).
 """
 
 from __future__ import annotations
@@ -12,14 +13,15 @@ from .comparisons import Comparisons
 from .losses import LossShapes
 from .monitor import TrainingMonitor
 from .playground import MetricPlayground
-from .recommendations import warm as warm_recommendations
+from .recommendations import Recommendations
 
 __all__ = ["warm_dashboards"]
 
 
-def warm_dashboards(verbose: bool = True) -> float:
-    """Build every dashboard once (and train the monitor's default model for two iterations in a worker
-    process, which also waits for the workers' forkserver to be ready).
+def warm_dashboards(verbose: bool = True, apps=None) -> float:
+    """Build every dashboard of ``apps`` once (app names as in ``apps/``; default: all). The monitor's
+    default model trains for two iterations in a worker process, which also waits for the workers'
+    forkserver to be ready; the recommendations page starts training its models in the background.
 
     Returns
     -------
@@ -27,14 +29,22 @@ def warm_dashboards(verbose: bool = True) -> float:
         Seconds taken.
     """
     t0 = time.perf_counter()
-    MetricPlayground().__panel__()
-    Comparisons.from_environment().__panel__()
-    LossShapes().__panel__()
-    mon = TrainingMonitor(max_iter=2)
-    mon.__panel__()
-    mon._on_run()
-    mon._work.join(180)
-    warm_recommendations()
+    def wanted(name: str) -> bool:
+        return apps is None or name in apps
+
+    if wanted("playground"):
+        MetricPlayground().__panel__()
+    if wanted("comparisons"):
+        Comparisons.from_environment().__panel__()
+    if wanted("losses"):
+        LossShapes().__panel__()
+    if wanted("monitor"):
+        mon = TrainingMonitor(max_iter=2)
+        mon.__panel__()
+        mon._on_run()
+        mon._work.join(180)
+    if wanted("recommendations"):
+        Recommendations().__panel__()
     seconds = time.perf_counter() - t0
     if verbose:
         print(f"cofiviz: dashboards warmed in {seconds:.1f} s")

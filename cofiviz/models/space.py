@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ["Uniform", "LogUniform", "IntUniform", "IntLogUniform", "Choice", "sample", "describe"]
+__all__ = ["Uniform", "LogUniform", "IntUniform", "IntLogUniform", "Choice", "sample", "describe", "size", "contains"]
 
 
 @dataclass(frozen=True)
@@ -90,6 +90,34 @@ class Choice:
 def sample(space: dict, rng: np.random.Generator) -> dict:
     """One setting drawn from ``space`` (parameters in the space's order, so a seed fixes the draw)."""
     return {name: dist.sample(rng) for name, dist in space.items()}
+
+
+def size(space: dict) -> int | None:
+    """The number of distinct settings of ``space``, or None when a parameter is real-valued (endless)."""
+    n = 1
+    for dist in space.values():
+        if isinstance(dist, Choice):
+            n *= len(set(map(repr, dist.values)))
+        elif isinstance(dist, (IntUniform, IntLogUniform)):
+            n *= dist.high - dist.low + 1
+        else:
+            return None
+    return n
+
+
+def contains(space: dict, params: dict) -> bool:
+    """True when every parameter of ``space`` has in ``params`` a value the space can draw."""
+    for name, dist in space.items():
+        value = params[name]
+        if isinstance(dist, Choice):
+            if not any(repr(value) == repr(v) for v in dist.values):
+                return False
+        elif isinstance(dist, (IntUniform, IntLogUniform)):
+            if not (isinstance(value, (int, np.integer)) and dist.low <= value <= dist.high):
+                return False
+        elif not dist.low <= value <= dist.high:
+            return False
+    return True
 
 
 def describe(space: dict) -> str:

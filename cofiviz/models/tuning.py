@@ -5,7 +5,8 @@ trial draws the parameters of the model's ``search_space`` with a generator seed
 parameters stay as configured), fits on the training ratings with early stopping on the validation ratings,
 and scores the validation metric. Trials start while the budget lasts, and a trial still running when 1.5
 times the budget has passed is stopped at that iteration; ``trials`` caps their number so that a search can
-be repeated exactly (the time budget alone depends on the machine). The setting with the best validation
+be repeated exactly (the time budget alone depends on the machine). A setting is never tried twice: in a space
+of finitely many settings (choices and integers only) the search ends once it has tried them all. The setting with the best validation
 score wins (:func:`cofiviz.search.best_index`: ties go to the earlier trial).
 
 Random search spends a budget well on spaces where a few parameters matter (Bergstra & Bengio, JMLR 2012):
@@ -26,7 +27,7 @@ from ..metrics.names import check_metrics
 from ..protocols.validation import carve_validation
 from ..ratings import Ratings
 from ..search import best_index
-from .space import sample
+from .space import contains, sample, size
 
 __all__ = ["Tuning", "tune", "EARLY_STOP_PATIENCE"]
 
@@ -141,10 +142,26 @@ def tune(model, train: Ratings, valid: Ratings | None = None, *, budget: float =
     limit = trials if trials is not None else (1 if not space else None)
     fitted = []
     stopped = stop if stop is not None else (lambda: False)
+    n_settings = size(space) if space else None
+    tried: set = set()  # the settings tried, as text
+    tried_in_space = 0
+
+    def key(params: dict) -> str:
+        return repr([params[k] for k in space])
+
+    def exhausted() -> bool:
+        return n_settings is not None and tried_in_space >= n_settings
+
     while ((limit is None or len(out.trials) < limit) and (not out.trials or time.perf_counter() < deadline)
-           and not (out.trials and stopped())):
-        drawn = {} if not out.trials else sample(space, rng)
+           and not (out.trials and (stopped() or exhausted()))):
+        drawn = {}
+        if out.trials:
+            drawn = sample(space, rng)
+            while key({**base, **drawn}) in tried:
+                drawn = sample(space, rng)
         params = {**base, **drawn, "valid_metric": metric}
+        tried.add(key(params))
+        tried_in_space += contains(space, params)
         if klass.iterative and params.get("patience", 0) == 0:
             params["patience"] = EARLY_STOP_PATIENCE
         t0 = time.perf_counter()
