@@ -80,8 +80,9 @@ def test_the_page_shows_every_ready_model_and_reports_unknown_users(quick_pool):
     assert v._error.visible and "not in MovieLens" in v._error.object
     v.user = 3
     assert not v._error.visible
-    shown = {c for card in v._lists.objects for pane in getattr(card, "objects", [card]) for c in pane.css_classes}
-    assert shown == {"cofiviz-top-poprec", "cofiviz-top-itemmean", "cofiviz-top-regsvd"}
+    shown = {name for name, (head, table) in v._cards.items() if table.visible and len(table.object) == v.n}
+    assert shown == {"poprec", "itemmean", "regsvd"}
+    assert "failed" in v._cards["nope"][0].object
 
 
 @pytest.fixture(scope="module")

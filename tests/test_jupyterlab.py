@@ -96,7 +96,7 @@ def test_every_dashboard_shows_inline_in_jupyterlab(lab, chromium, page_errors):
     assert canvases >= len(VIEWS), f"only {canvases} plot canvases rendered for {len(VIEWS)} dashboards"
     # each view's own content is there (locators pierce the views' shadow roots)
     for marker in ("Ranked grades", "LCR Figure 4: pairwise", "Model parameters", "Every cell is there",
-                   "mean popularity percentile", "100,000"):
+                   "models are trained", "100,000"):
         page.get_by_text(marker).first.wait_for(timeout=30_000)
     errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.error']")
     assert errors.count() == 0, errors.all_inner_texts()

@@ -3,7 +3,8 @@ popularity, and how much the lists overlap.
 
 The models come from the server's :func:`~.recommenders.pool`: every registered model, tuned within a budget
 and trained on all of MovieLens 100K once, in a background process. The page appears at once with the models
-ready so far and fills in as the others finish (it checks every :data:`POLL_MS` milliseconds).
+ready so far and fills in as the others finish (a served page checks every :data:`POLL_MS` milliseconds; inline
+in a notebook, running the cell again shows the models trained since).
 
 Popularity lean of a list: the mean popularity percentile of its items (100 = the most-rated movie), and the
 Spearman correlation between the model's scores for the user over all movies and the movies' numbers of
@@ -78,19 +79,43 @@ class Recommendations(pn.viewable.Viewer):
     def __init__(self, models: RecommenderPool | None = None, **params):
         super().__init__(**params)
         self.pool = pool() if models is None else models
+        # every pane is made once and later only updated, so that a view shown in a notebook fills in
+        # through its comm as well as a served page does
         self._error = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
         self._progress = pn.pane.Markdown("", css_classes=["cofiviz-recommenders-progress"],
                                           sizing_mode="stretch_width")
-        self._ratings_view = pn.Column(sizing_mode="stretch_width")
-        self._plots = pn.Row()
-        self._lists = pn.FlexBox(sizing_mode="stretch_width")
+        self._ratings_title = pn.pane.Markdown("")
+        self._ratings_table = pn.pane.DataFrame(pd.DataFrame(), index=False, sizing_mode="stretch_width", max_rows=25,
+                                                css_classes=["cofiviz-user-ratings"])
+        self._lean_pipe = hv.streams.Pipe(data=self._lean_frame())
+        self._overlap_pipe = hv.streams.Pipe(data=list_overlap({}))
+        self._plots = pn.Row(
+            pn.pane.HoloViews(hv.DynamicMap(self._lean_plot, streams=[self._lean_pipe]), linked_axes=False),
+            pn.pane.HoloViews(hv.DynamicMap(self._overlap_plot, streams=[self._overlap_pipe]), linked_axes=False))
+        self._cards = {}
+        for name in self.pool.names:
+            head = pn.pane.Markdown(f"#### {name}\n*waiting to be trained…*", width=330)
+            table = pn.pane.DataFrame(pd.DataFrame(), index=False, css_classes=[f"cofiviz-top-{name}"], width=330,
+                                      visible=False)
+            self._cards[name] = (head, table)
+        self._lists = pn.FlexBox(*[pn.Column(head, table, width=340) for head, table in self._cards.values()],
+                                 sizing_mode="stretch_width")
         self._shown: tuple = ()
-        self.lean = pd.DataFrame()
-        self.overlap = pd.DataFrame()
+        self.lean = self._lean_frame()
+        self.overlap = list_overlap({})
         self._refresh()
         self._poller = None
-        if not self._status.done:
+        if not self._status.done and self._served:
             self._poller = pn.state.add_periodic_callback(self._poll, period=POLL_MS)
+
+    @property
+    def _served(self) -> bool:
+        """True in a page of a Panel server (which polls the pool), False inline in a notebook."""
+        return pn.state.curdoc is not None and pn.state.curdoc.session_context is not None
+
+    @staticmethod
+    def _lean_frame(rows=()) -> pd.DataFrame:
+        return pd.DataFrame(list(rows), columns=["model", "popularity percentile", "spearman"])
 
     # ------------------------------------------------------------------ progress
     def _progress_text(self, st) -> str:
@@ -104,8 +129,10 @@ class Recommendations(pn.viewable.Viewer):
             return (f"{len(st.ready)} of {total} models are trained; the training process has ended "
                     f"(still missing: {', '.join(st.pending)}).{failed}")
         now = f" Training **{st.training}** now." if st.training else ""
-        return (f"{len(st.ready)} of {total} models are trained ({how}); the others appear here as they "
-                f"finish.{now} Still to come: {', '.join(st.pending)}.{failed}")
+        later = ("the others appear here as they finish" if self._served else
+                 "run this cell again to show the ones trained since")
+        return (f"{len(st.ready)} of {total} models are trained ({how}); {later}.{now} "
+                f"Still to come: {', '.join(st.pending)}.{failed}")
 
     def _poll(self):
         st = self.pool.status()
@@ -143,7 +170,7 @@ class Recommendations(pn.viewable.Viewer):
         sl = r.user_slice(u)
         mine = pd.DataFrame({"title": titles[r.items[sl]], "rating": r.ratings[sl], "ratings of item": counts[r.items[sl]]})
         mine = mine.sort_values(["rating", "ratings of item"], ascending=False).reset_index(drop=True)
-        cards, lists, lean = [], {}, []
+        lists, lean, cards = {}, [], {}
         for name in st.ready:
             try:
                 model = self.pool.model(name)
@@ -151,55 +178,49 @@ class Recommendations(pn.viewable.Viewer):
                 items, _ = model.recommend(u, k=self.n)
                 pct, rho = popularity_lean(model, u, items, counts)
             except Exception as exc:  # one model failing leaves the others on the page
-                cards.append(pn.pane.Alert(f"{name}: {exc}", alert_type="warning", width=330))
+                cards[name] = (f"#### {name}\n**could not recommend:** {exc}", None)
                 continue
             label = meta.get("class", name)
             lists[label] = items
             lean.append({"model": label, "popularity percentile": pct, "spearman": rho})
             tuned = (f"tuned: {meta['trials']} trial(s)" if meta.get("tuned") else "defaults") + \
                 f", {meta.get('seconds', float('nan')):.0f} s"
-            df = pd.DataFrame({"#": np.arange(1, len(items) + 1), "title": titles[items],
-                               "ratings": counts[items]})
-            cards.append(pn.Column(
-                pn.pane.Markdown(f"#### {label}\n<small>{tuned}; {_params_text(meta)}</small>\n\n"
-                                 f"popularity percentile **{pct:.0f}**, Spearman with popularity **{rho:+.2f}**"),
-                pn.pane.DataFrame(df, index=False, css_classes=[f"cofiviz-top-{name}"], width=330),
-                width=340))
+            cards[name] = (f"#### {label}\n<small>{tuned}; {_params_text(meta)}</small>\n\n"
+                           f"popularity percentile **{pct:.0f}**, Spearman with popularity **{rho:+.2f}**",
+                           pd.DataFrame({"#": np.arange(1, len(items) + 1), "title": titles[items],
+                                         "ratings": counts[items]}))
         for name in st.pending:
-            note = "training now…" if name == st.training else "waiting to be trained…"
-            cards.append(pn.pane.Markdown(f"#### {name}\n*{note}*", width=200,
-                                          css_classes=[f"cofiviz-pending-{name}"]))
-        self.lean = pd.DataFrame(lean, columns=["model", "popularity percentile", "spearman"])
+            cards[name] = (f"#### {name}\n*{'training now' if name == st.training else 'waiting to be trained'}…*", None)
+        for name, msg in st.failed.items():
+            cards[name] = (f"#### {name}\n**failed:** {msg}", None)
+        self.lean = self._lean_frame(lean)
         self.overlap = list_overlap(lists)
         with pn.io.hold():
-            self._ratings_view.objects = [
-                pn.pane.Markdown(f"### User {self.user}: {len(mine)} ratings, mean {mine['rating'].mean():.2f}"),
-                pn.pane.DataFrame(mine.head(25), index=False, sizing_mode="stretch_width", max_rows=25,
-                                  css_classes=["cofiviz-user-ratings"]),
-            ]
-            self._plots.objects = [pn.pane.HoloViews(self._lean_plot(), linked_axes=False),
-                                   pn.pane.HoloViews(self._overlap_plot(), linked_axes=False)]
-            self._lists.objects = cards
+            self._ratings_title.object = f"### User {self.user}: {len(mine)} ratings, mean {mine['rating'].mean():.2f}"
+            self._ratings_table.object = mine.head(25)
+            for name, (text, table) in cards.items():
+                head, pane = self._cards[name]
+                head.object = text
+                if table is not None:
+                    pane.object = table
+                pane.visible = table is not None
+            self._lean_pipe.send(self.lean)
+            self._overlap_pipe.send(self.overlap)
             self._progress.object = self._progress_text(st)
         self._shown = tuple(st.ready)
 
-    def _lean_plot(self):
-        if self.lean.empty:
-            return hv.Div("<p>No model is trained yet.</p>")
-        df = self.lean.sort_values("popularity percentile")
+    def _lean_plot(self, data):
+        df = data.sort_values("popularity percentile")
         return hv.Bars(df, "model", ["popularity percentile", "spearman"]).opts(
-            width=PLOT_WIDTH, height=300, invert_axes=True, ylim=(0, 100), color="#4c72b0",
+            width=PLOT_WIDTH, height=300, invert_axes=True, ylim=(0, 100), color="#4c72b0", framewise=True,
             title=f"Popularity lean of user {self.user}'s top-{self.n} (100 = most-rated)",
             tools=["hover"], toolbar=None)
 
-    def _overlap_plot(self):
-        if self.overlap.empty:
-            return hv.Div("<p>No model is trained yet.</p>")
-        ov = self.overlap
-        heat = hv.HeatMap(ov, ["a", "b"], ("jaccard", "Jaccard overlap")).opts(
-            width=PLOT_WIDTH, height=300, cmap="Blues", clim=(0, 1), colorbar=True, xrotation=45,
+    def _overlap_plot(self, data):
+        heat = hv.HeatMap(data, ["a", "b"], ("jaccard", "Jaccard overlap")).opts(
+            width=PLOT_WIDTH, height=300, cmap="Blues", clim=(0, 1), colorbar=True, xrotation=45, framewise=True,
             title=f"Overlap of the top-{self.n} lists", xlabel="", ylabel="", tools=["hover"], toolbar=None)
-        labels = hv.Labels(ov.assign(text=ov["jaccard"].map(lambda v: f"{v:.1f}")), ["a", "b"], "text").opts(
+        labels = hv.Labels(data.assign(text=data["jaccard"].map(lambda v: f"{v:.1f}")), ["a", "b"], "text").opts(
             text_font_size="8pt", text_color="black")
         return heat * labels
 
@@ -213,7 +234,7 @@ class Recommendations(pn.viewable.Viewer):
             "scores for this user with the movies' number of ratings over all movies. *Overlap*: the Jaccard "
             "index of two lists, |A ∩ B| / |A ∪ B|.")
         return pn.Column(self._error, self._progress,
-                         pn.Row(pn.Column(controls, intro, self._ratings_view, width=420),
+                         pn.Row(pn.Column(controls, intro, self._ratings_title, self._ratings_table, width=420),
                                 pn.Column(self._plots, self._lists, sizing_mode="stretch_width"),
                                 sizing_mode="stretch_width"),
                          sizing_mode="stretch_width")
