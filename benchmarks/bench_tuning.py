@@ -19,13 +19,13 @@ import time
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 import cofiviz
 from cofiviz import datasets
 from cofiviz.evaluation import evaluate
 from cofiviz.models import get_model_class
 from cofiviz.protocols import lcr_weak
+from cofiviz.significance import paired_test
 
 METRIC = "ndcg@10"
 
@@ -37,11 +37,8 @@ def per_user(model, split) -> pd.Series:
 
 
 def paired(a: pd.Series, b: pd.Series) -> dict:
-    both = pd.concat([a, b], axis=1, keys=["a", "b"]).dropna()
-    diff = both["a"] - both["b"]
-    t_p = float(stats.ttest_rel(both["a"], both["b"]).pvalue) if len(both) > 1 else float("nan")
-    w_p = float(stats.wilcoxon(both["a"], both["b"]).pvalue) if (diff != 0).any() else 1.0
-    return {"n_users": int(len(both)), "diff": float(diff.mean()), "t_test_p": t_p, "wilcoxon_p": w_p}
+    res = paired_test(a, b, metric=METRIC)
+    return {k: res[k] for k in ("n_users", "diff", "t_test_p", "wilcoxon_p")}
 
 
 def main(argv=None) -> int:

@@ -196,6 +196,25 @@ def zero_one(test_ratings, test_scores, train_ratings=(), train_scores=()):
     return NAN if compared == 0 else wrong / compared
 
 
+# ------------------------------------------------------------------------------------------ ERR
+def err(ratings, scores, k=None, ymax=None):
+    """Chapelle et al. 2009, eq. 4: the user stops at position p with probability R = (2^g - 1) / 2^ymax
+    after passing every earlier one; ERR = sum_p (1/p) P(stop at p)."""
+    r = [float(v) for v in ratings]
+    if not r:
+        return NAN
+    top = max(1.0, max(r)) if ymax is None else float(ymax)
+    order = ranked_order(r, scores)
+    kk = len(r) if k is None else min(k, len(r))
+    total = 0.0
+    for p in range(kk):
+        stop_here = (2.0 ** r[order[p]] - 1.0) / 2.0 ** top
+        for q in range(p):
+            stop_here *= 1.0 - (2.0 ** r[order[q]] - 1.0) / 2.0 ** top
+        total += stop_here / (p + 1)
+    return total
+
+
 # ----------------------------------------------------------------------------------------- batch
 def metric(name, ratings, scores, threshold=4, ymax=5, d=3, alpha=5):
     """One list, one metric name of cofiviz.metrics.METRIC_FORMS (e.g. "ndcg@10")."""
@@ -220,6 +239,8 @@ def metric(name, ratings, scores, threshold=4, ymax=5, d=3, alpha=5):
         return graded_precision(ratings, scores, k, ymax)
     if family == "gr":
         return graded_recall(ratings, scores, k, ymax)
+    if family == "err":
+        return err(ratings, scores, k, ymax)
     raise ValueError(name)
 
 

@@ -26,7 +26,7 @@ LAYERS = [
     (4, ["cofiviz.protocols"]),
     (5, ["cofiviz.metrics", "cofiviz.losses", "cofiviz.solvers", "cofiviz.search"]),
     (6, ["cofiviz.models"]),
-    (7, ["cofiviz.evaluation"]),
+    (7, ["cofiviz.evaluation", "cofiviz.significance"]),
     (8, ["cofiviz.results", "cofiviz.experiment", "cofiviz.trace", "cofiviz.selection", "cofiviz.store",
          "cofiviz.sweep", "cofiviz.warmup"]),
     (9, ["cofiviz.reproductions", "cofiviz.reproduce"]),

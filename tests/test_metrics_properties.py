@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cofiviz.metrics as M
+from cofiviz.errors import DataError
 
 import reference_metrics as R
 
@@ -66,6 +67,8 @@ def test_single_list_kernels_equal_reference(lst, k, threshold):
         assert_same(M.gap(y, s, ymax=5, k=kk), R.gap(y, s, 5, kk), f"gap@{kk}")
         assert_same(M.eru(y, s, k=kk), R.eru(y, s, k=kk), "eru")
         assert_same(M.neru(y, s, d=2, alpha=3, k=kk), R.neru(y, s, 2, 3, kk), "neru")
+        assert_same(M.err(y, s, k=kk), R.err(y, s, kk), f"err@{kk}")
+        assert_same(M.err(y, s, k=kk, ymax=7.5), R.err(y, s, kk, 7.5), f"err@{kk} ymax=7.5")
     assert_same(M.precision_at_k(y, s, k, threshold), R.precision_at_k(y, s, k, threshold), "p@k")
     assert_same(M.mrr(y, s, threshold), R.mrr(y, s, threshold), "mrr")
     assert_same(M.graded_precision(y, s, n=k), R.graded_precision(y, s, k, 5), "gp")
@@ -250,3 +253,28 @@ def test_sorting_paths_on_shaped_scores(n, seed, shape):
          "inf": np.where(rng.random(n) < 0.3, np.inf, rng.random(n))}[shape]
     assert M.rank_order(y, s).tolist() == R.ranked_order(y, s)
     assert_same(M.gap(y, s), R.gap(y, s, 5), "gap")
+
+
+# ------------------------------------------------------------------------------------------ ERR
+def test_err_by_hand():
+    # R = (2^g - 1) / 2^2 = 3/4, 0, 1/4: ERR = 3/4 + 0 + (1/3)(1 - 3/4)(1 - 0)(1/4)
+    assert M.err([2, 0, 1], [0.9, 0.5, 0.1], ymax=2) == pytest.approx(0.75 + 1 / 48, abs=1e-15)
+    assert M.err([2, 0, 1], [0.9, 0.5, 0.1], k=1, ymax=2) == pytest.approx(0.75)
+    assert M.err([0, 0], [1.0, 2.0]) == 0.0 and math.isnan(M.err([], []))
+    # ymax defaults to the list's largest rating; a rating above a given ymax is refused with its index
+    assert M.err([2, 0, 1], [0.9, 0.5, 0.1]) == M.err([2, 0, 1], [0.9, 0.5, 0.1], ymax=2)
+    with pytest.raises(DataError, match="index 0"):
+        M.err([6, 1], [1.0, 0.0], ymax=5)
+    # grades far beyond 2^1023 do not overflow: the best item satisfies almost surely
+    assert M.err([2000.0, 1.0], [1.0, 0.0]) == pytest.approx(1.0 - 2.0 ** -2000)
+
+
+@FEW
+@given(graded_list(min_size=1, max_size=6), st.integers(1, 6))
+def test_err_is_largest_for_the_order_by_grade(lst, k):
+    y, _ = lst
+    off, yy, ss, _ = _permutation_batch(y)
+    every = M.score_lists(off, yy, ss, [f"err@{k}"], ymax=5)[f"err@{k}"]
+    best = M.err(y, y, k=k, ymax=5)
+    assert best == pytest.approx(every.max(), abs=1e-12)
+    assert 0.0 <= every.min() <= best < 1.0

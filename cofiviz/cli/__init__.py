@@ -5,7 +5,7 @@
     cofiviz run MODEL --train FILE --test FILE [--valid FILE] [--set KEY=VALUE ...]
                       [--metrics ndcg@10,ap,gap,zero_one] [--seed S] [--json OUT] [--threshold 4]
                       [--scale LO,HI] [--duplicates error|first|last|mean] [--encoding ENC] [--sep SEP]
-                      [--user COL] [--item COL] [--rating COL]
+                      [--user COL] [--item COL] [--rating COL] [--per-user]
     cofiviz split PROTOCOL --data movielens-100k|FILE --out DIR [--set KEY=VALUE ...] [--seed S]
                            [--scale LO,HI] [--duplicates ...] [--encoding ENC] [--sep SEP] [--user COL] ...
     cofiviz datasets [list | fetch NAME]
@@ -16,8 +16,9 @@
     cofiviz reproduce NAME|list [--quick] [--store DIR] [--html OUT] [--workers N] [--scheduler ADDR]
                                 [--json OUT]
     cofiviz serve [--port 5006] [--address localhost] [--threads 4]
+    cofiviz compare A.json B.json --metric M [--json OUT]
 
-One module per group of commands (:mod:`.run`, :mod:`.split`, :mod:`.catalog`, :mod:`.batch`, :mod:`.serve`), each adding
+One module per group of commands (:mod:`.run`, :mod:`.compare`, :mod:`.split`, :mod:`.catalog`, :mod:`.batch`, :mod:`.serve`), each adding
 its subcommands to the parser; :mod:`.options` holds what they share.
 
 Exit codes: 0 success; 2 a usage error (unknown model, parameter, metric or protocol, a value out of
@@ -34,7 +35,7 @@ from typing import Sequence
 
 from ..compile_notice import announce_compilation
 from ..errors import CofivizError, ParameterError
-from . import batch, catalog, run, serve, split
+from . import batch, catalog, compare, run, serve, split
 from .options import Parser, convert_value, parse_sets
 
 __all__ = ["main", "build_parser", "parse_sets", "convert_value"]
@@ -47,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog=PROG, description="cofiviz: a lab for collaborative ranking.")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     run.add_parser(sub)
+    compare.add_parser(sub)
     split.add_parser(sub)
     catalog.add_parsers(sub)
     batch.add_parsers(sub)

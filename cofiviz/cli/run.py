@@ -49,6 +49,8 @@ def add_parser(sub) -> None:
                    help="relevance threshold of AP, P@k (default 4; a top-N protocol.json beside --train: its own)")
     r.add_argument("--ymax", type=float, default=None, help="GAP's highest grade (default: the scale's maximum)")
     r.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    r.add_argument("--per-user", action="store_true",
+                   help="add each test user's values to the JSON (for `cofiviz compare`)")
     r.add_argument("--preset", default=None, metavar="NAME",
                    help="start from a named setting of the model (paper: the paper's own settings); --set overrides")
     r.add_argument("--tune", action="store_true",
@@ -208,6 +210,8 @@ def run(args) -> int:
     }
     if search is not None:
         result["search"] = search
+    if args.per_user:
+        result["per_user"] = per_user_columns(ev.per_user, metrics)
     if args.json:
         write_json(args.json, result)
     if not args.quiet:
@@ -222,6 +226,17 @@ def run(args) -> int:
         if args.json:
             print(f"wrote {args.json}")
     return 0
+
+
+def per_user_columns(per_user, metrics) -> dict:
+    """An evaluation's tidy per-user table as columns: ``{"user": [original ids], metric: [values], ...}``."""
+    wide = per_user.pivot(index="user", columns="metric", values="value")
+    first = per_user.drop_duplicates("user")["user"]  # the evaluation's user order
+    wide = wide.loc[first]
+    out = {"user": [u.item() if hasattr(u, "item") else u for u in wide.index]}
+    for m in metrics:
+        out[m] = wide[m].astype(float).tolist()
+    return out
 
 
 def _short(value) -> str:

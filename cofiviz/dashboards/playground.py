@@ -3,14 +3,14 @@
 Eight items with true grades 0..5 are ranked by scores. The visitor moves an item up or down (the
 buttons swap its place with its neighbour), edits the grades or the scores as text (equal scores make
 ties, which are highlighted and broken by :data:`cofiviz.metrics.TIE_RULE`), and sees NDCG@k, AP,
-GAP, P@k, ERU and MRR recomputed with the library's own functions, each position's contribution to
+GAP, P@k, ERU, MRR and ERR recomputed with the library's own functions, each position's contribution to
 each metric, and the formulas with the current numbers. ``panel serve apps/playground.py`` serves it;
 in JupyterLab, ``MetricPlayground()`` shows it inline.
 
 Cascade vs non-cascade: NDCG, P@k and ERU add up one term per position that depends only on the item
-there and its position; AP, GAP and MRR are *cascade* metrics, where an item's term also depends on
+there and its position; AP, GAP, MRR and ERR are *cascade* metrics, where an item's term also depends on
 what was ranked above it (AP and GAP: the relevant items above; MRR: only the first relevant one
-counts). The preset "NDCG vs GAP" shows two orders on which they disagree.
+counts; ERR: the chance that the items above did not already satisfy the user). The preset "NDCG vs GAP" shows two orders on which they disagree.
 """
 
 from __future__ import annotations
@@ -52,8 +52,8 @@ PRESETS = {
     "Ties": (_GRADES, (3.0, 3.0, 2.0, 2.0, 2.0, 1.0, 1.0, 0.0)),
 }
 
-METRICS = ("NDCG@k", "AP", "GAP", "P@k", "ERU", "MRR")
-CASCADE = {"NDCG@k": False, "AP": True, "GAP": True, "P@k": False, "ERU": False, "MRR": True}
+METRICS = ("NDCG@k", "AP", "GAP", "P@k", "ERU", "MRR", "ERR")
+CASCADE = {"NDCG@k": False, "AP": True, "GAP": True, "P@k": False, "ERU": False, "MRR": True, "ERR": True}
 
 
 def parse_numbers(text: str, n: int, name: str, *, integers: bool = False, low=None, high=None) -> tuple:
@@ -78,12 +78,13 @@ def parse_numbers(text: str, n: int, name: str, *, integers: bool = False, low=N
 
 
 def metric_values(grades, scores, k: int = 5, threshold: float = 4, d: float = 3, alpha: float = 5) -> dict:
-    """The six metrics of one list, computed by :mod:`cofiviz.metrics` (NaN when a metric skips it)."""
+    """The seven metrics of one list, computed by :mod:`cofiviz.metrics` (NaN when a metric skips it)."""
     y = np.asarray(grades, dtype=np.float64)
     s = np.asarray(scores, dtype=np.float64)
     return {"NDCG@k": M.ndcg(y, s, k=k), "AP": M.average_precision(y, s, threshold=threshold),
             "GAP": M.gap(y, s, ymax=YMAX), "P@k": M.precision_at_k(y, s, k=k, threshold=threshold),
-            "ERU": M.eru(y, s, d=d, alpha=alpha), "MRR": M.mrr(y, s, threshold=threshold)}
+            "ERU": M.eru(y, s, d=d, alpha=alpha), "MRR": M.mrr(y, s, threshold=threshold),
+            "ERR": M.err(y, s, ymax=YMAX)}
 
 
 def contributions(grades, scores, k: int = 5, threshold: float = 4, d: float = 3, alpha: float = 5):
@@ -133,10 +134,13 @@ def contributions(grades, scores, k: int = 5, threshold: float = 4, d: float = 3
         rr_terms[first] = 1.0 / (first + 1)
     else:
         rr_terms[:] = np.nan
+    sat = M.satisfaction(yr, YMAX)
+    reach = np.concatenate([[1.0], np.cumprod(1.0 - sat)[:-1]]) if n else np.zeros(0)
+    err_terms = reach * sat / pos
     terms = {"NDCG@k": ndcg_terms, "AP": ap_terms, "GAP": gap_terms, "P@k": p_terms, "ERU": eru_terms,
-             "MRR": rr_terms}
+             "MRR": rr_terms, "ERR": err_terms}
     parts = {"dcg_terms": dcg_terms, "dcg": float(dcg_terms.sum()), "idcg": float(idcg), "n_rel": n_rel,
-             "prec": prec, "Z": Z, "S": S, "k": kk, "ranked_grades": yr}
+             "prec": prec, "Z": Z, "S": S, "k": kk, "ranked_grades": yr, "reach": reach}
     return order, terms, parts
 
 
@@ -145,7 +149,7 @@ def _fmt(v: float, digits: int = 3) -> str:
 
 
 class MetricPlayground(pn.viewable.Viewer):
-    """Reorder a graded list by hand; NDCG@k, AP, GAP, P@k, ERU and MRR with per-position terms."""
+    """Reorder a graded list by hand; NDCG@k, AP, GAP, P@k, ERU, MRR and ERR with per-position terms."""
 
     preset = param.Selector(default="NDCG vs GAP: A (NDCG@5 prefers)", objects=list(PRESETS),
                             doc="Load a prepared list.")
@@ -282,6 +286,9 @@ class MetricPlayground(pn.viewable.Viewer):
             f"= **{_fmt(v['ERU'])}**",
             f"- **MRR** *(cascade: only the first relevant counts)* = 1/{first if first else '∞'} "
             f"= **{_fmt(v['MRR'])}**",
+            f"- **ERR** *(cascade)* = Σₚ (1/p) R(yₚ) Π_{{i<p}} (1 − R(yᵢ)), R(y) = (2^y − 1)/2^{YMAX}: the chance the "
+            f"user is still reading at each position is {' '.join(f'{r:.2f}' for r in parts['reach'])} "
+            f"= **{_fmt(v['ERR'])}**",
             "",
             "*Non-cascade* metrics add one term per position that depends only on that item and its place; "
             "in *cascade* metrics an item's term also depends on what is ranked above it. Compare the "

@@ -16,7 +16,7 @@ Conventions (the same for every metric):
 
 Single lists: :func:`ndcg`, :func:`average_precision`, :func:`gap`, :func:`precision_at_k`,
 :func:`mrr`, :func:`eru`, :func:`neru`, :func:`zero_one`, :func:`graded_precision`,
-:func:`graded_recall`. Many users (CSR layout): :func:`score_lists` (every list metric, one pass,
+:func:`graded_recall`, :func:`err`. Many users (CSR layout): :func:`score_lists` (every list metric, one pass,
 names in :data:`METRIC_FORMS`, parsed by :func:`parse_metric`) and :func:`zero_one_lists`.
 :func:`rank_order` exposes the ranking itself. Metric names (:mod:`~cofiviz.metrics.names`):
 :func:`check_metrics`, :func:`lower_is_better`. A model's rankings of every user's list
@@ -24,8 +24,8 @@ names in :data:`METRIC_FORMS`, parsed by :func:`parse_metric`) and :func:`zero_o
 
 Sources: NDCG from CofiRank (Weimer et al., NIPS 2007), AP from LCR (Lee et al., WWW 2014, §5.1),
 GAP / GP@n / GR@n from GAPfm (Shi et al., eqs 2-5 and appendix D), P@k from GAPfm §5.1, ERU / NERU
-from CofiRank appendix A.4, zero-one pair error from LCR (eq 6 and §5.1). Importing this package
-compiles nothing; kernels compile (or load from numba's on-disk cache) at first use, or ahead of time
+from CofiRank appendix A.4, zero-one pair error from LCR (eq 6 and §5.1), ERR from Chapelle et al. (CIKM 2009,
+eq. 4). Importing this package compiles nothing; kernels compile (or load from numba's on-disk cache) at first use, or ahead of time
 with :func:`warmup`.
 """
 
@@ -34,6 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from .batch import score_lists
+from .err import err, satisfaction
 from .eru import eru, neru
 from .gap import gap, graded_precision, graded_recall, thresholding_probabilities
 from .names import METRIC_FORMS, ZERO_ONE, MetricSpec, check_metrics, lower_is_better, parse_metric
@@ -43,11 +44,11 @@ from .precision import average_precision, mrr, precision_at_k
 from .ranking import TIE_RULE, rank_order
 from .scorer import default_threshold, mean_metrics, per_user_metrics, resolve_ymax
 
-__all__ = ["ndcg", "average_precision", "gap", "precision_at_k", "mrr", "eru", "neru", "zero_one",
+__all__ = ["ndcg", "average_precision", "gap", "precision_at_k", "mrr", "eru", "neru", "err", "zero_one",
            "zero_one_lists", "graded_precision", "graded_recall", "score_lists", "parse_metric",
            "METRIC_FORMS", "MetricSpec", "rank_order", "TIE_RULE", "thresholding_probabilities", "warmup",
            "ZERO_ONE", "check_metrics", "lower_is_better", "per_user_metrics", "mean_metrics", "default_threshold",
-           "resolve_ymax"]
+           "resolve_ymax", "satisfaction"]
 
 
 def warmup() -> None:
@@ -68,7 +69,8 @@ def warmup() -> None:
         mrr(yy, s)
         eru(yy, s)
         neru(yy, s)
-        score_lists(off, yy, s, ["ndcg@3", "ap", "p@2", "mrr", "eru", "neru@2"])
+        err(yy, s, k=3)
+        score_lists(off, yy, s, ["ndcg@3", "ap", "p@2", "mrr", "eru", "neru@2", "err"])
     gap(y, s, ymax=5)
     graded_precision(y, s, n=2, ymax=5)
     graded_recall(y, s, n=2, ymax=5)

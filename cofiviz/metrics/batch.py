@@ -14,6 +14,7 @@ import numpy as np
 from numba import njit, prange
 
 from ._validation import MAX_GAP_GRADE, check_real, check_ymax
+from .err import _err_user, resolve_top
 from .eru import _eru_user, _neru_user, eru_weights
 from .gap import S_TABLE, T_TABLE, _gap_user, _gp_user, _gr_user
 from .names import FAMILIES, parse_metrics
@@ -31,7 +32,7 @@ _NEEDS_IDEAL = {"ndcg", "gap", "neru", "gp"}
 
 @njit(parallel=True, cache=True, nogil=True)  # the dashboards score while serving: let the event loop run
 def _score_lists_kernel(offsets, ratings, scores, codes, ks, threshold, S, T, d, w, disc, gain, need_ideal, graded,
-                        ymax, n_blocks, max_len):
+                        ymax, err_top, n_blocks, max_len):
     n_users = offsets.shape[0] - 1
     n_m = codes.shape[0]
     out = np.empty((n_m, n_users))
@@ -76,8 +77,10 @@ def _score_lists_kernel(offsets, ratings, scores, codes, ks, threshold, S, T, d,
                     v = _neru_user(r, i, k, d, w)
                 elif c == 7:
                     v = _gp_user(r, i, k, S)
-                else:
+                elif c == 8:
                     v = _gr_user(r, k, S)
+                else:
+                    v = _err_user(r, k, err_top)
                 out[m, u] = v
     return out, status
 
@@ -91,7 +94,7 @@ def score_lists(offsets, ratings, scores, metrics=("ndcg@10", "ap", "gap"), thre
     (scores descending; among equal scores the lower true rating first, then the lower position) and
     every requested metric is computed from that ranking, with the definitions of the single-list
     functions :func:`ndcg`, :func:`average_precision`, :func:`gap`, :func:`precision_at_k`,
-    :func:`mrr`, :func:`eru`, :func:`neru`, :func:`graded_precision` and :func:`graded_recall`.
+    :func:`mrr`, :func:`eru`, :func:`neru`, :func:`graded_precision`, :func:`graded_recall` and :func:`err`.
 
     Parameters
     ----------
@@ -104,7 +107,7 @@ def score_lists(offsets, ratings, scores, metrics=("ndcg@10", "ap", "gap"), thre
     metrics : sequence of str or comma-separated str, default ("ndcg@10", "ap", "gap")
         Names from :data:`METRIC_FORMS` (case-insensitive): ``ndcg``, ``ndcg@K``, ``ap``, ``ap@K``,
         ``gap``, ``gap@K``, ``p@K``, ``mrr``, ``eru``, ``eru@K``, ``neru``, ``neru@K``, ``gp@K``,
-        ``gr@K``. ``ndcg`` without a cutoff is NDCG over the whole list.
+        ``gr@K``, ``err``, ``err@K``. ``ndcg`` without a cutoff is NDCG over the whole list.
     threshold : float, default 4
         Relevance threshold (rating >= threshold) of ``ap``, ``p@K`` and ``mrr`` (GAPfm uses 5).
     ymax : int or None, default None
@@ -112,7 +115,8 @@ def score_lists(offsets, ratings, scores, metrics=("ndcg@10", "ap", "gap"), thre
         ``0..ymax``; ``None`` takes ``int(max(ratings))`` over the whole batch (at least 1). The
         values of these metrics do not depend on ``ymax`` (the 1 / 2^ymax factor of every delta_l
         cancels, see :mod:`cofiviz.metrics.gap`), so ``ymax`` only validates the grades; it is
-        ignored when no GAP-family metric is requested.
+        ignored when no GAP-family metric is requested. ``err`` takes it as the top of its gain
+        ``(2^g - 1) / 2^ymax`` (any positive real; ``None``: the largest rating of the batch, at least 1).
     d, alpha : float, default 3 and 5
         Neutral vote and half-life of ``eru`` / ``neru``.
 
@@ -122,7 +126,8 @@ def score_lists(offsets, ratings, scores, metrics=("ndcg@10", "ap", "gap"), thre
         Canonical lower-case metric name (``"ndcg@10"``) -> float64 array of length ``n_users``. NaN
         marks a skipped user: an empty list for every metric, and otherwise as documented per metric
         (``ndcg``: no rating > 0; ``ap`` and ``mrr``: no rating >= threshold; ``gap``, ``gp``,
-        ``gr``: no rated candidate; ``neru``: no rating > d). Average with ``np.nanmean``.
+        ``gr``: no rated candidate; ``neru``: no rating > d; ``err`` skips only empty lists). Average with
+        ``np.nanmean``.
 
     Raises
     ------
@@ -157,8 +162,11 @@ def score_lists(offsets, ratings, scores, metrics=("ndcg@10", "ap", "gap"), thre
     disc = discounts(length) if "ndcg" in families else np.zeros(1)
     need_ideal = bool(families & _NEEDS_IDEAL)
     limit = float(MAX_GAP_GRADE if ym is None else ym)
+    top = 1.0
+    if "err" in families:  # a non-finite rating gives no top: the kernel reports it by index and user
+        top = resolve_top(bt.ratings, ymax) if np.isfinite(bt.ratings).all() else 1.0
     with bt.threads():
         out, status = _score_lists_kernel(bt.offsets, bt.ratings, bt.scores, codes, ks, t, S_TABLE, T_TABLE, dd, w,
-                                          disc, GAINS, need_ideal, graded, limit, *bt.scratch_args())
+                                          disc, GAINS, need_ideal, graded, limit, top, *bt.scratch_args())
     bt.raise_for(status, ym)
     return {name: out[m] for m, name in enumerate(names)}

@@ -18,9 +18,9 @@ __all__ = ["METRIC_FORMS", "FAMILIES", "ZERO_ONE", "ZERO_ONE_ALIASES", "MetricSp
 
 #: Every metric name :func:`score_lists` understands (``K`` is a positive integer; case-insensitive).
 METRIC_FORMS = ("ndcg", "ndcg@K", "ap", "ap@K", "gap", "gap@K", "p@K", "mrr", "eru", "eru@K", "neru",
-                "neru@K", "gp@K", "gr@K")
+                "neru@K", "gp@K", "gr@K", "err", "err@K")
 #: The list-metric families of :data:`METRIC_FORMS`.
-FAMILIES = ("ndcg", "ap", "gap", "p", "mrr", "eru", "neru", "gp", "gr")
+FAMILIES = ("ndcg", "ap", "gap", "p", "mrr", "eru", "neru", "gp", "gr", "err")
 #: The pairwise error of LCR (eq 6, §5.1), the one error metric: lower is better.
 ZERO_ONE = "zero_one"
 #: Names of :data:`ZERO_ONE`, compared after stripping, lower-casing and writing ``-`` as ``_``.
