@@ -18,7 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable
 
+import numpy as np
 import pandas as pd
+
+from .metrics.names import lower_is_better
+from .significance import PAIRED_FIELDS, best_against_others, holm
 
 __all__ = ["Results"]
 
@@ -57,3 +61,52 @@ class Results:
         keys = [c for c in ("label", "model", "setting", "protocol", "protocol_params") if c in r.columns]
         out = r.groupby(keys + ["metric"], sort=False, dropna=False)["value"].agg(["mean", "std", "count"])
         return out.reset_index()
+
+    def paired_tests(self, metric: str) -> pd.DataFrame:
+        """The paired tests of the best method against each other one, per protocol setting, on the test part.
+
+        A method is a (label, model setting) over its seeds; its per-user test values (cells run with
+        ``per_user=True``) are paired with the best method's by (seed, user), since a seed fixes the split. The
+        best has the highest mean over seeds of ``metric`` (lowest for an error rate), as :meth:`summary` ranks. Columns: the protocol's columns,
+        ``label``, ``setting``, ``best`` and ``best_setting`` (the best method's), ``is_best``, the fields of
+        :func:`cofiviz.significance.paired_test` (``a`` this method, ``b`` the best) and ``p_holm``, the
+        Wilcoxon p-value after Holm's correction across every test of the table. Empty without per-user values.
+        """
+        columns = ["label", "setting", "best", "best_setting", "is_best", *PAIRED_FIELDS, "p_holm"]
+        r, pu = self.results, self.per_user
+        if r.empty or pu is None or pu.empty:
+            return pd.DataFrame(columns=columns)
+        r = r[(r["part"] == "test") & (r["metric"] == metric)]
+        pu = pu[pu["metric"] == metric]
+        groups = [c for c in ("protocol", "protocol_params") if c in r.columns]
+        methods = [c for c in ("label", "setting") if c in r.columns]
+        frames = []
+        for gkey, g in (r.groupby(groups, sort=False, dropna=False) if groups else [((), r)]):
+            names, values, means = [], {}, {}
+            for mkey, mg in g.groupby(methods, sort=False, dropna=False):
+                sub = pu[pu["cell"].isin(set(mg["cell"]))]
+                if len(sub):
+                    i = len(names)
+                    names.append(mkey if isinstance(mkey, tuple) else (mkey,))
+                    means[i] = float(mg["value"].mean())
+                    values[i] = pd.Series(sub["value"].to_numpy(dtype=float),
+                                          index=(sub["seed"].astype(str) + ":" + sub["user"].astype(str)).to_numpy())
+            if not values:
+                continue
+            low = lower_is_better(metric)
+            ranked = pd.Series(means).dropna()
+            best = None if ranked.empty else int(ranked.idxmin() if low else ranked.idxmax())
+            t = best_against_others(values, metric, lower_is_better=low, best=best)
+            for j, col in enumerate(methods):
+                t[col] = [names[i][j] for i in t["method"]]
+            best = names[int(t["best"].iloc[0])]
+            t["best"] = best[0]
+            t["best_setting"] = best[1] if len(best) > 1 else ""
+            for j, col in enumerate(groups):
+                t[col] = gkey[j] if isinstance(gkey, tuple) else gkey
+            frames.append(t.drop(columns="method"))
+        if not frames:
+            return pd.DataFrame(columns=columns)
+        out = pd.concat(frames, ignore_index=True)
+        out["p_holm"] = holm(out["wilcoxon_p"].to_numpy(dtype=np.float64))
+        return out[groups + columns]

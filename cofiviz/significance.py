@@ -21,7 +21,7 @@ from scipy import stats
 
 from .errors import DataError
 
-__all__ = ["paired_test", "holm", "PAIRED_FIELDS"]
+__all__ = ["paired_test", "holm", "best_against_others", "PAIRED_FIELDS"]
 
 #: the fields of :func:`paired_test`'s result, in order
 PAIRED_FIELDS = ("metric", "n_users", "mean_a", "mean_b", "diff", "t_test_p", "wilcoxon_p", "n_left_out")
@@ -95,3 +95,48 @@ def holm(pvalues: Sequence[float]) -> np.ndarray:
         running = max(running, min(1.0, (m - i) * p[j]))
         out[j] = running
     return out
+
+
+def best_against_others(values: Mapping[str, pd.Series], metric: str = "", lower_is_better: bool = False,
+                        best=None) -> pd.DataFrame:
+    """The paired tests of the best method against each other one.
+
+    Parameters
+    ----------
+    values : mapping of str to pandas.Series
+        Each method's per-user values, indexed alike (the same user, or the same (seed, user), under the same
+        key), NaN where a user is skipped.
+    metric : str
+        The metric's name, carried into the rows.
+    lower_is_better : bool
+        The best method is the one with the lowest mean (an error rate) instead of the highest.
+    best : str, optional
+        The best method, when the caller ranks the methods otherwise (e.g. by the mean over seeds of the
+        per-seed means); default: the best mean of ``values``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per method: ``method``, ``best`` (the best method's name), ``is_best``, and for the others the
+        fields of :func:`paired_test` with ``a`` the other method and ``b`` the best one (``diff`` < 0: below
+        the best on a higher-is-better metric); the best method's row has NaN there. No rows when no method
+        has a value.
+    """
+    means = {name: float(np.nanmean(s.to_numpy(dtype=float))) if np.isfinite(s.to_numpy(dtype=float)).any()
+             else float("nan") for name, s in values.items()}
+    scored = {k: v for k, v in means.items() if np.isfinite(v)}
+    if not scored:
+        return pd.DataFrame(columns=["method", "best", "is_best", *PAIRED_FIELDS])
+    if best is None:
+        best = (min if lower_is_better else max)(scored, key=scored.get)
+    elif best not in values:
+        raise KeyError(f"best method {best!r} has no values")
+    rows = []
+    for name, s in values.items():
+        row = {"method": name, "best": best, "is_best": name == best}
+        if name == best:
+            row.update({f: (metric if f == "metric" else float("nan")) for f in PAIRED_FIELDS})
+        else:
+            row.update(paired_test(s, values[best], metric=metric))
+        rows.append(row)
+    return pd.DataFrame(rows)

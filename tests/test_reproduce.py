@@ -12,6 +12,7 @@ from cofiviz import reproductions as R
 from cofiviz.cli import main
 from cofiviz.errors import ParameterError
 from cofiviz.reproductions.cofirank import AUTHORS_CODE, AUTHORS_CODE_STRONG, AUTHORS_CODE_TOPN
+from cofiviz.significance import holm
 
 DATA = {"name": "synthetic", "kind": "popularity", "n_users": 150, "n_items": 100, "density": 0.4}
 NAMES = ["cofirank-table2", "cofirank-table3", "lcr-table2", "lcr-figures", "gapfm-table4", "gapfm-topn"]
@@ -51,6 +52,16 @@ def test_quick_reproduction_writes_report(name, tmp_path):
     assert len(ok) and ok["cofiviz"].between(0, 1).all()
     with_paper = ok[ok["paper"].notna()]
     assert ((with_paper["cofiviz"] - with_paper["paper"] - with_paper["diff"]).abs() < 1e-12).all()
+    # each (metric, N) has one best method; every other one carries its paired tests against it
+    for (metric, n), g in ok.groupby(["metric", "N"]):
+        assert (g["vs_best"] == 0).sum() == 1, (metric, n)
+        best = g.loc[g["vs_best"] == 0, "cofiviz"].iloc[0]
+        assert best == g["cofiviz"].max()
+        others = g[g["vs_best"] != 0]
+        assert others["wilcoxon_p"].between(0, 1).all() and others["vs_best"].notna().all()
+        assert (others["p_holm"] >= others["wilcoxon_p"] - 1e-15).all()
+    tested = t["wilcoxon_p"].notna()
+    assert t.loc[tested, "p_holm"].tolist() == pytest.approx(holm(t.loc[tested, "wilcoxon_p"].tolist()).tolist())
     if name == "cofirank-table2":
         assert t.loc[t["method"] == "MMMF", "status"].str.startswith("missing").all()
         assert t.loc[t["method"] == "CofiRank-NDCG", "paper"].iloc[0] == pytest.approx(0.64)

@@ -159,3 +159,40 @@ def test_compare_refuses_runs_without_per_user_values_with_a_message(runs, tmp_p
     proc = subprocess.run([sys.executable, "-m", "cofiviz.cli", "compare", str(runs["itemmean"]),
                            str(runs["poprec"]), "--metric", "nope"], capture_output=True, text=True)
     assert proc.returncode == 2 and "unknown metric" in proc.stderr
+
+
+def test_experiment_results_carry_the_tests_of_the_best_against_each_other_method():
+    from cofiviz import Experiment
+
+    exp = Experiment(models={"poprec": {}, "itemmean": {"damping": [0, 25]}},
+                     data={"name": "synthetic", "kind": "popularity", "n_users": 300, "n_items": 150, "density": 0.3,
+                           "seed": 0},
+                     protocol={"name": "cofirank-weak", "n_train": [10, 15]}, seeds=[0, 1], metrics=["ndcg@10"],
+                     per_user=True)
+    res = exp.run()
+    tests = res.paired_tests("ndcg@10")
+    assert len(tests) == 2 * 3
+    summary = res.summary("ndcg@10")
+    for params, g in tests.groupby("protocol_params"):
+        assert g["is_best"].sum() == 1
+        best = g[g["is_best"]].iloc[0]
+        means = summary[summary["protocol_params"] == params].set_index(["label", "setting"])["mean"]
+        assert means[(best["label"], best["setting"])] == means.max()
+        # each other row is paired_test of its per-user values against the best's, by (seed, user)
+        pu = res.per_user
+        cells = res.results[(res.results["protocol_params"] == params) & (res.results["part"] == "test")]
+
+        def values(label, setting):
+            keys = set(cells[(cells["label"] == label) & (cells["setting"] == setting)]["cell"])
+            sub = pu[pu["cell"].isin(keys) & (pu["metric"] == "ndcg@10")]
+            return dict(zip(sub["seed"].astype(str) + ":" + sub["user"].astype(str), sub["value"]))
+
+        for _, row in g[~g["is_best"]].iterrows():
+            ref = paired_test(values(row["label"], row["setting"]), values(best["label"], best["setting"]))
+            assert row["n_users"] == ref["n_users"] > 100
+            assert row["t_test_p"] == pytest.approx(ref["t_test_p"], nan_ok=True)
+    assert tests["p_holm"].dropna().ge(tests["wilcoxon_p"].dropna()).all()
+    # without per-user values there is nothing to pair
+    no_users = Experiment(models={"poprec": {}}, data={"name": "synthetic", "n_users": 80, "n_items": 60, "density": 0.5, "seed": 0},
+                          protocol={"name": "cofirank-weak", "n_train": 10}, metrics=["ndcg@10"]).run()
+    assert no_users.paired_tests("ndcg@10").empty

@@ -34,7 +34,9 @@ from ._shared import KERNEL_LOCK, SessionWorker, kernels_need_lock
 __all__ = ["Comparisons", "default_store"]
 
 _FIGURES = ("Figure 1", "Figure 2", "Figure 3", "Figure 5")
-_TABLE_COLUMNS = ["N", "method", "paper", "original", "cofiviz", "cofiviz_std", "diff", "seeds", "status", "setting"]
+#: p_holm: the Wilcoxon test against the best method of the same N, Holm-corrected across the table
+_TABLE_COLUMNS = ["N", "method", "paper", "original", "cofiviz", "cofiviz_std", "diff", "vs_best", "p_holm", "seeds",
+                  "status", "setting"]
 
 
 def _describe(cell) -> str:
@@ -159,7 +161,11 @@ class Comparisons(pn.viewable.Viewer):
         self._plots.object = self._table_plot(t)
         # the authors' own code's numbers exist for a few CofiRank rows only
         cols = [c for c in _TABLE_COLUMNS if c in t.columns and (c != "original" or t[c].notna().any())]
-        self._table.value = t[cols].round(4).reset_index(drop=True) if len(t) else \
+        view = t[cols].copy()
+        if "p_holm" in view.columns:  # p-values span many decades: shown as text, "best" on the best row
+            view["p_holm"] = ["best" if vb == 0 else ("—" if pd.isna(p) else f"{p:.1e}")
+                              for p, vb in zip(t["p_holm"], t["vs_best"])]
+        self._table.value = view.round(4).reset_index(drop=True) if len(t) else \
             pd.DataFrame(columns=_TABLE_COLUMNS)
 
     def _table_plot(self, t: pd.DataFrame):

@@ -12,12 +12,18 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..metrics.names import lower_is_better
 from ..results import Results
 from ..selection import choose_setting
+from ..significance import best_against_others, holm
 from .lcr import figure_summary, short_labels
 from .spec import REPRODUCTIONS, Reproduction, paper_frame
 
-__all__ = ["ReproductionReport", "compare", "format_table", "write_html", "paper_table"]
+__all__ = ["ReproductionReport", "compare", "format_table", "write_html", "paper_table", "add_paired_tests",
+           "PAIRED_COLUMNS"]
+
+#: the significance columns of a comparison table (:func:`add_paired_tests`)
+PAIRED_COLUMNS = ["vs_best", "t_test_p", "wilcoxon_p", "p_holm"]
 
 
 def paper_table() -> pd.DataFrame:
@@ -89,7 +95,47 @@ def compare(rep: Reproduction, results: Results, missing: list, quick: bool) -> 
                            cells=",".join(dict.fromkeys(chosen["cell"])) if "cell" in chosen.columns else "")
                 row["diff"] = row["cofiviz"] - pv
                 rows.append(row)
-    return pd.DataFrame(rows)
+    return add_paired_tests(pd.DataFrame(rows), results)
+
+
+def _user_values(per_user: pd.DataFrame, cells: str, metric: str) -> pd.Series:
+    """One method's per-user test values over its chosen cells, keyed ``"seed:user"`` (a seed is a split)."""
+    keys = [c for c in str(cells).split(",") if c]
+    pu = per_user[per_user["cell"].isin(keys) & (per_user["metric"] == metric)]
+    index = pu["seed"].astype(str) + ":" + pu["user"].astype(str)
+    return pd.Series(pu["value"].to_numpy(dtype=float), index=index.to_numpy())
+
+
+def add_paired_tests(table: pd.DataFrame, results: Results) -> pd.DataFrame:
+    """The paired tests of the best method of each (metric, N) against each other one, as the papers report
+    significance (CofiRank Table 2: the best against the second best; GAPfm §5: Wilcoxon, p < 0.01).
+
+    Users are paired within a split (the same seed); ``vs_best`` is the method's mean per-user difference to the
+    best one (0 on the best row), ``t_test_p`` and ``wilcoxon_p`` the two-sided p-values of
+    :func:`cofiviz.significance.paired_test`, ``p_holm`` the Wilcoxon p-value after Holm's correction across every
+    test of the table. NaN where a method has no per-user values (cells computed without them).
+    """
+    table = table.copy()
+    for c in PAIRED_COLUMNS:
+        table[c] = math.nan
+    pu = results.per_user
+    if table.empty or pu is None or pu.empty or "cells" not in table.columns:
+        return table
+    for (metric, n), g in table[table["status"] == "ok"].groupby(["metric", "N"], sort=False):
+        values = {i: _user_values(pu, table.at[i, "cells"], metric) for i in g.index}
+        values = {i: v for i, v in values.items() if len(v)}
+        if len(values) < 2:
+            continue
+        low = lower_is_better(metric)
+        means = table.loc[list(values), "cofiviz"]
+        tests = best_against_others(values, metric, lower_is_better=low,
+                                    best=means.idxmin() if low else means.idxmax())
+        for _, t in tests.iterrows():
+            i = t["method"]
+            table.loc[i, ["vs_best", "t_test_p", "wilcoxon_p"]] = (
+                (0.0, math.nan, math.nan) if t["is_best"] else (t["diff"], t["t_test_p"], t["wilcoxon_p"]))
+    table["p_holm"] = holm(table["wilcoxon_p"].to_numpy(dtype=float))
+    return table
 
 
 def format_table(table: pd.DataFrame) -> str:
@@ -101,22 +147,31 @@ def format_table(table: pd.DataFrame) -> str:
         if v is None or (isinstance(v, float) and math.isnan(v)):
             return "—"
         return f"{v:+.4f}" if signed else f"{v:.4f}"
+    def fp(v):
+        return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.1e}"
     lines = []
     orig = "original" in table.columns and table["original"].notna().any()
+    tested = "p_holm" in table.columns and table["p_holm"].notna().any()
     w = max([30, *(len(str(m)) for m in table["method"])])
     for metric, g in table.groupby("metric", sort=False):
         lines.append(f"\n{metric}")
         head = (f"  {'N':>3}  {'method':{w}s} {'paper':>8}" + (f" {'original':>8}" if orig else "")
-                + f" {'cofiviz':>8} {'± std':>7} {'diff':>8}  status / chosen setting")
+                + f" {'cofiviz':>8} {'± std':>7} {'diff':>8}" + (f" {'p (Holm)':>8}" if tested else "")
+                + "  status / chosen setting")
         lines.append(head)
         for _, r in g.iterrows():
             extra = r["status"] if r["status"] != "ok" else r["setting"]
             lines.append(f"  {r['N']:>3}  {r['method']:{w}s} {f(r['paper']):>8}"
                          + (f" {f(r['original']):>8}" if orig else "")
-                         + f" {f(r['cofiviz']):>8} {f(r['cofiviz_std']):>7} {f(r['diff'], True):>8}  {extra}")
+                         + f" {f(r['cofiviz']):>8} {f(r['cofiviz_std']):>7} {f(r['diff'], True):>8}"
+                         + ((" " + ("    best" if r["vs_best"] == 0 else f"{fp(r['p_holm']):>8}")) if tested else "")
+                         + f"  {extra}")
     if orig:
         lines.append("\noriginal: the authors' own code run on the same protocol (mean of seeds 0-2); diff is "
                      "cofiviz - paper")
+    if tested:
+        lines.append("\np (Holm): Wilcoxon signed-rank test of each method against the best of its N (paired by user "
+                     "and split), Holm-corrected across the table")
     return "\n".join(lines)
 
 
@@ -161,7 +216,9 @@ def write_html(path: Path, rep: Reproduction, table: pd.DataFrame, results: Resu
     plots = _plots(rep, table, results)
     fmt = {c: (lambda v: "—" if pd.isna(v) else f"{v:.4f}")
            for c in ("paper", "paper_std", "original", "cofiviz", "cofiviz_std")}
-    fmt["diff"] = lambda v: "—" if pd.isna(v) else f"{v:+.4f}"
+    fmt["diff"] = fmt["vs_best"] = lambda v: "—" if pd.isna(v) else f"{v:+.4f}"
+    for c in ("t_test_p", "wilcoxon_p", "p_holm"):
+        fmt[c] = lambda v: "—" if pd.isna(v) else f"{v:.2g}"
     head = (f"<h1>{html.escape(rep.title)}</h1><p><b>cofiviz reproduce {rep.name}</b>"
             f"{' (quick: reduced version, not the paper protocol in full)' if quick else ''} — "
             f"{len(results.cells)} cells, {seconds:.0f} s, written {time.strftime('%Y-%m-%d %H:%M:%S')}</p>"
