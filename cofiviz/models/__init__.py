@@ -13,9 +13,10 @@ from .gapfm import GAPfm
 from .gcr import GCR
 from .lcr import LCR
 from .llorma import LLORMA
+from .mmmf import MMMF
 from .nmf import NMF
 from .popularity import ItemMean, PopRec
 from .regsvd import RegSVD
 
 __all__ = ["Model", "IterationInfo", "MODEL_REGISTRY", "available_models", "get_model_class", "make_model", "PopRec", "ItemMean", "CofiRank", "GCR",
-           "LCR", "LLORMA", "RegSVD", "GAPfm", "NMF", "BPMF", "Bilinear"]
+           "LCR", "LLORMA", "RegSVD", "GAPfm", "NMF", "BPMF", "Bilinear", "MMMF"]

@@ -2,8 +2,8 @@
 
 ``cofirank-table2``  weak generalization (N = 10, 20, 50 given ratings per user, the rest tested), NDCG@10;
                      CofiRank with the NDCG, ordinal and regression losses at the paper's settings
-                     (d = 100, λ = 10, 31 iterations); MMMF (not in cofiviz, reported missing); PopRec and
-                     ItemMean beside.
+                     (d = 100, λ = 10, 31 iterations); MMMF at the paper's settings (k = 100, λ = 1/1.6);
+                     PopRec and ItemMean beside.
 ``cofirank-table3``  strong generalization (100 test users folded in from N given ratings, items with < 50
                      ratings dropped), NDCG@10.
 ``cofirank-tuned``   beyond the paper: the LCR protocol (10 validation ratings per user), CofiRank-NDCG with
@@ -80,7 +80,8 @@ WEAK_METHODS = [
                 "problem at λ = 10/N): at λ = 10 the unweighted factors collapse to zero"),
     Method("CofiRank-Regression", "cofirank", "CofiRank-Regression", {**PAPER_SETTINGS, "loss": "regression"},
            quick=_QUICK, original=AUTHORS_CODE["regression"]),
-    Method("MMMF", None, "MMMF", note="maximum-margin matrix factorisation (Srebro et al.) is not in cofiviz"),
+    Method("MMMF", "mmmf", "MMMF", {"rank": 100, "reg": 1 / 1.6, "max_iter": 100}, quick={"rank": 10, "max_iter": 3},
+           note="fast MMMF (Rennie & Srebro 2005), the code the paper ran, at its settings: k = 100, λ = 1/1.6"),
     Method("PopRec", "poprec", None),
     Method("ItemMean", "itemmean", None),
 ]
@@ -113,7 +114,7 @@ register(Reproduction(
                                           "ItemMean")],
     selection="none", paper_numbers=TABLE3,
     notes=["Items with < 50 ratings dropped; the 100 users with most ratings are the test users, folded in from "
-           "N given ratings with the item factors frozen (CofiRank.fold_in).",
+           "N given ratings with the item factors frozen (CofiRank.fold_in, MMMF.fold_in).",
            "Ten splits (seeds 0-9), as the paper's ten runs. 'original': the authors' C++ code in its STRONG mode "
            "on the same splits (seeds 0-2; benchmarks/authors_cofirank.py strong), which folds the test users in "
            "against its item factors of lowest item-phase loss."]))
