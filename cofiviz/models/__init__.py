@@ -16,6 +16,7 @@ from .llorma import LLORMA
 from .nmf import NMF
 from .popularity import ItemMean, PopRec
 from .regsvd import RegSVD
+from .svdpp import SVDpp
 
 __all__ = ["Model", "IterationInfo", "MODEL_REGISTRY", "available_models", "get_model_class", "make_model", "PopRec", "ItemMean", "CofiRank", "GCR",
-           "LCR", "LLORMA", "RegSVD", "GAPfm", "NMF", "BPMF", "Bilinear"]
+           "LCR", "LLORMA", "RegSVD", "SVDpp", "GAPfm", "NMF", "BPMF", "Bilinear"]
