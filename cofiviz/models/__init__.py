@@ -17,6 +17,7 @@ from .mmmf import MMMF
 from .nmf import NMF
 from .popularity import ItemMean, PopRec
 from .regsvd import RegSVD
+from .svdpp import SVDpp
 
 __all__ = ["Model", "IterationInfo", "MODEL_REGISTRY", "available_models", "get_model_class", "make_model", "PopRec", "ItemMean", "CofiRank", "GCR",
-           "LCR", "LLORMA", "RegSVD", "GAPfm", "NMF", "BPMF", "Bilinear", "MMMF"]
+           "LCR", "LLORMA", "RegSVD", "SVDpp", "GAPfm", "NMF", "BPMF", "Bilinear", "MMMF"]
