@@ -164,3 +164,43 @@ def test_comparisons_page_in_the_browser_with_nothing_computed(tmp_path, shipped
         page.close()
     finally:
         srv.close()
+
+
+# ------------------------------------------------------------------- what the package itself ships
+#: the reproductions whose results ship inside the package
+SHIPPING = sorted(p.name[:-len(".json")] for p in S.SHIPPED_DIR.glob("*.json"))
+
+
+def test_the_package_ships_results_within_ten_megabytes():
+    assert SHIPPING, f"nothing ships in {S.SHIPPED_DIR}"
+    assert set(SHIPPING) <= set(R.REPRODUCTIONS)
+    total = sum(p.stat().st_size for p in S.SHIPPED_DIR.iterdir())
+    assert total <= 10 * 2 ** 20, f"{total / 2 ** 20:.1f} MB ship"
+
+
+@pytest.mark.parametrize("name", SHIPPING)
+def test_what_ships_is_current_and_recomputes_to_the_last_bit(name, monkeypatch):
+    """Every cell key of the full reproduction ships and none other (a changed default, setting or version
+    would leave them behind), and a randomly chosen shipped cell recomputes bit for bit."""
+    monkeypatch.delenv("COFIVIZ_SHIPPED", raising=False)
+    missing, orphaned = S.stale(R.get(name), directory=S.SHIPPED_DIR)
+    assert missing == [] and orphaned == [], (f"{len(missing)} cells missing, {len(orphaned)} orphaned: run "
+                                              f"`cofiviz reproduce {name} --ship`")
+    shipped = S.load(name, S.SHIPPED_DIR)
+    provenance = shipped.provenance
+    assert provenance["n_cells"] == len(shipped.keys) and provenance["command"].startswith("cofiviz reproduce")
+    result = S.verify(shipped, 1)
+    assert result.ok, result
+
+def test_every_shipped_file_is_package_data():
+    """A wheel carries what ships: every file of the shipped folder matches the package-data patterns."""
+    import fnmatch
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    mine = patterns.get("cofiviz.reproductions", [])
+    for path in S.SHIPPED_DIR.iterdir():
+        rel = f"shipped/{path.name}"
+        assert any(fnmatch.fnmatch(rel, p) for p in mine), f"{rel} is not package data of cofiviz.reproductions"
