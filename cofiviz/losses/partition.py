@@ -46,10 +46,10 @@ Source. The blog post's SDM'11 reference: Truyen Tran, Dinh Phung and Svetha Ven
 models over ordered partitions with applications in document ranking and collaborative filtering",
 Proc. SIAM International Conference on Data Mining (SDM) 2011, pp. 426–437 (a longer version:
 arXiv:1009.1690). Its abstract: subsets are "chosen in a stagewise manner [...] with suitable
-parameterisation, we can still learn the models in linear time". The stagewise choice among non-empty
-subsets and the multiplicative potential above are the linear-time case the blog post describes; the
-paper's own equations (and whether it also normalises the potential by the subset size) could not be
-checked against its text here, so no equation numbers are cited.
+parameterisation, we can still learn the models in linear time". This module follows the blog post's
+description — the stagewise choice among non-empty subsets, and the multiplicative potential as its
+linear-time case — not the paper's text: no equation numbers of the paper are given, and a variant of the
+potential the paper may also consider (normalised by the subset size, say) is not implemented.
 
 Layers: :func:`partition_loss_grad` is the numba kernel of one list (the bilinear model calls it per user
 when ``pl_ties="partition"``); :func:`ordered_partition_loss` is its checked NumPy-facing wrapper;
