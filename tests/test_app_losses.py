@@ -30,6 +30,22 @@ def test_viewer_follows_gamma_and_reports_bad_lists():
     v.__panel__()
 
 
+def test_smoothed_rank_panel_draws_the_pair_loss_for_a_few_gammas():
+    from cofiviz.dashboards.losses import SR_GAMMAS, smoothed_rank_summary
+    from cofiviz.losses import smoothed_rank_loss
+
+    v = LossShapes()
+    table = v._smoothed_table.object
+    assert set(table["γ"]) == {f"{g:g}" for g in SR_GAMMAS} and len(table) == 3 * len(SR_GAMMAS)
+    row = table[(table["γ"] == "2") & (table["Δf"] == "0")].iloc[0]
+    assert row["loss"] == pytest.approx(smoothed_rank_loss([0.0, 0.0], [1.0, 0.0], 2.0)[0], abs=1e-4)
+    # far from Δf = 0 the sharp γ is flatter than the smooth one: the blog post's caveat
+    far = smoothed_rank_summary(gammas=(0.5, 5.0), deltas=(-4.0,))
+    assert abs(far["slope"].iloc[1]) < abs(far["slope"].iloc[0])
+    assert v._smoothed.object is not None
+    v.__panel__()
+
+
 @pytest.fixture(scope="module")
 def server():
     srv = PanelServer(["apps/losses.py"])

@@ -1,7 +1,7 @@
 """The bilinear rank functional with side features ("The rank 1 problem"): the model contract, the gradient of its
 objective by finite differences for every loss family and feature mode, feature encoding, learning planted
-structure (beats random and PopRec), side features helping new users under strong generalization, ties used
-versus dropped, fold-in, and the command line."""
+structure (beats random and PopRec; the ordered-partition and smoothed-rank objectives beat random), side
+features helping new users under strong generalization, ties used versus dropped, fold-in, and the command line."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ from contract import ModelContract, planted, random_ndcg
 
 class TestBilinearContract(ModelContract):
     bad_params = [{"seed": -1}, {"rank": 0}, {"lr": 0.0}, {"reg": -1.0}, {"theta": 1.0}, {"nu": 0.0},
-                  {"loss": "squared"}, {"features": "some"}, {"pl_ties": "random"}, {"ties": "keep"}]
+                  {"loss": "squared"}, {"features": "some"}, {"pl_ties": "random"}, {"ties": "keep"},
+                  {"gamma": 0.0}, {"gamma": -1.0}]
     diverging_params = {"lr": 1e6}
 
     def make_model(self, **params):
@@ -102,7 +103,8 @@ def _small_featured() -> Ratings:
 
 # ---------------------------------------------------------------------------------------------- gradients
 @pytest.mark.parametrize("loss, extra", [("plackett_luce", {}), ("plackett_luce", {"pl_ties": "efron"}),
-                                         ("rao_kupper", {"theta": 1.7}), ("davidson", {"nu": 0.6}),
+                                         ("plackett_luce", {"pl_ties": "partition"}),
+                                         ("smoothed_rank", {"gamma": 1.7}), ("rao_kupper", {"theta": 1.7}), ("davidson", {"nu": 0.6}),
                                          ("rao_kupper", {"ties": "drop"}), ("log_m", {"margin": 0.3}),
                                          ("log_a", {}), ("exp_a", {})])
 @pytest.mark.parametrize("features", ["both", "latent", "given"])
@@ -201,6 +203,36 @@ def test_every_loss_learns_planted_structure_and_beats_random_and_poprec(planted
     assert got > pop + 0.01, (got, pop)
 
 
+@pytest.mark.parametrize("loss, extra", [("plackett_luce", {"pl_ties": "partition"}),
+                                         ("smoothed_rank", {"gamma": 1.0, "reg": 0.01, "reg_bias": 0.01})])
+def test_the_ordered_partition_and_smoothed_rank_objectives_learn_planted_structure(planted_split, loss, extra):
+    """The settings of the test above; the smoothed NDCG loss of a user is at most about 1 and is not divided by
+    the list's length, so its gradients are smaller than the likelihoods' and λ = 0.1 would outweigh them: it
+    gets λ = 0.01."""
+    s = planted_split
+    m = Bilinear(rank=3, loss=loss, max_iter=150, tol=0, lr=0.05, **extra).fit(s.train)
+    losses = [h["loss"] for h in m.history_]
+    assert losses[-1] < losses[0]
+    got = mean_metrics(m, s.test, ["ndcg@10"])["ndcg@10"]
+    assert got > random_ndcg(s) + 0.05, (got, random_ndcg(s))
+
+
+def test_gamma_is_the_smoothed_rank_scale_and_margin_the_surrogates():
+    s = planted(seed=1)
+    fit = lambda **p: Bilinear(rank=2, max_iter=5, seed=0, **p).fit(s.train).score(s.test.users, s.test.items)  # noqa: E731
+    np.testing.assert_array_equal(fit(loss="log_m", gamma=5.0), fit(loss="log_m", gamma=0.5))
+    np.testing.assert_array_equal(fit(loss="smoothed_rank", margin=1.0), fit(loss="smoothed_rank", margin=0.0))
+    assert not np.allclose(fit(loss="smoothed_rank", gamma=5.0), fit(loss="smoothed_rank", gamma=0.5))
+    assert not np.allclose(fit(pl_ties="partition"), fit(pl_ties="breslow"))
+
+
+def test_the_smoothed_rank_needs_ratings_that_are_not_negative():
+    r = Ratings([0, 0, 1, 1], [0, 1, 0, 1], [-1.0, 2.0, 0.5, 3.0], user_ids=[1, 2], item_ids=[1, 2])
+    with pytest.raises(DataError, match="smoothed_rank.*>= 0.*-1"):
+        Bilinear(loss="smoothed_rank", max_iter=2).fit(r)
+    Bilinear(loss="plackett_luce", max_iter=2).fit(r)
+
+
 def test_side_features_help_new_users(strong):
     """Strong generalization with 3 given ratings: features that drive the ratings beat ids alone and PopRec."""
     s = strong
@@ -254,19 +286,26 @@ def test_ties_used_and_dropped_are_different_fits():
 
 def test_a_table_without_usable_pairs_is_a_clear_error():
     r = Ratings([0, 0, 1, 1], [0, 1, 0, 1], [3.0, 3.0, 4.0, 4.0], user_ids=[1, 2], item_ids=[1, 2])
-    with pytest.raises(DataError, match="two training ratings"):
-        Bilinear(loss="plackett_luce", max_iter=2).fit(r)
+    for params in ({"loss": "plackett_luce"}, {"loss": "plackett_luce", "pl_ties": "partition"},
+                   {"loss": "smoothed_rank"}):
+        with pytest.raises(DataError, match="two training ratings"):
+            Bilinear(max_iter=2, **params).fit(r)
     Bilinear(loss="davidson", max_iter=2).fit(r)   # ties are usable evidence
+    zeros = Ratings([0, 0, 1, 1], [0, 1, 0, 1], [0.0, 0.0, 0.0, 0.0], user_ids=[1, 2], item_ids=[1, 2])
+    with pytest.raises(DataError, match="above 0"):
+        Bilinear(loss="smoothed_rank", max_iter=2).fit(zeros)
 
 
 def test_every_loss_is_a_parameter_value():
-    assert set(BILINEAR_LOSSES) >= {"plackett_luce", "rao_kupper", "davidson", "log_m", "hinge_a"}
+    assert set(BILINEAR_LOSSES) >= {"plackett_luce", "smoothed_rank", "rao_kupper", "davidson", "log_m", "hinge_a"}
     with pytest.raises(ParameterError, match="loss"):
         Bilinear(loss="listnet")
+    assert Bilinear(pl_ties="partition").pl_ties == "partition"
+    assert "smoothed_rank" in Bilinear.search_space["loss"].values and "gamma" in Bilinear.search_space
 
 
 # ---------------------------------------------------------------------------------------------- command line
-@pytest.mark.parametrize("loss", ["plackett_luce", "rao_kupper", "davidson"])
+@pytest.mark.parametrize("loss", ["plackett_luce", "rao_kupper", "davidson", "smoothed_rank"])
 def test_cli_runs_bilinear_with_each_new_loss(tmp_path, loss):
     from cofiviz.cli import main
 

@@ -10,6 +10,10 @@ Two tabs, every curve computed by :mod:`cofiviz.losses`. The first, **Surrogates
   (:func:`cofiviz.losses.structured_loss_curve`).
 - **GAPfm's logistic smoothing** — the rank indicator I(R_j ≤ R_i) ≈ g(Δf) (eq 6) and 1/R_i ≈ g(f_i)
   (eq 7) against the exact terms, with a score scale c (the smoothing of c·f: large c sharpens it).
+- **The smoothed rank** (blog post 003, ApproxNDCG) — the smoothed NDCG loss of a two-item list (ratings
+  1 and 0) against Δf = f_a − f_b for γ = 0.5, 1, 2, 5, over the exact 1 − NDCG step, and its slope: the
+  curve is non-convex and flat where the pair's probability saturates
+  (:func:`cofiviz.losses.smoothed_rank_pair_curve`).
 
 The second tab, **Ties & Plackett–Luce** (blog post 003), draws the probabilities of a win, a tie and a
 loss against the score difference under Rao–Kupper (θ adjustable) and Davidson (ν adjustable)
@@ -34,10 +38,11 @@ from ..losses.smoothed_gap import gap_terms, rank_indicator_shape, reciprocal_ra
 from ..losses.structured import ndcg_loss, ndcg_regret
 from ..losses.surrogates import SURROGATE_LABELS, figure4_frame
 from ..losses.listwise import PL_TIES, pl_list_probability, plackett_luce_loss
+from ..losses.smoothed_rank import smoothed_rank_pair_curve
 from ..losses.ties import tie_probabilities
 from .playground import parse_numbers
 
-__all__ = ["LossShapes", "figure4_summary", "tie_summary"]
+__all__ = ["LossShapes", "figure4_summary", "tie_summary", "smoothed_rank_summary"]
 
 FAMILIES = {"Log": ("log_m", "log_a"), "Exp": ("exp_m", "exp_a"), "Hinge": ("hinge_m", "hinge_a")}
 DM_COLORS = {1.0: "#4c72b0", 2.0: "#55a868", 3.0: "#c44e52", 4.0: "#8172b2"}
@@ -53,6 +58,19 @@ def figure4_summary(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 OUTCOME_COLORS = {"win": "#55a868", "tie": "#8172b2", "loss": "#c44e52"}
+#: Scales γ of the smoothed-rank panel, and their colours.
+SR_GAMMAS = {0.5: "#4c72b0", 1.0: "#55a868", 2.0: "#c44e52", 5.0: "#8172b2"}
+
+
+def smoothed_rank_summary(gammas=tuple(SR_GAMMAS), deltas=(-4.0, 0.0, 4.0), h: float = 1e-4) -> pd.DataFrame:
+    """Smoothed NDCG loss of the pair (ratings 1 and 0) and its slope in Δf at a few Δf, per γ: a table for the page."""
+    rows = []
+    for g in gammas:
+        for d in deltas:
+            loss = float(smoothed_rank_pair_curve(d, g)[0])
+            slope = float((smoothed_rank_pair_curve(d + h, g)[0] - smoothed_rank_pair_curve(d - h, g)[0]) / (2 * h))
+            rows.append({"γ": f"{g:g}", "Δf": f"{d:g}", "loss": loss, "slope": slope})
+    return pd.DataFrame(rows).round(4)
 
 
 def tie_summary(theta: float, nu: float, deltas=(0.0, 1.0, 3.0)) -> pd.DataFrame:
@@ -100,6 +118,9 @@ class LossShapes(pn.viewable.Viewer):
         self._bound_text = pn.pane.Markdown(sizing_mode="stretch_width", css_classes=["cofiviz-bound-text"])
         self._gapfm = pn.pane.HoloViews(sizing_mode="stretch_width")
         self._gapfm_text = pn.pane.Markdown(sizing_mode="stretch_width")
+        self._smoothed = pn.pane.HoloViews(sizing_mode="stretch_width")
+        self._smoothed_table = pn.pane.DataFrame(smoothed_rank_summary(), index=False, sizing_mode="stretch_width",
+                                                 css_classes=["cofiviz-smoothed-table"])
         self._last_list = (np.array([5, 4, 3, 2, 1, 0.0]), np.array([0.5, 0.9, 0.1, 0.3, -0.2, -0.6]))
         self._ties = pn.pane.HoloViews(sizing_mode="stretch_width")
         self._ties_table = pn.pane.DataFrame(pd.DataFrame(), index=False, sizing_mode="stretch_width",
@@ -110,6 +131,7 @@ class LossShapes(pn.viewable.Viewer):
         self._update_fig4()
         self._update_bound()
         self._update_gapfm()
+        self._draw_smoothed_rank()
         self._update_ties()
         self._update_pl()
 
@@ -232,6 +254,26 @@ class LossShapes(pn.viewable.Viewer):
         except Exception as exc:  # e.g. a list with no rated item
             self._gapfm_text.object = f"Smoothed GAP is not defined for this list: {exc}"
 
+    # ----------------------------------------------------------------------------- smoothed rank (ApproxNDCG)
+    def _draw_smoothed_rank(self):
+        d = np.linspace(-6.0, 6.0, 241)
+        loss_curves, slope_curves = [], []
+        exact = None
+        for g, color in SR_GAMMAS.items():
+            smooth, exact = smoothed_rank_pair_curve(d, g)
+            loss_curves.append(hv.Curve((d, smooth), "Δf = f_a − f_b", "loss", label=f"γ = {g:g}").opts(
+                color=color, line_width=2, tools=["hover"]))
+            slope_curves.append(hv.Curve((d, -np.gradient(smooth, d)), "Δf = f_a − f_b", "−∂loss/∂Δf",
+                                         label=f"γ = {g:g}").opts(color=color, line_width=2, tools=["hover"]))
+        loss_curves.append(hv.Curve((d, exact), "Δf = f_a − f_b", "loss", label="1 − NDCG exact").opts(
+            color="black", line_dash="dashed", interpolation="steps-mid", line_width=1.5))
+        self._smoothed.object = hv.Layout([
+            hv.Overlay(loss_curves).opts(title="Smoothed NDCG loss of a pair (ratings 1 and 0)", height=300,
+                                         responsive=True, legend_position="top_right", toolbar="above"),
+            hv.Overlay(slope_curves).opts(title="Its slope: flat where σ(γΔf) saturates", height=300,
+                                          responsive=True, legend_position="top_right", toolbar="above"),
+        ]).cols(2).opts(shared_axes=False)
+
     # ----------------------------------------------------------------------------- ties (Rao–Kupper, Davidson)
     @param.depends("theta", "nu", "tie_range", watch=True)
     def _update_ties(self):
@@ -352,6 +394,13 @@ class LossShapes(pn.viewable.Viewer):
             pn.Row(pn.Column(gap_controls, width=340), pn.Column(self._gapfm, self._gapfm_text,
                                                                 sizing_mode="stretch_width"),
                    sizing_mode="stretch_width"),
+            pn.pane.Markdown(
+                "## The smoothed rank: ApproxNDCG\n"
+                "The blog post's smoothed position π̂_i = 1 + Σ_(j≠i) σ(γ(f_j − f_i)) in place of the position in "
+                "NDCG gives the loss 1 − Σ_i (2^y_i − 1) / log2(1 + π̂_i) / IDCG (Qin, Liu & Li 2010). Larger γ "
+                "follows the exact step more closely, but the loss is non-convex and flat once the pair's "
+                "probability is near 0 or 1, in the right order or the wrong one."),
+            pn.Row(pn.Column(self._smoothed_table, width=340), self._smoothed, sizing_mode="stretch_width"),
             sizing_mode="stretch_width")
         # dynamic: a tab's plots are rendered when it is first shown, so the first view costs what it did
         # before the second tab existed

@@ -8,16 +8,21 @@ The model's projected user and item vectors are ``P (m × r)`` and ``Q (n × r)`
 ``b (n)``, so that ``f_p = P[u_p] · Q[i_p] + b[i_p]`` (:func:`predict`).
 
 :func:`loss_pass` evaluates each user's loss on their list and its derivative in every score,
-``G_p = ∂E/∂f_p`` (in parallel over users), for three families, by integer code:
+``G_p = ∂E/∂f_p`` (in parallel over users), for four families, by integer code:
 
 - 0…5: LCR's pairwise surrogates of Table 1 (:mod:`cofiviz.losses.surrogates`), every pair of
   different ratings once, ``ΔM``-weighted, ties dropped;
 - 6, 7: Rao–Kupper and Davidson (:mod:`cofiviz.losses.ties`): pairs of different ratings are wins, pairs
   of equal ratings are ties (or dropped with ``use_ties = False``);
-- 8: Plackett–Luce on the whole list (:mod:`cofiviz.losses.listwise`, Breslow or Efron ties).
+- 8: a likelihood of the whole list read as an ordered partition, by ``pl_ties``: Plackett–Luce with
+  Breslow's (0) or Efron's (1) rule (:mod:`cofiviz.losses.listwise`), or the ordered-partition model
+  that chooses each group of equal ratings as a whole (2, :mod:`cofiviz.losses.partition`);
+- 9: the smoothed-rank NDCG loss (ApproxNDCG, :mod:`cofiviz.losses.smoothed_rank`), scale ``gamma``.
 
-Each user's loss is divided by its number of pairs (pairwise) or items (listwise), as GCR weights
-users by ``1/s_u``. :func:`factor_grads` then chains ``G`` back to ``P``, ``Q`` and ``b``:
+Codes 8 and 9 skip a user whose ratings are all equal (no order to learn); code 9 also skips a user
+with no rating above 0 (no gain). Each user's loss is divided by its number of pairs (pairwise) or items
+(code 8), as GCR weights users by ``1/s_u``; the smoothed NDCG loss (code 9) is already normalised by
+the list's ideal DCG and is not divided. :func:`factor_grads` then chains ``G`` back to ``P``, ``Q`` and ``b``:
 ``∂E/∂P[u] = Σ_{p ∈ u} G_p Q[i_p]``, ``∂E/∂Q[i] = Σ_{p ∈ i} G_p P[u_p]``, ``∂E/∂b[i] = Σ_{p ∈ i} G_p``
 (parallel over users, then items); the model multiplies by the feature matrices in NumPy.
 """
@@ -30,6 +35,8 @@ import numpy as np
 from numba import njit, prange
 
 from ..losses.listwise import pl_loss_grad
+from ..losses.partition import partition_loss_grad
+from ..losses.smoothed_rank import smoothed_rank_loss_grad
 from ..losses.surrogates import surrogate_value_deriv
 from ..losses.ties import tie_value_deriv
 
@@ -37,7 +44,7 @@ __all__ = ["LOSS_CODES", "predict", "loss_pass", "factor_grads", "adagrad_rows",
 
 #: Integer code of every loss the bilinear model trains with.
 LOSS_CODES = {"log_m": 0, "log_a": 1, "exp_m": 2, "exp_a": 3, "hinge_m": 4, "hinge_a": 5,
-              "rao_kupper": 6, "davidson": 7, "plackett_luce": 8}
+              "rao_kupper": 6, "davidson": 7, "plackett_luce": 8, "smoothed_rank": 9}
 
 
 @njit(cache=True, parallel=True)
@@ -63,18 +70,19 @@ def loss_pass(indptr, ratings, f, code, gamma, tie_param, use_ties, pl_ties, act
     code : int
         Loss code (:data:`LOSS_CODES`).
     gamma : float
-        Margin γ of the surrogates.
+        Margin γ of the surrogates (codes 0…5), or scale γ > 0 of the smoothed rank (code 9).
     tie_param : float
         θ (Rao–Kupper) or ν (Davidson).
     use_ties : bool
         Tie-aware models: use pairs of equal ratings as ties (True) or drop them.
     pl_ties : int
-        Plackett–Luce tie treatment: 0 Breslow, 1 Efron.
+        Listwise likelihood of code 8: 0 Plackett–Luce with Breslow's ties, 1 with Efron's, 2 the
+        ordered-partition model.
     active : bool[m]
         Users to evaluate; the others get zero loss and gradient.
     G, user_loss, user_count : outputs
-        ``G[p]``; each user's normalised loss; its number of pairs (items for Plackett–Luce), 0 for a
-        user without a usable pair (a user whose ratings are all equal, unless ties are used).
+        ``G[p]``; each user's normalised loss; its number of pairs (items for the listwise losses), 0
+        for a user without a usable pair (a user whose ratings are all equal, unless ties are used).
     """
     m = indptr.shape[0] - 1
     for u in prange(m):
@@ -86,18 +94,27 @@ def loss_pass(indptr, ratings, f, code, gamma, tie_param, use_ties, pl_ties, act
         user_count[u] = 0
         if not active[u] or a1 - a0 < 2:
             continue
-        if code == 8:
+        if code >= 8:
             distinct = False
+            gain = ratings[a0] > 0.0
             for p in range(a0 + 1, a1):
                 if ratings[p] != ratings[a0]:
                     distinct = True
-                    break
-            if not distinct:
+                if ratings[p] > 0.0:
+                    gain = True
+            if not distinct or (code == 9 and not gain):
                 continue
             n = a1 - a0
             g = np.empty(n)
-            loss = pl_loss_grad(f[a0:a1], ratings[a0:a1], pl_ties, g)
-            inv = 1.0 / n
+            if code == 9:
+                loss = smoothed_rank_loss_grad(f[a0:a1], ratings[a0:a1], gamma, g)
+                inv = 1.0
+            elif pl_ties == 2:
+                loss = partition_loss_grad(f[a0:a1], ratings[a0:a1], g)
+                inv = 1.0 / n
+            else:
+                loss = pl_loss_grad(f[a0:a1], ratings[a0:a1], pl_ties, g)
+                inv = 1.0 / n
             for k in range(n):
                 G[a0 + k] = g[k] * inv
             user_loss[u] = loss * inv
@@ -194,8 +211,8 @@ def warmup() -> None:
     predict(users, items, P, Q, b, f)
     G, ul, uc = np.empty(5), np.empty(2), np.empty(2, dtype=np.int64)
     active = np.ones(2, dtype=np.bool_)
-    for code in (0, 6, 7, 8):
-        loss_pass(indptr, ratings, f, code, 0.0, 1.5, True, 0, active, G, ul, uc)
+    for code, gamma, pl_ties in ((0, 0.0, 0), (6, 0.0, 0), (7, 0.0, 0), (8, 0.0, 0), (8, 0.0, 2), (9, 1.0, 0)):
+        loss_pass(indptr, ratings, f, code, gamma, 1.5, True, pl_ties, active, G, ul, uc)
     iptr = np.array([0, 2, 3, 5], dtype=np.int64)
     ipos = np.array([0, 3, 1, 2, 4], dtype=np.int64)
     gP, gQ, gb = np.empty_like(P), np.empty_like(Q), np.empty(3)

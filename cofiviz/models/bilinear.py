@@ -27,9 +27,16 @@ Training minimises, by full-batch gradient steps (AdaGrad by default), one of
   equal ratings as ties (``ties="use"``) or drop them (``ties="drop"``) — Rao & Kupper 1967, Davidson
   1970;
 - the listwise ``plackett_luce`` loss of each user's rated list (Luce 1959, Plackett 1975), ties by
-  Breslow's or Efron's rule (``pl_ties``);
+  Breslow's or Efron's rule, or — ``pl_ties="partition"`` — the ordered-partition likelihood that
+  chooses each group of equal ratings as a whole among every non-empty subset of the items left
+  (the blog post's SDM'11 reference, Tran, Phung & Venkatesh; :mod:`cofiviz.losses.partition`);
+- the ``smoothed_rank`` loss: one minus the NDCG of the list with each position replaced by the smoothed
+  position ``1 + Σ_{j≠i} σ(γ(f_j − f_i))`` of the blog post ("The loss functions"), i.e. ApproxNDCG (Qin,
+  Liu & Li 2010; :mod:`cofiviz.losses.smoothed_rank`), scale γ = ``gamma``; non-convex, and flat where
+  the pairwise probabilities saturate;
 
-each user's loss divided by its number of pairs (items for Plackett–Luce), plus
+each user's loss divided by its number of pairs (items for the listwise likelihoods; the smoothed NDCG
+loss, already normalised by the list's ideal DCG, is not divided), plus
 ``(λ/2)(‖U‖² + ‖V‖² + ‖W‖² + ‖H‖²) + (λ_b/2)(‖c‖² + ‖d‖²)``. New users (strong generalization) are
 folded in by :meth:`Bilinear.fold_in`: their latent part starts at zero — their score is then the
 feature-only prediction ``(Wᵀx_u) · q_i`` — and is fitted to the given ratings with the item side
@@ -46,7 +53,7 @@ import param
 
 from ..datasets import tiny
 from ..errors import DataError, ModelFitError
-from ..losses.listwise import PL_TIES, pl_ties_code
+from ..losses.partition import LISTWISE_TIES, listwise_ties_code
 from ..losses.surrogates import SURROGATES
 from ..ratings import Ratings
 from . import _bilinear_kernels as bk
@@ -57,7 +64,7 @@ from .space import Choice, IntLogUniform, LogUniform
 __all__ = ["Bilinear", "encode_features", "BILINEAR_LOSSES", "warmup"]
 
 #: Losses the bilinear model trains with (``--set loss=...``).
-BILINEAR_LOSSES = tuple(SURROGATES) + ("rao_kupper", "davidson", "plackett_luce")
+BILINEAR_LOSSES = tuple(SURROGATES) + ("rao_kupper", "davidson", "plackett_luce", "smoothed_rank")
 
 #: Columns of a side table never used as features by ``"auto"`` (ids and free text).
 _SKIP = {"user", "item", "title", "zip", "genres", "name", "id"}
@@ -134,18 +141,25 @@ class Bilinear(Model):
     rank : int
         Rank of ``A = Bᵀ C``: the dimension of the shared space of the projected user and item vectors.
     loss : str
-        ``plackett_luce`` (listwise), ``rao_kupper``, ``davidson`` (tie-aware pairwise), or one of LCR's
-        pairwise surrogates ``log_m``, ``log_a``, ``exp_m``, ``exp_a``, ``hinge_m``, ``hinge_a``.
+        ``plackett_luce`` (listwise likelihood, see ``pl_ties``), ``smoothed_rank`` (smoothed NDCG,
+        ApproxNDCG), ``rao_kupper``, ``davidson`` (tie-aware pairwise), or one of LCR's pairwise surrogates
+        ``log_m``, ``log_a``, ``exp_m``, ``exp_a``, ``hinge_m``, ``hinge_a``.
     margin : float
-        γ of the pairwise surrogates.
+        γ of the pairwise surrogates (LCR's margin).
+    gamma : float
+        Scale γ > 0 of the smoothed rank ``σ(γ(f_j − f_i))`` (``loss="smoothed_rank"``): larger follows
+        NDCG more closely, and is flatter for pairs far apart.
     theta : float
         Rao–Kupper's θ > 1: ties are likely when the score difference is below ``log θ``.
     nu : float
         Davidson's ν > 0: the tie propensity.
     ties : {"use", "drop"}
         Tie-aware losses: use pairs of equal ratings as ties, or drop them (what the surrogates do).
-    pl_ties : {"breslow", "efron"}
-        Plackett–Luce's treatment of equal ratings (:mod:`cofiviz.losses.listwise`).
+    pl_ties : {"breslow", "efron", "partition"}
+        ``loss="plackett_luce"``: Plackett–Luce with Breslow's or Efron's rule for equal ratings
+        (:mod:`cofiviz.losses.listwise`), or the ordered-partition model, which chooses each group of equal
+        ratings as a whole (:mod:`cofiviz.losses.partition`; not shift-invariant: the item offsets learn how
+        likely items are grouped).
     features : {"both", "latent", "given"}
         Latent ids plus given features; ids only (plain factorisation); given features only (a side
         with no features keeps its ids). ``"both"`` without side tables is ``"latent"``.
@@ -177,20 +191,24 @@ class Bilinear(Model):
     """
 
     #: what :meth:`tune` searches (see :mod:`cofiviz.models.space`); ``presets``: named settings
-    search_space = {"loss": Choice(("plackett_luce", "log_a", "rao_kupper")), "rank": IntLogUniform(5, 50),
-                    "lr": LogUniform(0.01, 0.5), "reg": LogUniform(0.01, 1.0)}
+    search_space = {"loss": Choice(("plackett_luce", "log_a", "rao_kupper", "smoothed_rank")),
+                    "rank": IntLogUniform(5, 50), "lr": LogUniform(0.01, 0.5), "reg": LogUniform(0.01, 1.0),
+                    "gamma": LogUniform(0.3, 10.0)}
 
     rank = param.Integer(default=10, bounds=(1, 2000), doc="Rank of the association matrix A = B'C.")
     loss = param.Selector(default="plackett_luce", objects=list(BILINEAR_LOSSES),
-                          doc="Training loss: listwise Plackett-Luce, tie-aware pairwise, or an LCR surrogate.")
+                          doc="Training loss: listwise likelihood, smoothed NDCG, tie-aware pairwise, or an LCR surrogate.")
     margin = param.Number(default=0.0, doc="Margin γ of the pairwise surrogates.")
+    gamma = param.Number(default=1.0, bounds=(0.0, None), inclusive_bounds=(False, True),
+                         doc="Scale γ > 0 of the smoothed rank σ(γ(f_j − f_i)) (loss=smoothed_rank).")
     theta = param.Number(default=2.0, bounds=(1.0, None), inclusive_bounds=(False, True),
                          doc="Rao-Kupper threshold θ > 1.")
     nu = param.Number(default=1.0, bounds=(0.0, None), inclusive_bounds=(False, True),
                       doc="Davidson tie propensity ν > 0.")
     ties = param.Selector(default="use", objects=["use", "drop"],
                           doc="Tie-aware losses: use equal ratings as ties, or drop those pairs.")
-    pl_ties = param.Selector(default="breslow", objects=list(PL_TIES), doc="Plackett-Luce tie treatment.")
+    pl_ties = param.Selector(default="breslow", objects=list(LISTWISE_TIES),
+                             doc="Listwise likelihood: Plackett-Luce with Breslow's or Efron's ties, or the ordered partition.")
     features = param.Selector(default="both", objects=["both", "latent", "given"],
                               doc="Latent ids and given features, ids only, or given features only.")
     user_features = param.String(default="auto", doc="User side-table columns: auto, none, or names joined by + (age+gender).")
@@ -236,7 +254,13 @@ class Bilinear(Model):
                 "user_features": p > 0, "item_features": q > 0}
 
     # ------------------------------------------------------------------ contract
+    def _check_gains(self, table: Ratings, label: str) -> None:
+        if self.loss == "smoothed_rank" and len(table) and float(np.min(table.ratings)) < 0.0:
+            raise DataError(f"Bilinear: loss='smoothed_rank' needs ratings >= 0 (its NDCG gain 2^y - 1 is negative "
+                            f"below 0); the {label} ratings go down to {float(np.min(table.ratings)):g}")
+
     def _setup(self, train: Ratings, rng: np.random.Generator) -> None:
+        self._check_gains(train, "training")
         self._encode(train)
         self.sides_ = self._sides()
         m, n, r = train.n_users, train.n_items, int(self.rank)
@@ -267,10 +291,12 @@ class Bilinear(Model):
         self._uloss = np.empty(table.n_users)
         self._ucount = np.empty(table.n_users, dtype=np.int64)
 
-    def _codes(self) -> tuple[int, float]:
+    def _codes(self) -> tuple[int, float, float]:
+        """``(loss code, θ or ν, γ)``: γ is the surrogates' margin, or the smoothed rank's scale."""
         code = bk.LOSS_CODES[self.loss]
         tie_param = float(self.theta) if self.loss == "rao_kupper" else float(self.nu)
-        return code, tie_param
+        gamma = float(self.gamma) if self.loss == "smoothed_rank" else float(self.margin)
+        return code, tie_param, gamma
 
     def _projected(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         P = np.ascontiguousarray(self.U_ + self.X_ @ self.W_)
@@ -280,10 +306,10 @@ class Bilinear(Model):
 
     def _data_term(self, P, Q, b, active) -> tuple[float, int]:
         """Scores, per-user losses and ``G`` of the bound table; ``(Σ_u loss_u, users with a loss)``."""
-        code, tie_param = self._codes()
+        code, tie_param, gamma = self._codes()
         bk.predict(self._users, self._items, P, Q, b, self._f)
-        bk.loss_pass(self._indptr, self._ratings, self._f, code, float(self.margin), tie_param, self.ties == "use",
-                     pl_ties_code(self.pl_ties), active, self._G, self._uloss, self._ucount)
+        bk.loss_pass(self._indptr, self._ratings, self._f, code, gamma, tie_param, self.ties == "use",
+                     listwise_ties_code(self.pl_ties), active, self._G, self._uloss, self._ucount)
         return float(self._uloss.sum()), int(np.count_nonzero(self._ucount))
 
     def _penalty(self) -> float:
@@ -312,7 +338,8 @@ class Bilinear(Model):
         objective, n_active, grads = self._objective_and_gradient()
         if n_active == 0:
             raise DataError(f"Bilinear: no user has two training ratings the {self.loss!r} loss can use "
-                            "(two different ratings, or two ratings when ties are used)")
+                            "(two different ratings, or two ratings when ties are used; smoothed_rank also "
+                            "needs a rating above 0)")
         lr = float(self.lr)
         for key, arr in self._params().items():
             g = np.ascontiguousarray(grads[key])
@@ -406,6 +433,7 @@ class Bilinear(Model):
         self
         """
         self._check_given(given)
+        self._check_gains(given, "given")
         active = given.user_counts() > 0
         rows = np.flatnonzero(active).astype(np.int64)
         self.folded_in_ = {"n_users": int(len(rows)), "steps": 0}
@@ -437,7 +465,8 @@ def warmup() -> None:
     """Compile (or load from cache) the bilinear kernels: a 2-iteration fit per loss family on the tiny table (:func:`cofiviz.datasets.tiny`)."""
     bk.warmup()
     train = tiny()
-    for loss in ("plackett_luce", "rao_kupper", "davidson", "log_m"):
-        m = Bilinear(rank=2, max_iter=2, loss=loss).fit(train)
+    for loss, extra in (("plackett_luce", {}), ("plackett_luce", {"pl_ties": "partition"}), ("smoothed_rank", {}),
+                        ("rao_kupper", {}), ("davidson", {}), ("log_m", {})):
+        m = Bilinear(rank=2, max_iter=2, loss=loss, **extra).fit(train)
         m.score([0, 1], [1, 2])
     m.fold_in(train.take(train.users >= 2))

@@ -23,9 +23,12 @@ Side features and ties (the bilinear rank functional, :class:`cofiviz.models.Bil
     ``given`` (user age / gender / occupation and item genres / year only) and ``both``, with the listwise
     Plackett–Luce loss (λ = 0.05 and 0.3; also with user features only), Davidson's tie-aware loss and LCR's
     Log[M] surrogate; PopRec beside them. No validation part: both λ are shown, none is chosen on the test
-    users. :func:`coldstart_experiment`: the same with 1 or 3 given ratings. :func:`ties_experiment`: pairs
-    of equal ratings used as ties or dropped (Rao–Kupper θ = 2, Davidson ν = 1), and Plackett–Luce with
-    Breslow's and Efron's tie rules, on weak generalization (N = 20, 50). Every fit runs a fixed number of
+    users. :func:`coldstart_experiment`: the same with 1 or 3 given ratings. :func:`ties_experiment`: the
+    objectives compared on weak generalization (N = 20, 50): pairs of equal ratings used as ties or dropped
+    (Rao–Kupper θ = 2, Davidson ν = 1), Plackett–Luce with Breslow's and Efron's tie rules, the
+    ordered-partition likelihood that chooses each group of equal ratings as a whole (the blog post's
+    SDM'11 reference, ``pl_ties="partition"``), and the smoothed-rank NDCG loss (ApproxNDCG, the blog post's
+    smoothed rank, γ = 0.3, 1, 3: no validation part, every γ is shown). Every fit runs a fixed number of
     iterations (no early stopping).
 
 Each (model, setting, protocol, seed) is a cell of an :class:`~cofiviz.experiment.Experiment`, so a
@@ -159,7 +162,11 @@ def ties_experiment(seeds=(0,)):
               {"model": "bilinear", "label": "Davidson", "params": {**lat, "loss": "davidson", "nu": 1.0,
                                                                       "ties": ["use", "drop"]}},
               {"model": "bilinear", "label": "Plackett-Luce", "params": {**lat, "loss": "plackett_luce",
-                                                                           "pl_ties": ["breslow", "efron"]}}]
+                                                                           "pl_ties": ["breslow", "efron"]}},
+              {"model": "bilinear", "label": "Ordered partition", "params": {**lat, "loss": "plackett_luce",
+                                                                               "pl_ties": "partition"}},
+              {"model": "bilinear", "label": "Smoothed rank", "params": {**lat, "loss": "smoothed_rank",
+                                                                           "gamma": [0.3, 1.0, 3.0]}}]
     return Experiment(models, data="movielens-100k", protocol={"name": "weak", "n_train": [20, 50]},
                       seeds=list(seeds), metrics=["ndcg@10", "ap"], trace={"parts": ["train"], "every": 1000},
                       name="bilinear-ties")

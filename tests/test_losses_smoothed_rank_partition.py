@@ -1,0 +1,342 @@
+"""The smoothed-rank NDCG loss (ApproxNDCG) and the ordered-partition likelihood of "The rank 1 problem":
+plain NumPy / Python references written from the formulas (the partition normaliser also by enumerating every
+non-empty subset), hypothesis property tests (ties included) against the numba kernels, finite-difference
+gradients, invariances, what each loss becomes in its limits, and the errors at the public boundary."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cofiviz.errors import ParameterError
+from cofiviz.losses import (LISTWISE_TIES, log_subset_normaliser, ordered_partition_loss, plackett_luce_loss,
+                            smoothed_positions, smoothed_rank_loss, smoothed_rank_pair_curve)
+from cofiviz.losses.partition import listwise_ties_code, partition_loss_grad
+from cofiviz.losses.smoothed_rank import check_gamma, smoothed_rank_loss_grad
+from cofiviz.metrics.ndcg import ndcg
+
+
+# ---------------------------------------------------------------------------------------------- references
+def sigmoid(x):
+    return 1.0 / (1.0 + math.exp(-x))
+
+
+def ref_positions(f, gamma):
+    """π̂_i = 1 + Σ_{j≠i} σ(γ(f_j − f_i)), one pair at a time."""
+    n = len(f)
+    return [1.0 + sum(sigmoid(gamma * (f[j] - f[i])) for j in range(n) if j != i) for i in range(n)]
+
+
+def ref_smoothed_rank(f, y, gamma):
+    """1 − Σ_i (2^y_i − 1) / log2(1 + π̂_i) / IDCG, with plain loops."""
+    f, y = [float(v) for v in f], [float(v) for v in y]
+    pos = ref_positions(f, gamma)
+    gains = [2.0 ** v - 1.0 for v in y]
+    idcg = sum(g / math.log2(p + 2) for p, g in enumerate(sorted(gains, reverse=True)))
+    if idcg <= 0:
+        return 0.0
+    return 1.0 - sum(g / math.log2(1.0 + p) for g, p in zip(gains, pos)) / idcg
+
+
+def groups_best_first(y):
+    y = np.asarray(y, float)
+    return [np.flatnonzero(y == level) for level in np.unique(y)[::-1]]
+
+
+def ref_partition(f, y):
+    """Σ_t [log(Π_{j ∈ R_t}(1 + e^f_j) − 1) − Σ_{G_t} f], in plain NumPy (no shifting)."""
+    f, y = np.asarray(f, float), np.asarray(y, float)
+    loss = 0.0
+    for level in np.unique(y)[::-1]:
+        risk, group = y <= level, y == level
+        loss += np.log(np.prod(1.0 + np.exp(f[risk])) - 1.0) - f[group].sum()
+    return loss
+
+
+def brute_normaliser(f):
+    """Σ over every non-empty subset S of Π_{i ∈ S} e^{f_i}, enumerated."""
+    f = list(map(float, f))
+    return sum(math.exp(sum(s)) for r in range(1, len(f) + 1) for s in itertools.combinations(f, r))
+
+
+def ref_partition_enumerated(f, y):
+    """The same loss with every stage's normaliser enumerated subset by subset (small lists)."""
+    f, y = np.asarray(f, float), np.asarray(y, float)
+    loss = 0.0
+    for level in np.unique(y)[::-1]:
+        loss += math.log(brute_normaliser(f[y <= level])) - f[y == level].sum()
+    return loss
+
+
+def ordered_partitions(items):
+    """Every ordered partition (sequence of non-empty disjoint blocks covering ``items``)."""
+    items = list(items)
+    if not items:
+        yield []
+        return
+    for r in range(1, len(items) + 1):
+        for first in itertools.combinations(items, r):
+            rest = [i for i in items if i not in first]
+            for tail in ordered_partitions(rest):
+                yield [list(first)] + tail
+
+
+def fd_gradient(fun, f, h=1e-6):
+    f = np.asarray(f, float)
+    out = np.empty(len(f))
+    for k in range(len(f)):
+        e = np.zeros(len(f))
+        e[k] = h
+        out[k] = (fun(f + e) - fun(f - e)) / (2 * h)
+    return out
+
+
+scores_st = st.floats(-6, 6, allow_nan=False)
+ratings_st = st.integers(0, 5)
+
+
+def lists(min_size=1, max_size=10, ratings=ratings_st):
+    return st.integers(min_size, max_size).flatmap(
+        lambda n: st.tuples(st.lists(scores_st, min_size=n, max_size=n), st.lists(ratings, min_size=n, max_size=n)))
+
+
+# ---------------------------------------------------------------------------------------------- smoothed rank
+@settings(max_examples=150, deadline=None)
+@given(data=lists(), gamma=st.floats(0.1, 8.0))
+def test_smoothed_rank_matches_the_reference(data, gamma):
+    f, y = data
+    loss, grad = smoothed_rank_loss(f, y, gamma)
+    assert loss == pytest.approx(ref_smoothed_rank(f, y, gamma), rel=1e-10, abs=1e-12)
+    assert grad.shape == (len(f),)
+    assert abs(grad.sum()) < 1e-10           # adding a constant to every score changes nothing
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=lists(min_size=2, max_size=8), gamma=st.floats(0.2, 4.0))
+def test_smoothed_rank_gradient_by_central_differences(data, gamma):
+    f, y = data
+    _, grad = smoothed_rank_loss(f, y, gamma)
+    fd = fd_gradient(lambda x: ref_smoothed_rank(x, y, gamma), f)
+    np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-7)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=lists(min_size=2, max_size=9), gamma=st.floats(0.2, 4.0), shift=st.floats(-20, 20))
+def test_smoothed_rank_is_order_free_and_shift_invariant(data, gamma, shift):
+    f, y = map(np.asarray, data)
+    f, y = f.astype(float), y.astype(float)
+    loss, grad = smoothed_rank_loss(f, y, gamma)
+    perm = np.random.default_rng(len(f)).permutation(len(f))
+    loss_p, grad_p = smoothed_rank_loss(f[perm], y[perm], gamma)
+    assert loss_p == pytest.approx(loss, rel=1e-12, abs=1e-13)
+    np.testing.assert_allclose(grad_p, grad[perm], rtol=1e-9, atol=1e-13)
+    assert smoothed_rank_loss(f + shift, y, gamma)[0] == pytest.approx(loss, rel=1e-9, abs=1e-11)
+
+
+@settings(max_examples=60, deadline=None)
+@given(f=st.lists(scores_st, min_size=1, max_size=12), gamma=st.floats(0.1, 8.0))
+def test_smoothed_positions_are_the_blogs_rank_read_from_the_top(f, gamma):
+    pos = smoothed_positions(f, gamma)
+    m = len(f)
+    np.testing.assert_allclose(pos, ref_positions(f, gamma), rtol=1e-12)
+    assert pos.sum() == pytest.approx(m * (m + 1) / 2)        # σ(z) + σ(−z) = 1 for every pair
+    rbar = [sum(sigmoid(gamma * (f[i] - f[j])) for j in range(m) if j != i) for i in range(m)]
+    np.testing.assert_allclose(m - pos, rbar, rtol=1e-9, atol=1e-12)   # r̄_i = Σ_{j≠i} P(f_i > f_j) = M − π̂_i
+    assert np.all((pos >= 1.0) & (pos <= m))
+
+
+def test_smoothed_rank_tends_to_the_exact_ndcg_loss_as_gamma_grows():
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        f = rng.normal(size=9)
+        y = rng.integers(0, 6, size=9).astype(float)
+        if not np.any(y > 0):
+            continue
+        exact = 1.0 - ndcg(y, f, k=None)
+        gap = np.min(np.abs(np.subtract.outer(f, f))[~np.eye(9, dtype=bool)])
+        assert smoothed_rank_loss(f, y, 60.0 / gap)[0] == pytest.approx(exact, abs=1e-6)
+    # a perfect order has loss → 0, its reverse the largest
+    y = np.array([5.0, 4, 3, 2, 1])
+    good = smoothed_rank_loss([4.0, 3, 2, 1, 0], y, 10.0)[0]
+    bad = smoothed_rank_loss([0.0, 1, 2, 3, 4], y, 10.0)[0]
+    assert good < 1e-3 < bad
+
+
+def test_smoothed_rank_is_non_convex_and_flat_where_the_pair_probabilities_saturate():
+    """The blog post's caveat, on the two-item list: the curve bends both ways, and far from Δ = 0 its
+    slope vanishes whether the pair is in the right order or the wrong one."""
+    d = np.linspace(-8.0, 8.0, 1601)
+    smooth, exact = smoothed_rank_pair_curve(d, gamma=2.0, ratings=(1.0, 0.0))
+    second = np.diff(smooth, 2)
+    assert second.max() > 1e-8 and second.min() < -1e-8          # convex on one side, concave on the other
+    assert np.all(np.diff(smooth) <= 1e-15)                       # decreasing in Δ = f_a − f_b
+    grad = np.empty(2)
+    for wrong_way in (-12.0, 12.0):
+        smoothed_rank_loss_grad(np.array([wrong_way, 0.0]), np.array([1.0, 0.0]), 2.0, grad)
+        assert np.abs(grad).max() < 1e-8
+    # the smoothed loss lies between the exact loss of the two orders, and the exact loss is a step
+    assert exact[0] == pytest.approx(1.0 - (0.0 + 1.0 / math.log2(3)) / 1.0)
+    assert exact[-1] == 0.0 and exact[800] == exact[0]           # Δ = 0: the tie is broken pessimistically
+    assert np.all((smooth >= -1e-12) & (smooth <= exact[0] + 1e-12))
+
+
+def test_smoothed_rank_edge_cases_and_the_kernel_is_what_the_wrapper_calls():
+    assert smoothed_rank_loss([], [])[0] == 0.0
+    loss, grad = smoothed_rank_loss([0.3, -1.0, 2.0], [0, 0, 0])       # no gain: nothing to lose
+    assert loss == 0.0 and np.all(grad == 0.0)
+    loss, grad = smoothed_rank_loss([800.0, -800.0, 0.0], [5, 1, 3], 3.0)
+    assert np.isfinite(loss) and np.all(np.isfinite(grad)) and loss < 1e-12
+    f, y = np.array([0.1, 0.7, -0.2, 0.4]), np.array([3.0, 5.0, 3.0, 1.0])
+    g = np.empty(4)
+    v = smoothed_rank_loss_grad(f, y, 1.5, g)
+    v2, g2 = smoothed_rank_loss(f, y, 1.5)
+    assert v == v2 and np.array_equal(g, g2)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: smoothed_rank_loss([1.0, 2.0], [1.0]), "same length"),
+    (lambda: smoothed_rank_loss([1.0, np.nan], [1.0, 2.0]), "finite"),
+    (lambda: smoothed_rank_loss([1.0, 2.0], [1.0, -1.0]), ">= 0"),
+    (lambda: smoothed_rank_loss([1.0, 2.0], [1.0, 2.0], gamma=0.0), "gamma"),
+    (lambda: smoothed_rank_loss([1.0, 2.0], [1.0, 2.0], gamma=-1.0), "gamma"),
+    (lambda: smoothed_rank_loss([1.0, 2.0], [1.0, 2.0], gamma=np.inf), "gamma"),
+    (lambda: smoothed_rank_loss([1.0, 2.0], [1.0, 2.0], gamma=True), "gamma"),
+    (lambda: smoothed_positions(["a"], 1.0), "numeric"),
+    (lambda: smoothed_rank_pair_curve([0.0], 1.0, ratings=(0.0, 0.0)), "above 0"),
+    (lambda: smoothed_rank_pair_curve([np.nan], 1.0), "finite"),
+])
+def test_smoothed_rank_refuses_bad_input(call, match):
+    with pytest.raises(ParameterError, match=match):
+        call()
+    assert check_gamma(2) == 2.0
+
+
+# ---------------------------------------------------------------------------------------------- ordered partition
+@settings(max_examples=60, deadline=None)
+@given(f=st.lists(scores_st, min_size=1, max_size=10))
+def test_partition_normaliser_by_enumerating_every_non_empty_subset(f):
+    assert log_subset_normaliser(f) == pytest.approx(math.log(brute_normaliser(f)), rel=1e-11, abs=1e-11)
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=lists(max_size=12))
+def test_partition_matches_the_reference(data):
+    f, y = data
+    loss, grad = ordered_partition_loss(f, y)
+    assert loss == pytest.approx(ref_partition(f, y), rel=1e-10, abs=1e-10)
+    assert grad.shape == (len(f),)
+    if len(f) <= 7:
+        assert loss == pytest.approx(ref_partition_enumerated(f, y), rel=1e-10, abs=1e-10)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=lists(min_size=1, max_size=8))
+def test_partition_gradient_by_central_differences(data):
+    f, y = data
+    _, grad = ordered_partition_loss(f, y)
+    np.testing.assert_allclose(grad, fd_gradient(lambda x: ref_partition(x, y), f), rtol=1e-5, atol=1e-6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=lists(min_size=2, max_size=9, ratings=st.integers(1, 3)))
+def test_partition_is_the_same_for_every_order_of_the_tied_items(data):
+    f, y = map(np.asarray, data)
+    f, y = f.astype(float), y.astype(float)
+    loss, grad = ordered_partition_loss(f, y)
+    rng = np.random.default_rng(len(f))
+    for _ in range(3):
+        perm = rng.permutation(len(f))            # reorders the stored list, hence the tied items among themselves
+        loss_p, grad_p = ordered_partition_loss(f[perm], y[perm])
+        assert loss_p == pytest.approx(loss, rel=1e-12, abs=1e-12)
+        np.testing.assert_allclose(grad_p, grad[perm], rtol=1e-10, atol=1e-12)
+    # the ratings' values do not matter, only the order of the groups
+    ranks = np.unique(y, return_inverse=True)[1]
+    assert ordered_partition_loss(f, 10.0 * ranks + 7.0)[0] == pytest.approx(loss, rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.parametrize("n, fubini", [(1, 1), (2, 3), (3, 13), (4, 75)])
+def test_partition_probabilities_of_every_ordered_partition_sum_to_one(n, fubini):
+    f = np.random.default_rng(n).normal(size=n)
+    parts = list(ordered_partitions(range(n)))
+    assert len(parts) == fubini                   # the ordered Bell (Fubini) numbers of the blog post
+    total = 0.0
+    for blocks in parts:
+        y = np.empty(n)
+        for rank, block in enumerate(blocks):
+            y[block] = len(blocks) - rank         # equal ratings within a block, best block first
+        total += math.exp(-ordered_partition_loss(f, y)[0])
+    assert total == pytest.approx(1.0, rel=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(f=st.lists(scores_st, min_size=1, max_size=8))
+def test_partition_without_ties_is_plackett_luce_plus_the_multi_item_subsets(f):
+    """Without ties every group is one item, but the normaliser still counts the subsets of several items:
+    L = L_PL + Σ_t log(Z_t / Σ_{R_t} e^f) ≥ L_PL, and the gap vanishes as every score goes to −∞."""
+    f = np.asarray(f, float)
+    y = np.arange(len(f), 0, -1, dtype=float)     # strictly decreasing: no ties
+    part = ordered_partition_loss(f, y)[0]
+    pl = plackett_luce_loss(f, y)[0]
+    gap = sum(math.log(brute_normaliser(f[t:]) / np.exp(f[t:]).sum()) for t in range(len(f)))
+    assert part == pytest.approx(pl + gap, rel=1e-10, abs=1e-10)
+    assert part >= pl - 1e-12
+    low = f - 40.0                                # PL is shift-invariant, the partition model is not
+    assert ordered_partition_loss(low, y)[0] == pytest.approx(plackett_luce_loss(low, y)[0], abs=1e-9)
+    assert plackett_luce_loss(low, y)[0] == pytest.approx(pl, rel=1e-9, abs=1e-9)
+
+
+def test_partition_all_tied_lists_push_every_score_up_and_the_loss_is_convex():
+    f = np.array([0.3, -0.5, 1.0])
+    loss, grad = ordered_partition_loss(f, [4, 4, 4])
+    assert loss == pytest.approx(np.log(np.prod(1 + np.exp(f)) - 1) - f.sum())
+    assert np.all(grad < 0)
+    # convex along random lines (a log-sum-exp over the subsets)
+    rng = np.random.default_rng(0)
+    y = np.array([5.0, 4, 4, 2, 1, 1])
+    for _ in range(10):
+        a, d = rng.normal(size=6), rng.normal(size=6)
+        vals = [ordered_partition_loss(a + t * d, y)[0] for t in np.linspace(-3, 3, 61)]
+        assert np.all(np.diff(vals, 2) >= -1e-9)
+
+
+def test_partition_is_stable_for_huge_scores_and_rewards_the_right_order():
+    for f in ([800.0, -800.0, 0.0], [-800.0, -900.0, -1000.0], [700.0, 650.0, 600.0]):
+        loss, grad = ordered_partition_loss(f, [5, 1, 3])
+        assert np.isfinite(loss) and np.all(np.isfinite(grad))
+    # three far-apart low scores in the right order: nearly Plackett-Luce with no doubt, loss → 0
+    assert ordered_partition_loss([-800.0, -900.0, -1000.0], [5, 3, 1])[0] == pytest.approx(0.0, abs=1e-12)
+    assert log_subset_normaliser([-800.0, -801.0]) == pytest.approx(np.logaddexp(-800.0, -801.0))
+    assert log_subset_normaliser([]) == -np.inf
+    good = ordered_partition_loss([2.0, 1.0, 0.0], [5, 4, 3])[0]
+    bad = ordered_partition_loss([0.0, 1.0, 2.0], [5, 4, 3])[0]
+    assert good < bad
+    assert ordered_partition_loss([], [])[0] == 0.0
+
+
+def test_partition_kernel_is_what_the_wrapper_calls_and_the_ties_codes():
+    f, y = np.array([0.1, 0.7, -0.2, 0.4]), np.array([3.0, 5.0, 3.0, 1.0])
+    g = np.empty(4)
+    v = partition_loss_grad(f, y, g)
+    v2, g2 = ordered_partition_loss(f, y)
+    assert v == v2 and np.array_equal(g, g2)
+    assert LISTWISE_TIES == ("breslow", "efron", "partition")
+    assert [listwise_ties_code(t) for t in LISTWISE_TIES] == [0, 1, 2]
+    assert listwise_ties_code(" Partition ") == 2
+    with pytest.raises(ParameterError, match="breslow, efron, partition"):
+        listwise_ties_code("random")
+
+
+@pytest.mark.parametrize("call", [
+    lambda: ordered_partition_loss([1.0, 2.0], [1.0]),
+    lambda: ordered_partition_loss([1.0, np.nan], [1.0, 2.0]),
+    lambda: ordered_partition_loss(["a"], [1.0]),
+    lambda: log_subset_normaliser([np.inf]),
+])
+def test_partition_refuses_bad_input(call):
+    with pytest.raises(ParameterError):
+        call()
