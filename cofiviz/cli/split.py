@@ -15,7 +15,8 @@ __all__ = ["add_parser", "split", "load_data"]
 def add_parser(sub) -> None:
     s = sub.add_parser("split", help="write a protocol's train/valid/test split to files")
     s.add_argument("protocol", metavar="PROTOCOL")
-    s.add_argument("--data", required=True, help="movielens-100k or a ratings file")
+    s.add_argument("--data", required=True, help="a data set name (movielens-100k, movielens-1m, ...; `cofiviz datasets`) "
+                                                 "or a ratings file")
     s.add_argument("--out", required=True, metavar="DIR")
     s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="protocol parameter")
     s.add_argument("--seed", type=int, default=0)
