@@ -31,8 +31,8 @@ The collaborative models learn ``μ`` and ``K`` from all users by EM (see :func:
 ``Σ_u s_u``, ``Q = Σ_u s_u s_uᵀ`` and ``P = Σ_u E_uᵀ A_u E_u``, where ``s_u`` is ``α_u`` (or ``a_u``) scattered to
 the user's items and ``E_u`` selects them: :class:`EStats`.
 
-Dot products whose length grows with the data go through NumPy's pairwise sums, not BLAS's ``dot``, whose
-summation order changes with its thread count.
+The Cholesky factors, solves and products run in the numba kernels of :mod:`._gp_kernels`, not in LAPACK and
+BLAS, whose rounding changes with their thread count; sums of elementwise products go through NumPy's pairwise sum.
 """
 
 from __future__ import annotations
@@ -40,12 +40,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import cho_solve, cholesky, LinAlgError
 from scipy.special import log_ndtr
 
 from ..errors import ModelFitError
+from . import _gp_kernels as gk
 
-__all__ = ["rbf_kernel", "regression_user", "ordinal_loglik", "ordinal_laplace_user", "EStats", "e_step",
+__all__ = ["rbf_kernel", "one_hot_kernel", "regression_user", "ordinal_loglik", "ordinal_laplace_user", "EStats", "e_step",
            "m_step", "log_hyperprior", "thresholds_for"]
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
@@ -54,19 +54,32 @@ _LOG_2PI = float(np.log(2.0 * np.pi))
 def rbf_kernel(X: np.ndarray, lengthscale: float, signal: float, jitter: float) -> np.ndarray:
     """``K0_ij = signal · exp(−‖x_i − x_j‖² / (2 lengthscale²)) + jitter·signal·[i = j]`` (``signal``: the prior
     variance of one item's latent value)."""
-    X = np.asarray(X, dtype=np.float64)
-    sq = np.sum(X * X, axis=1)
-    d2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * (X @ X.T), 0.0)
+    d2 = gk.sq_dists(np.ascontiguousarray(X, dtype=np.float64))
     K = signal * np.exp(-0.5 * d2 / (lengthscale * lengthscale))
     K[np.diag_indices_from(K)] = signal * (1.0 + jitter)
     return K
 
 
+def one_hot_kernel(n_items: int, lengthscale: float, signal: float, jitter: float) -> np.ndarray:
+    """:func:`rbf_kernel` of one-hot item ids (every distinct pair at squared distance 2), without the ids."""
+    K = np.full((n_items, n_items), signal * float(np.exp(-1.0 / (lengthscale * lengthscale))))
+    K[np.diag_indices_from(K)] = signal * (1.0 + jitter)
+    return K
+
+
 def _chol(M: np.ndarray, what: str) -> np.ndarray:
-    try:
-        return cholesky(M, lower=True, check_finite=True)
-    except (LinAlgError, ValueError) as exc:
-        raise ModelFitError(f"the Cholesky factorisation of {what} failed ({exc})") from None
+    L, ok = gk.cholesky(np.ascontiguousarray(M, dtype=np.float64))
+    if not ok:
+        raise ModelFitError(f"the Cholesky factorisation of {what} failed: not positive definite, or not finite")
+    return L
+
+
+def _solve(L: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``(L Lᵀ)⁻¹ b`` for a vector or a matrix ``b``."""
+    b = np.asarray(b, dtype=np.float64)
+    if b.ndim == 1:
+        return gk.cho_solve(L, np.ascontiguousarray(b[:, None]))[:, 0]
+    return gk.cho_solve(L, np.ascontiguousarray(b))
 
 
 def regression_user(K: np.ndarray, mean: np.ndarray, items: np.ndarray, y: np.ndarray, noise: float):
@@ -76,8 +89,8 @@ def regression_user(K: np.ndarray, mean: np.ndarray, items: np.ndarray, y: np.nd
     C = K[np.ix_(items, items)] + noise * np.eye(n)
     L = _chol(C, "a user's K_II + σ²I")
     r = y - mean[items]
-    alpha = cho_solve((L, True), r)
-    A = cho_solve((L, True), np.eye(n))
+    alpha = _solve(L, r)
+    A = _solve(L, np.eye(n))
     logml = -0.5 * float(np.sum(r * alpha)) - float(np.sum(np.log(np.diag(L)))) - 0.5 * n * _LOG_2PI
     return alpha, A, logml
 
@@ -126,7 +139,7 @@ def ordinal_laplace_user(K: np.ndarray, mean: np.ndarray, items: np.ndarray, lev
     the approximate log marginal likelihood and ``f̂``.
     """
     n = len(items)
-    Kii = K[np.ix_(items, items)]
+    Kii = np.ascontiguousarray(K[np.ix_(items, items)])
     m = mean[items]
     a = np.zeros(n)
     f = m.copy()
@@ -136,12 +149,12 @@ def ordinal_laplace_user(K: np.ndarray, mean: np.ndarray, items: np.ndarray, lev
         sW = np.sqrt(W)
         L = _chol(np.eye(n) + sW[:, None] * Kii * sW[None, :], "a user's B = I + W^½ K W^½")
         bvec = W * (f - m) + g
-        a_new = bvec - sW * cho_solve((L, True), sW * (Kii @ bvec))
+        a_new = bvec - sW * _solve(L, sW * gk.matvec(Kii, bvec))
         step = a_new - a
         t = 1.0
         for _ in range(30):
             a_try = a + t * step
-            f_try = m + Kii @ a_try
+            f_try = m + gk.matvec(Kii, a_try)
             lp_try, g_try, W_try = ordinal_loglik(f_try, levels, thresholds, sigma)
             psi_try = -float(np.sum(lp_try)) + 0.5 * float(np.sum(a_try * (f_try - m)))
             if np.isfinite(psi_try) and psi_try <= psi + 1e-12 * max(1.0, abs(psi)):
@@ -155,7 +168,7 @@ def ordinal_laplace_user(K: np.ndarray, mean: np.ndarray, items: np.ndarray, lev
             break
     sW = np.sqrt(W)
     L = _chol(np.eye(n) + sW[:, None] * Kii * sW[None, :], "a user's B = I + W^½ K W^½")
-    A = sW[:, None] * cho_solve((L, True), np.diag(sW))
+    A = sW[:, None] * _solve(L, np.diag(sW))
     logml = -0.5 * float(np.sum(a * (f - m))) + float(np.sum(lp)) - float(np.sum(np.log(np.diag(L))))
     return a, A, logml, f
 
@@ -182,7 +195,7 @@ def e_step(K: np.ndarray, mu: np.ndarray, offsets: np.ndarray, indptr: np.ndarra
     likelihood. Users without ratings keep the prior mean ``offset + μ``.
     """
     n_users, n_items = len(indptr) - 1, len(mu)
-    S = np.zeros((n_users, n_items))
+    coef = np.zeros(len(items))  # α_u of each rating, in the order of ``items``
     P = np.zeros((n_items, n_items)) if stats else None
     logml, n = 0.0, 0
     for u in range(n_users):
@@ -191,15 +204,17 @@ def e_step(K: np.ndarray, mu: np.ndarray, offsets: np.ndarray, indptr: np.ndarra
             continue
         its = items[lo:hi]
         out = solve(K, mu + offsets[u], its, targets[lo:hi])
-        S[u, its] = out[0]
+        coef[lo:hi] = out[0]
         if stats:
             P[np.ix_(its, its)] += out[1]
         logml += out[2]
         n += 1
-    F = offsets[:, None] + mu[None, :] + S @ K
+    base = offsets[:, None] + mu[None, :]
+    F = gk.sparse_rows_times(indptr, items, coef, np.ascontiguousarray(K), np.ascontiguousarray(base))
     if not stats:
         return F, None
-    return F, EStats(n=n, s=S.sum(axis=0), Q=S.T @ S, P=P, logml=logml)
+    s = np.bincount(items, weights=coef, minlength=n_items)
+    return F, EStats(n=n, s=s, Q=gk.sparse_outer_sum(indptr, items, coef, n_items), P=P, logml=logml)
 
 
 def m_step(K: np.ndarray, mu: np.ndarray, K0: np.ndarray, st: EStats, tau: float, pi: float):
@@ -220,10 +235,10 @@ def m_step(K: np.ndarray, mu: np.ndarray, K0: np.ndarray, st: EStats, tau: float
     ``Σ_u [(m_u − μ')(m_u − μ')ᵀ + C_u] = n K + n d dᵀ + d (K s)ᵀ + (K s) dᵀ + K (Q − P) K``.
     """
     n = st.n
-    Ks = K @ st.s
+    Ks = gk.matvec(K, st.s)
     mu_new = (n * mu + Ks) / (n + pi)
     d = mu - mu_new
-    S = n * K + n * np.outer(d, d) + np.outer(d, Ks) + np.outer(Ks, d) + K @ (st.Q - st.P) @ K
+    S = n * K + n * np.outer(d, d) + np.outer(d, Ks) + np.outer(Ks, d) + gk.matmul(gk.matmul(K, st.Q - st.P), K)
     K_new = (tau * K0 + pi * np.outer(mu_new, mu_new) + S) / (n + tau + 1.0)
     K_new = 0.5 * (K_new + K_new.T)
     return K_new, mu_new
@@ -234,6 +249,6 @@ def log_hyperprior(K: np.ndarray, mu: np.ndarray, K0: np.ndarray, tau: float, pi
     prior on ``K`` centred at the feature kernel ``K0`` (weight ``τ``) and ``μ | K ~ N(0, K/π)``."""
     L = _chol(K, "the item covariance K")
     logdet = 2.0 * float(np.sum(np.log(np.diag(L))))
-    tr = float(np.trace(cho_solve((L, True), K0)))
-    q = float(np.sum(mu * cho_solve((L, True), mu)))
+    tr = float(np.trace(_solve(L, K0)))
+    q = float(np.sum(mu * _solve(L, mu)))
     return -0.5 * (tau + 1.0) * logdet - 0.5 * tau * tr - 0.5 * pi * q

@@ -129,7 +129,10 @@ class _ItemGP(Model):
 
     def _setup(self, train: Ratings, rng: np.random.Generator) -> None:
         X, self.features_used_ = item_features(train, self.features)
-        self.K0_ = _gp.rbf_kernel(X, float(self.lengthscale), float(self.signal), JITTER)
+        if self.features_used_.startswith("one-hot"):
+            self.K0_ = _gp.one_hot_kernel(train.n_items, float(self.lengthscale), float(self.signal), JITTER)
+        else:
+            self.K0_ = _gp.rbf_kernel(X, float(self.lengthscale), float(self.signal), JITTER)
         self.mean_rating_ = float(np.mean(train.ratings))
         if self.ordinal:
             values = np.unique(train.ratings).astype(np.float64)
