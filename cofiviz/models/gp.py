@@ -58,11 +58,11 @@ def item_features(ratings: Ratings, features: str = "auto") -> tuple[np.ndarray,
     DataError
         ``features="item_info"`` and ``ratings.item_info`` holds no genre indicator nor ``release_year``.
     """
+    if _uses_one_hot(ratings, features):
+        return np.eye(ratings.n_items), f"one-hot item ids ({ratings.n_items})"
     info = ratings.item_info
     cols = [] if info is None else [g for g in GENRES if g in info.columns]
     has_year = info is not None and "release_year" in info.columns
-    if features == "one_hot" or (features == "auto" and not cols and not has_year):
-        return np.eye(ratings.n_items), f"one-hot item ids ({ratings.n_items})"
     if not cols and not has_year:
         have = "no item_info" if info is None else f"item_info with columns {list(info.columns)}"
         raise DataError(f"features='item_info' needs item features: Ratings.item_info with genre indicator columns "
@@ -83,6 +83,14 @@ def item_features(ratings: Ratings, features: str = "auto") -> tuple[np.ndarray,
     if not np.all(np.isfinite(X)):
         raise DataError("Ratings.item_info's genre columns hold missing or non-numeric values")
     return X, f"{len(cols)} genre indicators" + (" + standardised release year" if has_year else "")
+
+
+def _uses_one_hot(ratings: Ratings, features: str) -> bool:
+    """Whether ``features`` means one-hot item ids for ``ratings`` (asked for, or ``"auto"`` without item features)."""
+    if features != "auto":
+        return features == "one_hot"
+    info = ratings.item_info
+    return info is None or not (any(g in info.columns for g in GENRES) or "release_year" in info.columns)
 
 
 def _newton_param() -> param.Integer:
@@ -128,10 +136,11 @@ class _ItemGP(Model):
         return np.where(counts > 0, sums / np.maximum(counts, 1), fallback)
 
     def _setup(self, train: Ratings, rng: np.random.Generator) -> None:
-        X, self.features_used_ = item_features(train, self.features)
-        if self.features_used_.startswith("one-hot"):
+        if _uses_one_hot(train, self.features):  # the kernel of one-hot ids, without an items × items identity
+            self.features_used_ = f"one-hot item ids ({train.n_items})"
             self.K0_ = _gp.one_hot_kernel(train.n_items, float(self.lengthscale), float(self.signal), JITTER)
         else:
+            X, self.features_used_ = item_features(train, self.features)
             self.K0_ = _gp.rbf_kernel(X, float(self.lengthscale), float(self.signal), JITTER)
         self.mean_rating_ = float(np.mean(train.ratings))
         if self.ordinal:
