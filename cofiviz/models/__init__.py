@@ -11,6 +11,7 @@ from .bpmf import BPMF
 from .cofirank import CofiRank
 from .gapfm import GAPfm
 from .gcr import GCR
+from .gp import CGPOR, CGPR, GPOR, GPR
 from .lcr import LCR
 from .llorma import LLORMA
 from .mmmf import MMMF
@@ -20,4 +21,5 @@ from .regsvd import RegSVD
 from .svdpp import SVDpp
 
 __all__ = ["Model", "IterationInfo", "MODEL_REGISTRY", "available_models", "get_model_class", "make_model", "PopRec", "ItemMean", "CofiRank", "GCR",
-           "LCR", "LLORMA", "RegSVD", "SVDpp", "GAPfm", "NMF", "BPMF", "Bilinear", "MMMF"]
+           "LCR", "LLORMA", "RegSVD", "SVDpp", "GAPfm", "NMF", "BPMF", "Bilinear", "MMMF",
+           "GPR", "GPOR", "CGPR", "CGPOR"]

@@ -1,0 +1,133 @@
+"""Numba kernels of the Gaussian-process models: Cholesky factor, triangular solves and the matrix products.
+
+They replace LAPACK and BLAS on purpose: OpenBLAS's Cholesky and products round differently with its thread count,
+and a seeded fit must not depend on it (``tests/test_blas_threads.py``). Every output entry here is summed in one
+fixed order; the products run in parallel over the rows of their result, which does not change any sum.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+__all__ = ["cholesky", "cho_solve", "matmul", "matvec", "sq_dists", "sparse_rows_times", "sparse_outer_sum"]
+
+
+@njit(cache=True)
+def cholesky(A):
+    """Lower ``L`` with ``L Lᵀ = A`` (symmetric ``A``, its lower triangle read) and whether ``A`` was positive
+    definite; on a non-positive pivot the factor is left incomplete and the flag is False."""
+    n = A.shape[0]
+    L = np.zeros((n, n))
+    for j in range(n):
+        s = A[j, j]
+        for k in range(j):
+            s -= L[j, k] * L[j, k]
+        if not (s > 0.0) or not np.isfinite(s):
+            return L, False
+        d = np.sqrt(s)
+        L[j, j] = d
+        for i in range(j + 1, n):
+            t = A[i, j]
+            for k in range(j):
+                t -= L[i, k] * L[j, k]
+            L[i, j] = t / d
+    return L, True
+
+
+@njit(cache=True)
+def cho_solve(L, B):
+    """``X = (L Lᵀ)⁻¹ B`` for a 2-d ``B`` (forward then back substitution, row by row)."""
+    n, m = B.shape
+    Y = np.empty((n, m))
+    for i in range(n):
+        for c in range(m):
+            Y[i, c] = B[i, c]
+        for k in range(i):
+            lik = L[i, k]
+            for c in range(m):
+                Y[i, c] -= lik * Y[k, c]
+        for c in range(m):
+            Y[i, c] /= L[i, i]
+    X = np.empty((n, m))
+    for i in range(n - 1, -1, -1):
+        for c in range(m):
+            X[i, c] = Y[i, c]
+        for k in range(i + 1, n):
+            lki = L[k, i]
+            for c in range(m):
+                X[i, c] -= lki * X[k, c]
+        for c in range(m):
+            X[i, c] /= L[i, i]
+    return X
+
+
+@njit(cache=True, parallel=True)
+def matmul(A, B):
+    """``A @ B``, each row of the result summed over ``k`` in order."""
+    n, p = A.shape
+    m = B.shape[1]
+    C = np.zeros((n, m))
+    for i in prange(n):
+        for k in range(p):
+            a = A[i, k]
+            if a != 0.0:
+                for c in range(m):
+                    C[i, c] += a * B[k, c]
+    return C
+
+
+@njit(cache=True)
+def matvec(A, x):
+    """``A @ x`` for a 1-d ``x``."""
+    n, p = A.shape
+    out = np.zeros(n)
+    for i in range(n):
+        s = 0.0
+        for k in range(p):
+            s += A[i, k] * x[k]
+        out[i] = s
+    return out
+
+
+@njit(cache=True, parallel=True)
+def sq_dists(X):
+    """Squared Euclidean distances between the rows of ``X``."""
+    n, d = X.shape
+    D = np.empty((n, n))
+    for i in prange(n):
+        for j in range(n):
+            s = 0.0
+            for k in range(d):
+                t = X[i, k] - X[j, k]
+                s += t * t
+            D[i, j] = s
+    return D
+
+
+@njit(cache=True, parallel=True)
+def sparse_rows_times(indptr, items, values, K, base):
+    """``F[u] = base[u] + Σ_{i ∈ I_u} values_ui K[i]``: each user's sparse row of coefficients times ``K``."""
+    n_users = len(indptr) - 1
+    F = np.empty((n_users, K.shape[1]))
+    for u in prange(n_users):
+        for c in range(K.shape[1]):
+            F[u, c] = base[u, c]
+        for p in range(indptr[u], indptr[u + 1]):
+            v = values[p]
+            i = items[p]
+            for c in range(K.shape[1]):
+                F[u, c] += v * K[i, c]
+    return F
+
+
+@njit(cache=True)
+def sparse_outer_sum(indptr, items, values, n_items):
+    """``Q = Σ_u s_u s_uᵀ`` with ``s_u`` the user's coefficients scattered to its items."""
+    Q = np.zeros((n_items, n_items))
+    for u in range(len(indptr) - 1):
+        for p in range(indptr[u], indptr[u + 1]):
+            vp, ip = values[p], items[p]
+            for q in range(indptr[u], indptr[u + 1]):
+                Q[ip, items[q]] += vp * values[q]
+    return Q

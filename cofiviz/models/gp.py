@@ -1,0 +1,340 @@
+"""Per-user Gaussian processes on item features and their collaborative forms: GPR, GPOR, CGPR, CGPOR.
+
+CofiRank's Table 3 (Weimer et al., NIPS 2007) holds these four against CofiRank, with the numbers of Yu, Yu, Tresp &
+Kriegel, "Collaborative ordinal regression", ICML 2006. Each user's preference over the items is a latent function
+``f_u ~ N(c_u + μ, K)``, ``c_u`` the mean of the user's ratings:
+
+``GPR``    Gaussian-process regression of each user's ratings on the items' features: ``μ = 0``, ``K = K0`` the
+           feature kernel, Gaussian noise ``σ²``.
+``GPOR``   the same prior with the ordinal probit likelihood of Chu & Ghahramani (JMLR 2005, §2) and Laplace's
+           approximation per user (§3.1).
+``CGPR``   the collaborative form: ``μ`` and ``K`` learned from every training user by EM under a prior centred
+           at ``(0, K0)`` (Yu et al. 2006, after Yu, Tresp & Schwaighofer, ICML 2005, §3), then each user, training
+           or folded in, is a GP regression with them.
+``CGPOR``  likewise with the ordinal likelihood (the E-step uses each user's Laplace approximation).
+
+A user's items are ranked by the posterior mean of ``f_u`` (the latent mean for the ordinal models). The formulas,
+their sources and the EM update are in :mod:`cofiviz.models._gp`. What is a choice made here rather than taken
+from the papers: the features (below); the kernel's hyperparameters are parameters, not fitted by evidence
+maximisation as Chu & Ghahramani do; the ordinal thresholds are fixed halfway between consecutive rating values and
+the user offset ``c_u`` carries each user's level, where Chu & Ghahramani fit the thresholds by evidence; Yu et al.
+2006's paper itself was not at hand, so the collaborative EM follows their 2005 multi-task paper.
+
+Item features (``features="item_info"``): the genre indicators of ``Ratings.item_info`` (the columns of
+:data:`cofiviz.datasets.movielens.GENRES` it has, as 0/1) and, when it has ``release_year``, the release year
+standardised over the items (missing years at the mean), the layout of :func:`cofiviz.datasets.movielens_100k`.
+``features="one_hot"`` gives every item its own indicator (``K0 = signal·(e^{−1/ℓ²} + (1 − e^{−1/ℓ²}) I)``): the
+collaborative models then learn ``K`` from the ratings alone, while GPR and GPOR have nothing to tell unrated items
+apart. ``"auto"`` (the default) takes ``item_info``'s features when it has any and one-hot ids otherwise.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import ClassVar
+
+import numpy as np
+import param
+
+from ..datasets import tiny
+from ..datasets.movielens import GENRES
+from ..errors import DataError, ModelFitError
+from ..ratings import Ratings
+from . import _gp
+from .base import Model
+from .space import LogUniform
+
+__all__ = ["GPR", "GPOR", "CGPR", "CGPOR", "item_features", "warmup"]
+
+#: the diagonal of the feature kernel is ``signal · (1 + JITTER)``: items with equal features stay distinguishable
+JITTER = 1e-4
+
+
+def item_features(ratings: Ratings, features: str = "auto") -> tuple[np.ndarray, str]:
+    """The item feature matrix (items × features) of ``ratings`` and a description of its columns.
+
+    Raises
+    ------
+    DataError
+        ``features="item_info"`` and ``ratings.item_info`` holds no genre indicator nor ``release_year``.
+    """
+    if _uses_one_hot(ratings, features):
+        return np.eye(ratings.n_items), f"one-hot item ids ({ratings.n_items})"
+    info = ratings.item_info
+    cols = [] if info is None else [g for g in GENRES if g in info.columns]
+    has_year = info is not None and "release_year" in info.columns
+    if not cols and not has_year:
+        have = "no item_info" if info is None else f"item_info with columns {list(info.columns)}"
+        raise DataError(f"features='item_info' needs item features: Ratings.item_info with genre indicator columns "
+                        f"(any of {', '.join(GENRES)}) or a 'release_year' column, as movielens_100k() gives; got "
+                        f"{have}. Use features='one_hot' (or 'auto') to fall back to one-hot item ids")
+    if len(info) != ratings.n_items:
+        raise DataError(f"Ratings.item_info has {len(info)} rows, expected one per item ({ratings.n_items})")
+    parts = [info[cols].to_numpy(dtype=np.float64)] if cols else []
+    if has_year:
+        year = info["release_year"].to_numpy(dtype=np.float64)
+        ok = np.isfinite(year)
+        z = np.zeros(len(year))
+        if ok.any():
+            sd = year[ok].std()
+            z[ok] = (year[ok] - year[ok].mean()) / (sd if sd > 0 else 1.0)
+        parts.append(z[:, None])
+    X = np.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
+    if not np.all(np.isfinite(X)):
+        raise DataError("Ratings.item_info's genre columns hold missing or non-numeric values")
+    return X, f"{len(cols)} genre indicators" + (" + standardised release year" if has_year else "")
+
+
+def _uses_one_hot(ratings: Ratings, features: str) -> bool:
+    """Whether ``features`` means one-hot item ids for ``ratings`` (asked for, or ``"auto"`` without item features)."""
+    if features != "auto":
+        return features == "one_hot"
+    info = ratings.item_info
+    return info is None or not (any(g in info.columns for g in GENRES) or "release_year" in info.columns)
+
+
+def _newton_param() -> param.Integer:
+    return param.Integer(default=30, bounds=(1, 1000), doc="Newton iterations at most in each user's Laplace fit.")
+
+
+class _ItemGP(Model):
+    """A Gaussian process per user over the items (see the module's docstring)."""
+
+    __abstract = True
+    iterative = False
+    #: True for the ordinal likelihood, False for Gaussian noise
+    ordinal: ClassVar[bool] = False
+
+    features = param.Selector(default="auto", objects=["auto", "item_info", "one_hot"],
+                              doc="Item features of the kernel: item_info's genres and year, one-hot ids, or auto.")
+    lengthscale = param.Number(default=2.0, bounds=(0.0, None), inclusive_bounds=(False, True),
+                               doc="ℓ of the feature kernel K0 = signal·exp(−‖x − x'‖²/(2ℓ²)).")
+    signal = param.Number(default=1.0, bounds=(0.0, None), inclusive_bounds=(False, True),
+                          doc="Prior variance of a latent value (the diagonal of K0).")
+    noise = param.Number(default=1.0, bounds=(0.0, None), inclusive_bounds=(False, True),
+                         doc="σ²: the noise variance (regression) or the probit's variance (ordinal).")
+
+    search_space = {"lengthscale": LogUniform(0.5, 8.0), "noise": LogUniform(0.1, 4.0)}
+
+    # ------------------------------------------------------------------ pieces
+    def _targets(self, ratings: np.ndarray) -> np.ndarray:
+        """What the likelihood sees: the ratings, or their 0-based levels among the thresholds."""
+        if not self.ordinal:
+            return np.asarray(ratings, dtype=np.float64)
+        return np.searchsorted(self.thresholds_, np.asarray(ratings, dtype=np.float64)).astype(np.int64)
+
+    def _solver(self):
+        if self.ordinal:
+            return partial(_gp.ordinal_laplace_user, thresholds=self.thresholds_, sigma=float(np.sqrt(self.noise)),
+                           max_newton=int(self.max_newton))
+        return partial(_gp.regression_user, noise=float(self.noise))
+
+    @staticmethod
+    def _offsets(ratings: Ratings, fallback: float) -> np.ndarray:
+        counts = ratings.user_counts()
+        sums = np.bincount(ratings.users, weights=ratings.ratings, minlength=ratings.n_users)
+        return np.where(counts > 0, sums / np.maximum(counts, 1), fallback)
+
+    def _setup(self, train: Ratings, rng: np.random.Generator) -> None:
+        if _uses_one_hot(train, self.features):  # the kernel of one-hot ids, without an items × items identity
+            self.features_used_ = f"one-hot item ids ({train.n_items})"
+            self.K0_ = _gp.one_hot_kernel(train.n_items, float(self.lengthscale), float(self.signal), JITTER)
+        else:
+            X, self.features_used_ = item_features(train, self.features)
+            self.K0_ = _gp.rbf_kernel(X, float(self.lengthscale), float(self.signal), JITTER)
+        self.mean_rating_ = float(np.mean(train.ratings))
+        if self.ordinal:
+            values = np.unique(train.ratings).astype(np.float64)
+            if len(values) < 2:
+                raise DataError(f"{type(self).__name__} needs at least two distinct rating values to place its "
+                                f"thresholds, got only {values.tolist()}")
+            self.thresholds_ = _gp.thresholds_for(values)
+        else:
+            self.thresholds_ = np.zeros(0)
+        self.K_ = np.array(self.K0_, copy=True)
+        self.mu_ = np.zeros(train.n_items)
+        self._data = (np.ascontiguousarray(train.indptr, dtype=np.int64),
+                      np.ascontiguousarray(train.items, dtype=np.int64), self._targets(train.ratings),
+                      self._offsets(train, self.mean_rating_))
+        self.F_ = np.zeros((train.n_users, train.n_items))
+
+    def _e_step(self, stats: bool):
+        indptr, items, targets, offsets = self._data
+        return _gp.e_step(self.K_, self.mu_, offsets, indptr, items, targets, self._solver(), stats=stats)
+
+    def _step(self, iteration: int) -> float:
+        self.F_, st = self._e_step(stats=True)
+        self.logml_ = st.logml
+        return -st.logml / max(len(self._data[1]), 1)
+
+    def _scores(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
+        return self.F_[users, items]
+
+    # ------------------------------------------------------------------ strong generalization
+    def fold_in(self, given: Ratings, seed: int | None = None) -> "_ItemGP":
+        """Score the users with ratings in ``given`` from those ratings alone (strong generalization).
+
+        Each such user's posterior mean is computed with the model's ``μ`` and ``K`` (the feature kernel for GPR and
+        GPOR, the learned one for CGPR and CGPOR) and the offset ``c_u`` of the given ratings; nothing learned from
+        the training users changes. Other users are untouched. ``seed`` is accepted for the common fold-in
+        signature; the fold-in draws nothing. :func:`cofiviz.evaluate` calls this for a split with a ``given`` part.
+        """
+        self._check_given(given)
+        active = given.user_counts() > 0
+        if not active.any():
+            return self
+        offsets = self._offsets(given, self.mean_rating_)
+        F, _ = _gp.e_step(self.K_, self.mu_, offsets, np.ascontiguousarray(given.indptr, dtype=np.int64),
+                          np.ascontiguousarray(given.items, dtype=np.int64), self._targets(given.ratings),
+                          self._solver(), stats=False)
+        if not np.all(np.isfinite(F[active])):
+            raise ModelFitError(f"{type(self).__name__}.fold_in produced non-finite scores; "
+                                + self.divergence_advice())
+        out = np.array(self.F_, copy=True)
+        out[active] = F[active]
+        self.F_ = out
+        self.folded_in_ = {"n_users": int(active.sum())}
+        return self
+
+    # ------------------------------------------------------------------ state
+    def _state(self) -> dict[str, np.ndarray]:
+        return {"F": self.F_, "K": self.K_, "mu": self.mu_, "thresholds": self.thresholds_,
+                "mean_rating": np.array([self.mean_rating_])}
+
+    def _set_state(self, state: dict[str, np.ndarray]) -> None:
+        F = np.asarray(state["F"], dtype=np.float64)
+        K = np.asarray(state["K"], dtype=np.float64)
+        mu = np.asarray(state["mu"], dtype=np.float64)
+        thr = np.asarray(state["thresholds"], dtype=np.float64)
+        mean = np.asarray(state["mean_rating"], dtype=np.float64)
+        if F.ndim != 2 or K.shape != (F.shape[1], F.shape[1]) or mu.shape != (F.shape[1],) or mean.shape != (1,) \
+                or thr.ndim != 1:
+            raise DataError(f"{type(self).__name__} state needs F (users, items), K (items, items), mu (items,), "
+                            f"thresholds and mean_rating (1,), got F {F.shape}, K {K.shape}, mu {mu.shape}, "
+                            f"mean_rating {mean.shape}")
+        if self.ordinal and len(thr) < 1:
+            raise DataError(f"{type(self).__name__} state needs at least one threshold")
+        self.F_, self.K_, self.mu_ = np.ascontiguousarray(F), np.ascontiguousarray(K), np.ascontiguousarray(mu)
+        self.thresholds_, self.mean_rating_ = np.ascontiguousarray(thr), float(mean[0])
+
+    def _state_spec(self, n_users: int, n_items: int) -> dict[str, tuple[int | None, ...]]:
+        return {"F": (n_users, n_items), "K": (n_items, n_items), "mu": (n_items,), "thresholds": (None,),
+                "mean_rating": (1,)}
+
+
+class _CollaborativeGP(_ItemGP):
+    """The item mean ``μ`` and covariance ``K`` learned from every training user by EM (one iteration per step)."""
+
+    __abstract = True
+    iterative = True
+    divergence_hint = (("noise", "raise"), ("prior_weight", "raise"))
+
+    prior_weight = param.Number(default=10.0, bounds=(0.0, None),
+                                doc="τ: weight of the feature kernel K0 in K's prior, in pseudo-users.")
+    mean_weight = param.Number(default=1.0, bounds=(0.0, None), inclusive_bounds=(False, True),
+                               doc="π: the prior of the item mean is μ ~ N(0, K/π).")
+    tol = param.Number(default=1e-4, bounds=(0.0, None),
+                       doc="Stop when an EM iteration raises the log posterior by less than tol per rating (0: never).")
+    max_iter = param.Integer(default=20, bounds=(1, 100_000), doc="EM iterations at most.")
+
+    search_space = {**_ItemGP.search_space, "prior_weight": LogUniform(1.0, 300.0)}
+
+    def _setup(self, train: Ratings, rng: np.random.Generator) -> None:
+        super()._setup(train, rng)
+        self.F_, self._stats = self._e_step(stats=True)
+        self._objective = [self._log_posterior(self._stats)]
+
+    def _log_posterior(self, st) -> float:
+        return st.logml + _gp.log_hyperprior(self.K_, self.mu_, self.K0_, float(self.prior_weight),
+                                             float(self.mean_weight))
+
+    def _step(self, iteration: int) -> float:
+        self.K_, self.mu_ = _gp.m_step(self.K_, self.mu_, self.K0_, self._stats, float(self.prior_weight),
+                                       float(self.mean_weight))
+        self.F_, self._stats = self._e_step(stats=True)
+        self._objective.append(self._log_posterior(self._stats))
+        return -self._objective[-1] / max(len(self._data[1]), 1)
+
+    def _converged(self, iteration: int) -> bool:
+        if self.tol <= 0 or len(self._objective) < 2:
+            return False
+        return abs(self._objective[-1] - self._objective[-2]) <= self.tol * max(len(self._data[1]), 1)
+
+
+class GPR(_ItemGP):
+    """Gaussian-process regression per user on item features (the GPR row of CofiRank's Table 3).
+
+    Parameters
+    ----------
+    features : {"auto", "item_info", "one_hot"}
+        The item features of the kernel (see :mod:`cofiviz.models.gp`).
+    lengthscale, signal : float
+        ``K0_ij = signal · exp(−‖x_i − x_j‖²/(2 lengthscale²))``.
+    noise : float
+        σ², the variance of a rating around the latent value.
+
+    Notes
+    -----
+    ``fit`` computes each training user's posterior mean (one pass, no iteration); ``fold_in`` does the same for new
+    users from their given ratings. The reported loss is minus the log marginal likelihood per training rating.
+    """
+
+    presets = {"paper": {"features": "item_info"}}
+
+
+class GPOR(_ItemGP):
+    """Gaussian-process ordinal regression per user on item features (Chu & Ghahramani 2005; the GPOR row).
+
+    Parameters
+    ----------
+    features, lengthscale, signal
+        As :class:`GPR`.
+    noise : float
+        σ² of the probit ``P(y = r | f) = Φ((b_r − f)/σ) − Φ((b_{r−1} − f)/σ)``; the thresholds ``b`` sit halfway
+        between consecutive rating values.
+    max_newton : int
+        Newton iterations at most per user.
+    """
+
+    ordinal = True
+    max_newton = _newton_param()
+    presets = {"paper": {"features": "item_info"}}
+
+
+class CGPR(_CollaborativeGP):
+    """Collaborative GP regression (Yu et al. 2006): an item mean and covariance learned by EM from all users.
+
+    Parameters
+    ----------
+    features, lengthscale, signal, noise
+        As :class:`GPR`; the feature kernel ``K0`` is the prior's centre and EM's start.
+    prior_weight : float
+        τ, the weight of ``K0`` in the update ``K = (τ K0 + π μμᵀ + Σ_u E[(f_u − μ)(f_u − μ)ᵀ]) / (n + τ + 1)``.
+    mean_weight : float
+        π, the prior ``μ ~ N(0, K/π)``.
+    max_iter, tol
+        EM iterations at most; stop when one raises the log posterior by less than ``tol`` per rating.
+    """
+
+    presets = {"paper": {"features": "item_info"}}
+
+
+class CGPOR(_CollaborativeGP):
+    """Collaborative GP ordinal regression (Yu et al. 2006): :class:`CGPR`'s EM with :class:`GPOR`'s likelihood.
+
+    The E-step uses each user's Laplace approximation, so EM's log posterior is itself approximate and need not
+    rise at every iteration as it does for :class:`CGPR`.
+    """
+
+    ordinal = True
+    max_newton = _newton_param()
+    presets = {"paper": {"features": "item_info"}}
+
+
+def warmup() -> None:
+    """Fit each of the four models on the tiny table (:func:`cofiviz.datasets.tiny`, no item features: one-hot)."""
+    train = tiny()
+    for klass in (GPR, GPOR, CGPR, CGPOR):
+        model = klass(max_iter=2).fit(train)
+        model.score(np.arange(2), np.arange(2))
+        model.fold_in(train.take(train.users >= 2))
