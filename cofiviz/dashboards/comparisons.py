@@ -27,6 +27,7 @@ import param
 
 from ..errors import ParameterError
 from ..reproductions import REPRODUCTIONS, compute_cell, figure_trends, short_labels, status
+from ..reproductions.report import p_text
 from ..reproductions.run import shipped_note
 from ..store import default_store
 from ._shared import KERNEL_LOCK, SessionWorker, kernels_need_lock
@@ -163,7 +164,7 @@ class Comparisons(pn.viewable.Viewer):
         cols = [c for c in _TABLE_COLUMNS if c in t.columns and (c != "original" or t[c].notna().any())]
         view = t[cols].copy()
         if "p_holm" in view.columns:  # p-values span many decades: shown as text, "best" on the best row
-            view["p_holm"] = ["best" if vb == 0 else ("—" if pd.isna(p) else f"{p:.1e}")
+            view["p_holm"] = ["best" if vb == 0 else ("—" if pd.isna(p) else p_text(p))
                               for p, vb in zip(t["p_holm"], t["vs_best"])]
         self._table.value = view.round(4).reset_index(drop=True) if len(t) else \
             pd.DataFrame(columns=_TABLE_COLUMNS)

@@ -20,7 +20,7 @@ from .lcr import figure_summary, short_labels
 from .spec import REPRODUCTIONS, Reproduction, paper_frame
 
 __all__ = ["ReproductionReport", "compare", "format_table", "write_html", "paper_table", "add_paired_tests",
-           "PAIRED_COLUMNS"]
+           "PAIRED_COLUMNS", "p_text"]
 
 #: the significance columns of a comparison table (:func:`add_paired_tests`)
 PAIRED_COLUMNS = ["vs_best", "t_test_p", "wilcoxon_p", "p_holm"]
@@ -98,6 +98,12 @@ def compare(rep: Reproduction, results: Results, missing: list, quick: bool) -> 
     return add_paired_tests(pd.DataFrame(rows), results)
 
 
+def p_text(p: float) -> str:
+    """A p-value as text: two significant digits, and ``<1e-300`` where it underflows to 0 (thousands of paired
+    users and a clear difference)."""
+    return "<1e-300" if p < 1e-300 else f"{p:.1e}"
+
+
 def _user_values(per_user: pd.DataFrame, cells: str, metric: str) -> pd.Series:
     """One method's per-user test values over its chosen cells, keyed ``"seed:user"`` (a seed is a split)."""
     keys = [c for c in str(cells).split(",") if c]
@@ -148,7 +154,7 @@ def format_table(table: pd.DataFrame) -> str:
             return "—"
         return f"{v:+.4f}" if signed else f"{v:.4f}"
     def fp(v):
-        return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.1e}"
+        return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else p_text(v)
     lines = []
     orig = "original" in table.columns and table["original"].notna().any()
     tested = "p_holm" in table.columns and table["p_holm"].notna().any()
@@ -218,7 +224,7 @@ def write_html(path: Path, rep: Reproduction, table: pd.DataFrame, results: Resu
            for c in ("paper", "paper_std", "original", "cofiviz", "cofiviz_std")}
     fmt["diff"] = fmt["vs_best"] = lambda v: "—" if pd.isna(v) else f"{v:+.4f}"
     for c in ("t_test_p", "wilcoxon_p", "p_holm"):
-        fmt[c] = lambda v: "—" if pd.isna(v) else f"{v:.2g}"
+        fmt[c] = lambda v: "—" if pd.isna(v) else p_text(v)
     head = (f"<h1>{html.escape(rep.title)}</h1><p><b>cofiviz reproduce {rep.name}</b>"
             f"{' (quick: reduced version, not the paper protocol in full)' if quick else ''} — "
             f"{len(results.cells)} cells, {seconds:.0f} s, written {time.strftime('%Y-%m-%d %H:%M:%S')}</p>"
