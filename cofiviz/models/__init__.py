@@ -18,6 +18,8 @@ from .nmf import NMF
 from .popularity import ItemMean, PopRec
 from .regsvd import RegSVD
 from .svdpp import SVDpp
+from .wlt import WLT
 
 __all__ = ["Model", "IterationInfo", "MODEL_REGISTRY", "available_models", "get_model_class", "make_model", "PopRec", "ItemMean", "CofiRank", "GCR",
-           "LCR", "LLORMA", "RegSVD", "SVDpp", "GAPfm", "NMF", "BPMF", "Bilinear", "MMMF"]
+           "LCR", "LLORMA", "RegSVD", "SVDpp", "GAPfm", "NMF", "BPMF", "Bilinear", "MMMF",
+           "WLT"]
