@@ -165,13 +165,13 @@ def _sigmoid(z):
 
 @njit(parallel=True, cache=True)
 def lambdarank(indptr, ratings, X, s, sigma, k, want_hessian, loss_u, grad_u, hess_u):
-    """Per list u (``indptr[u]:indptr[u + 1]``): ``loss_u[u] = Σ_{y_i > y_j} |ΔNDCG_ij| softplus(−σ (s_i − s_j))``,
-    its gradient with respect to the weights in ``grad_u[u]`` (``Σ_i λ_i x_i``, λ_i LambdaRank's summed
-    lambdas) and, when ``want_hessian``, its Hessian with ``|ΔNDCG|`` held fixed in ``hess_u[u]``
-    (``Σ_{pairs} c_ij (x_i − x_j)(x_i − x_j)ᵀ`` with ``c_ij = σ² |ΔNDCG_ij| p(1 − p)``, ``p`` the logistic of
-    ``−σ (s_i − s_j)``). ``s`` are the scores; positions for ``|ΔNDCG|`` come from a stable sort by descending
-    score; ``k > 0`` truncates the discount at position k. Returns, per list, whether it has a pair to rank
-    (a rating above another, and a positive ideal DCG)."""
+    """Per list u (``indptr[u]:indptr[u + 1]``): the loss
+    ``loss_u[u] = Σ_{y_i > y_j} |ΔNDCG_ij| softplus(−σ (s_i − s_j))``, its gradient with respect to the weights
+    in ``grad_u[u]`` (``Σ_i λ_i x_i``, λ_i LambdaRank's summed lambdas) and, when ``want_hessian``, its Hessian
+    with ``|ΔNDCG|`` held fixed in ``hess_u[u]`` (``Σ_{pairs} c_ij (x_i − x_j)(x_i − x_j)ᵀ`` with
+    ``c_ij = σ² |ΔNDCG_ij| p(1 − p)``, ``p`` the logistic of ``−σ (s_i − s_j)``). ``s`` are the scores; positions
+    for ``|ΔNDCG|`` come from a stable sort by descending score; ``k > 0`` truncates the discount at position k.
+    Returns, per list, whether it has a pair to rank (a rating above another, and a positive ideal DCG)."""
     n_lists = indptr.shape[0] - 1
     F = X.shape[1]
     active = np.zeros(n_lists, dtype=np.bool_)

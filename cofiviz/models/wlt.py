@@ -34,12 +34,14 @@ rated high and low;
 
 .. math::
 
-    W(u,n) = \\frac{1}{S} \\sum_{v ∈ N'} \\frac{|\\{m ∈ V(v) \\setminus \\{n\\} : R(v,n) > R(v,m)\\}|}{|V(v)| - 1}   (2)
+    W(u,n) = \\frac{1}{S} \\sum_{v ∈ N'}
+             \\frac{|\\{m ∈ V(v) \\setminus \\{n\\} : R(v,n) > R(v,m)\\}|}{|V(v)| - 1}                       (2)
 
 and ``L``, ``T`` likewise: where n stands in the lists of the users who rated it, the signal left when they
 share no item with u (under Given 10 on MovieLens 100K a third of the test pairs have no shared item). The
 slots damp the features of items with few raters towards 0, as the damped item mean does: the plain mean over
-the neighbours (K = 0) puts items rated once at the extremes and ranked the test lists of that protocol worse.
+the neighbours (K = 0) puts items rated once at the extremes (under Given 10, split seed 0, test NDCG@1/3/5
+0.59/0.60/0.61 against 0.69/0.68/0.67 with K = 30).
 
 .. math::
 
@@ -51,8 +53,9 @@ see its rating.
 Training lists. Each user's training items are dealt at random (the model's seed) into ``folds`` parts; a
 list is one part, its items described by (1)–(2) against the user's items in the other parts. Without the
 parts, leaving out only the item itself, an item's comparisons at its own level would be one fewer than its
-list mates', which reveals the level to the learner (it then weights every feature of the top level
-negatively) but does not happen at test time.
+list mates', which reveals the level to the learner but does not happen at test time (a fit on MovieLens 100K,
+Given 10, weighted all three features of the top level negatively and ranked the validation lists worse than
+its whole-list win fraction alone).
 
 Objective (LambdaRank, Burges 2010 §4). Over the lists ``u`` with items of different ratings (``U*``),
 
@@ -74,8 +77,9 @@ scores of a list are equal, so there
 
 LambdaRank's lambdas, and ``∇²C`` (``|ΔNDCG|`` held fixed) is ``Σ c_ij (ψ_i − ψ_j)(ψ_i − ψ_j)ᵀ / |U*| + λI``
 with ``c_ij = σ² |ΔNDCG_ij| p_ij (1 − p_ij)``, ``p_ij`` the logistic of ``−σ (f_i − f_j)``. LambdaRank takes
-stochastic gradient steps; with so few weights of very different scales (a slot average of rare comparisons
-is a hundred times smaller than a whole-list fraction), one iteration here is one Newton step from ``w = 0``
+stochastic gradient steps; with so few weights of very different scales (under Given 10 the per-level
+features' root mean square is 20 to 40 times smaller than the whole-list ones'), one iteration here is one
+Newton step from ``w = 0``
 along ``−(∇²C)⁻¹ ∇C``, halved from ``lr`` until the objective drops (Armijo). The features of the training
 lists are computed once per fit.
 """
