@@ -168,9 +168,11 @@ def test_cli_reproduce(tmp_path, capsys):
                  str(tmp_path / "g.html"), "--data", json.dumps(DATA), "--json", str(js), "--no-progress"])
     out = capsys.readouterr().out
     assert code == 0
-    assert "ndcg@5" in out and "WLT" in out and "missing" in out and "paper" in out and "diff" in out
+    assert "ndcg@5" in out and "WLT" in out and "paper" in out and "diff" in out
     payload = json.loads(js.read_text())
     assert payload["quick"] is True and payload["table"]
+    wlt = [row for row in payload["table"] if row["method"] == "WLT"]
+    assert len(wlt) == 3 and all(row["status"] == "ok" and row["paper"] is not None for row in wlt)
     assert (tmp_path / "g.html").is_file()
     assert main(["reproduce", "nosuch"]) == 2
 

@@ -19,7 +19,8 @@ from .nmf import NMF
 from .popularity import ItemMean, PopRec
 from .regsvd import RegSVD
 from .svdpp import SVDpp
+from .wlt import WLT
 
 __all__ = ["Model", "IterationInfo", "MODEL_REGISTRY", "available_models", "get_model_class", "make_model", "PopRec", "ItemMean", "CofiRank", "GCR",
            "LCR", "LLORMA", "RegSVD", "SVDpp", "GAPfm", "NMF", "BPMF", "Bilinear", "MMMF",
-           "GPR", "GPOR", "CGPR", "CGPOR"]
+           "GPR", "GPOR", "CGPR", "CGPOR", "WLT"]
