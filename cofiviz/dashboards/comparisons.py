@@ -172,6 +172,7 @@ class Comparisons(pn.viewable.Viewer):
     def _table_plot(self, t: pd.DataFrame):
         """Grouped bars per N: the paper's value beside cofiviz's for every method."""
         import holoviews as hv
+        import holoviews.plotting.bokeh  # noqa: F401  (the backend .opts needs, also outside a notebook)
 
         frames = []
         for source in ("paper", "cofiviz"):
@@ -193,6 +194,7 @@ class Comparisons(pn.viewable.Viewer):
     def _figure_plot(self, st):
         """LCR figures: test curves over iterations per run; Figure 5 adds the final-value heatmap."""
         import holoviews as hv
+        import holoviews.plotting.bokeh  # noqa: F401  (the backend .opts needs, also outside a notebook)
 
         t = st.results.traces
         if t.empty or not (t["label"] == self.figure).any():
