@@ -23,13 +23,17 @@ Measured per (model, data, split)
   models; preference pairs (pairs of a user's training items with different ratings) for GCR and LCR,
   whose pair pass visits each of them; all pairs of a user's training items for GAPfm (the smoothed
   GAP sums over every pair, ties included); for the Gaussian-process models, the sum over users of
-  ``n_u³`` (one Cholesky factorisation of each user's ``n_u × n_u`` kernel), plus ``n_items³`` for the
-  collaborative ones, whose EM step multiplies and factorises ``items × items`` matrices;
+  ``n_u³`` (the Cholesky factorisation and inverse of each user's ``n_u × n_u`` kernel) plus
+  ``nnz · I`` (each user's posterior mean on all ``I`` items of the index space: ``n_u · I`` per
+  user), plus ``I³`` for the collaborative ones, whose EM step multiplies and factorises
+  ``I × I`` matrices;
 * seconds per million units of work, and on the ML-1M rows the ratios ML-1M / ML-100K of the time per
   iteration and of the work. Goal: time grows at most linearly with the work (time ratio ≤ work ratio);
-* peak memory: each fit runs in a child process, whose peak resident set size is read from
-  ``os.wait4`` when it ends; a baseline child per (data, split) imports cofiviz, loads the data and
-  makes the split, and nothing else. "Δ MB" is the fit child's peak minus the baseline's: the model's
+* peak memory: each fit runs in a child process, which reports its peak resident set size at its end
+  (``VmHWM`` of ``/proc/self/status``: the high-water mark of the process's own memory since it
+  started; ``ru_maxrss`` is not used, since Linux carries the parent's peak into a child's across the
+  fork and exec); a baseline child per (data, split) imports cofiviz, loads the data and makes the
+  split, and nothing else. "Δ MB" is the fit child's peak minus the baseline's: the model's
   arrays, its loaded numba kernels and the fit's temporaries. Goal: every fit child under 2 GB.
 
 A fit whose estimated time (its ML-100K fit scaled by the work ratio) exceeds ``--budget`` seconds runs
@@ -38,9 +42,10 @@ printed as the reason. Every fit also stops after the iteration that passes the 
 a child still running at ``2 × budget + 60`` s is ended and reported. Nothing registered is left out:
 every model prints a row, measured or skipped.
 
-Usage (run with both cores free; the numbers depend on the machine's load, printed on every row)::
+Usage (run with both cores free, not niced: beside other work a niced child's short iterations wait for
+the CPU and come out several times slower; the load average is printed on every row)::
 
-    nice -n 19 .venv/bin/python benchmarks/bench_scale.py [--models lcr gcr ...] [--datasets ml100k ml1m]
+    .venv/bin/python benchmarks/bench_scale.py [--models lcr gcr ...] [--datasets ml100k ml1m]
         [--splits weak50 ratio0.5] [--iterations 5] [--budget 240] [--json OUT]
 
 The first call of ``cofiviz.datasets.movielens_1m()`` downloads its data (about 14 MB) into the cache.
@@ -72,8 +77,8 @@ MEMORY_GOAL_MB = 2048.0
 ORDER = ("poprec", "itemmean", "regsvd", "svdpp", "nmf", "bpmf", "mmmf", "bilinear", "gcr", "lcr", LCR_GOAL,
          "llorma", "gapfm", "cofirank", "gpr", "gpor", "cgpr", "cgpor")
 #: the unit of work of the models that do not work per rating (see the module documentation)
-UNITS = {"gcr": "pairs", "lcr": "pairs", "gapfm": "item pairs", "gpr": "Σn³", "gpor": "Σn³",
-         "cgpr": "Σn³+items³", "cgpor": "Σn³+items³"}
+UNITS = {"gcr": "pairs", "lcr": "pairs", "gapfm": "item pairs", "gpr": "Σn³+nnz·I", "gpor": "Σn³+nnz·I",
+         "cgpr": "Σn³+nnz·I+I³", "cgpor": "Σn³+nnz·I+I³"}
 
 
 # ---------------------------------------------------------------------------------------------- work
@@ -106,10 +111,9 @@ def work_of(model: str, counts: dict) -> float:
         return float(counts["pairs"])
     if unit == "item pairs":
         return float(counts["item_pairs"])
-    if unit == "Σn³":
-        return counts["user_cubes"]
-    if unit == "Σn³+items³":
-        return counts["user_cubes"] + float(counts["index_items"]) ** 3
+    if unit.startswith("Σn³"):
+        cubes = counts["user_cubes"] + float(counts["ratings"]) * counts["index_items"]
+        return cubes + float(counts["index_items"]) ** 3 if unit.endswith("I³") else cubes
     return float(counts["ratings"])
 
 
@@ -130,6 +134,15 @@ def _split(ratings, split: str):
 def _rss_mb() -> float:
     with open("/proc/self/statm") as fh:
         return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def _peak_rss_mb() -> float:
+    """This process's peak resident set size (``VmHWM``), in MB."""
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0  # kB
+    raise RuntimeError("/proc/self/status has no VmHWM line")
 
 
 def child(spec: dict, out: str) -> None:
@@ -162,13 +175,14 @@ def child(spec: dict, out: str) -> None:
                     "seconds_per_iteration": statistics.median(secs[1:]) if len(secs) > 1 else secs[0],
                     "fit_seconds": model.fit_seconds_, "setup_seconds": model.fit_seconds_ - sum(secs),
                     "stopped": model.stopped_reason_, "cofiviz": cofiviz.__version__})
+    rec["peak_mb"] = _peak_rss_mb()
     with open(out, "w") as fh:
         json.dump(rec, fh)
 
 
 def run_child(spec: dict, timeout: float) -> dict:
-    """Run ``spec`` in a child process; its result, its peak resident set size (``peak_mb``, from
-    ``os.wait4``) and its wall time, or ``error`` when it failed or was ended at ``timeout`` seconds."""
+    """Run ``spec`` in a child process; its result (with its peak resident set size, ``peak_mb``) and
+    its wall time, or ``error`` when it failed or was ended at ``timeout`` seconds."""
     with tempfile.TemporaryDirectory() as d:
         out, log = os.path.join(d, "out.json"), os.path.join(d, "log.txt")
         t0 = time.monotonic()
@@ -176,17 +190,12 @@ def run_child(spec: dict, timeout: float) -> dict:
             proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--child", json.dumps(spec), out],
                                     stdout=logfh, stderr=subprocess.STDOUT)
         timed_out = False
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() - t0 > timeout:
-                proc.kill()
-                pid, status, usage = os.wait4(proc.pid, 0)
-                timed_out = True
-                break
-            time.sleep(0.2)
-        proc.returncode = os.waitstatus_to_exitcode(status)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            timed_out = True
         wall = time.monotonic() - t0
         res = {}
         if proc.returncode == 0 and os.path.exists(out):
@@ -198,7 +207,6 @@ def run_child(spec: dict, timeout: float) -> dict:
             with open(log) as fh:
                 tail = [line for line in fh.read().strip().splitlines() if line.strip()][-1:]
             res["error"] = f"exit code {proc.returncode}: {tail[0] if tail else 'no output'}"
-    res["peak_mb"] = usage.ru_maxrss / 1024.0  # kilobytes on Linux
     res["child_seconds"] = wall
     return res
 
@@ -227,7 +235,7 @@ def _row_text(r: dict) -> str:
         what = f"skipped: {r['skipped']}" if r.get("skipped") else f"FAILED: {r['error']}"
         return f"{head} {what} [load {r['load']:.2f}]"
     cols = [f"{r['iterations']:>2}", _fmt(r["seconds_per_iteration"], "9.4f"), _fmt(r["setup_seconds"], "7.2f"),
-            f"{r['ratings']:>9,}", f"{r['work']:>15,.0f}", f"{r['unit']:<10}", _fmt(r["seconds_per_million"], "10.4f"),
+            f"{r['ratings']:>9,}", f"{r['work']:>15,.0f}", f"{r['unit']:<12}", _fmt(r["seconds_per_million"], "10.4f"),
             _fmt(r.get("time_ratio"), "6.2f").rjust(6), _fmt(r.get("work_ratio"), "6.2f").rjust(6),
             {True: "yes", False: "NO", None: ""}[r.get("linear")].rjust(4),
             f"{r['peak_mb']:>7.0f}", f"{r['delta_mb']:>6.0f}", f"{r['load']:>5.2f}"]
@@ -236,7 +244,7 @@ def _row_text(r: dict) -> str:
 
 
 HEADER = (f"{'model':<12} {'data':<6} {'split':<8} {'it':>2} {'s/iter':>9} {'setup s':>7} {'ratings':>9} "
-          f"{'work':>15} {'unit':<10} {'s/M work':>10} {'t ×':>6} {'w ×':>6} {'lin':>4} {'peak MB':>7} "
+          f"{'work':>15} {'unit':<12} {'s/M work':>10} {'t ×':>6} {'w ×':>6} {'lin':>4} {'peak MB':>7} "
           f"{'Δ MB':>6} {'load':>5}")
 
 
@@ -267,6 +275,7 @@ def main(argv=None) -> dict:
     import numba
 
     import cofiviz
+    from cofiviz.models import get_model_class
 
     cases = _cases(args.models)
     print(f"machine: {os.cpu_count()} cores, numba threads {numba.config.NUMBA_NUM_THREADS}, "
@@ -309,7 +318,8 @@ def main(argv=None) -> dict:
                 row = {"case": case, "model": model, "params": params, "dataset": ds, "split": sp,
                        "unit": UNITS.get(model, "ratings"), "ratings": c["ratings"], "work": work_of(model, c),
                        "pairs": c["pairs"] if UNITS.get(model) == "pairs" else None}
-                iterations, note = args.iterations, None
+                iterations = args.iterations if get_model_class(model).iterative else 1
+                note = None
                 if small is not None and not small.get("skipped") and not small.get("error"):
                     w_ratio = row["work"] / small["work"]
                     r_ratio = c["ratings"] / small["ratings"]
@@ -322,9 +332,9 @@ def main(argv=None) -> dict:
                                               f"fit × {w_ratio:.1f} ({row['unit']}), over the {args.budget:.0f} s "
                                               f"budget")
                         else:
+                            note = (f"{fits[0]} iteration(s): {iterations} estimated at "
+                                    f"{_estimate(small, w_ratio, r_ratio, iterations):.0f} s")
                             iterations = fits[0]
-                            note = (f"{iterations} iteration(s): {args.iterations} estimated at "
-                                    f"{_estimate(small, w_ratio, r_ratio, args.iterations):.0f} s")
                 if not row.get("skipped"):
                     spec = {"kind": "fit", "dataset": ds, "split": sp, "model": model, "params": params,
                             "iterations": iterations, "budget": args.budget}
