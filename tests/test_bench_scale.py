@@ -1,0 +1,75 @@
+"""``benchmarks/bench_scale.py``'s counts of work and its command line (behaviour only: nothing is timed)."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cofiviz import Ratings
+from cofiviz.datasets import tiny
+from cofiviz.models import available_models
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+sys.path.insert(0, str(BENCH))
+bench = importlib.import_module("bench_scale")
+
+
+def slow_counts(r: Ratings) -> dict:
+    """Every pair of each user's ratings, one by one."""
+    pairs = item_pairs = 0
+    cubes = 0.0
+    for u in range(r.n_users):
+        ys = r.ratings[r.user_slice(u)]
+        n = len(ys)
+        cubes += float(n) ** 3
+        for a in range(n):
+            for b in range(a + 1, n):
+                item_pairs += 1
+                pairs += ys[a] != ys[b]
+    return {"pairs": pairs, "item_pairs": item_pairs, "user_cubes": cubes}
+
+
+def random_table(seed: int) -> Ratings:
+    rng = np.random.default_rng(seed)
+    n_users, n_items = 9, 15
+    cells = rng.choice(n_users * n_items, size=70, replace=False)
+    users = cells // n_items
+    users[users == 4] = 3                           # user 4 has no rating
+    cells = np.unique(users * n_items + cells % n_items)
+    return Ratings(cells // n_items, cells % n_items, rng.choice([1.0, 2.0, 2.5, 4.0, 5.0], size=len(cells)),
+                   user_ids=np.arange(n_users), item_ids=np.arange(n_items))
+
+
+@pytest.mark.parametrize("table", [tiny(), random_table(0), random_table(1)], ids=["tiny", "random0", "random1"])
+def test_work_counts_match_a_pair_by_pair_count(table):
+    got = bench.work_counts(table)
+    want = slow_counts(table)
+    assert got["pairs"] == want["pairs"]
+    assert got["item_pairs"] == want["item_pairs"]
+    assert got["user_cubes"] == want["user_cubes"]
+    assert got["ratings"] == len(table)
+    assert got["users"] == int(np.count_nonzero(table.user_counts()))
+
+
+def test_a_user_whose_ratings_are_all_equal_has_no_preference_pair():
+    r = Ratings([0, 0, 0, 1, 1], [0, 1, 2, 0, 1], [3, 3, 3, 1, 5], user_ids=[0, 1], item_ids=[0, 1, 2])
+    assert bench.work_counts(r)["pairs"] == 1
+    assert bench.work_counts(r)["item_pairs"] == 4
+
+
+def test_every_registered_model_is_a_case_in_order():
+    names = [c[0] for c in bench._cases(None)]
+    assert set(available_models()) <= set(names)
+    assert len(names) == len(set(names))
+    assert names.index("poprec") < names.index("cgpor")
+
+
+def test_help_runs():
+    out = subprocess.run([sys.executable, str(BENCH / "bench_scale.py"), "--help"], capture_output=True, text=True,
+                         check=True)
+    assert "--iterations" in out.stdout and "--json" in out.stdout
