@@ -144,7 +144,7 @@ register(Reproduction(
            "on the same splits (seeds 0-2; benchmarks/authors_cofirank.py strong), which folds the test users in "
            "against its item factors of lowest item-phase loss.",
            "MMMF folds the test users in like CofiRank (their factors and thresholds fitted with V frozen); on seeds "
-           "0-2 it gives .634 / .666 / .648 at N = 10 / 20 / 50 against the paper's .552 / .613 / .665: above the "
+           "0-9 it gives .640 / .659 / .649 at N = 10 / 20 / 50 against the paper's .552 / .613 / .665: above the "
            "paper at N = 10 and 20, where the paper's MMMF ranked below CofiRank.",
            "The Gaussian-process rows (GPR, CGPR, GPOR, CGPOR) are the numbers CofiRank quotes from Yu et al. (ICML "
            "2006), whose features were MovieLens' and IMDB's; cofiviz's models use the 19 genre indicators and the "
@@ -152,17 +152,17 @@ register(Reproduction(
            "for CGPR / CGPOR 20 EM iterations with K's prior at the feature kernel (τ = 10, π = 1). On these splits "
            "a random ranking scores .461-.468 (seeds 0-2, N = 10, 20, 50) and ItemMean .72 (N = 10, seed 0): the "
            "published GP numbers (.494-.544) sit just above random.",
-           "GPR on seeds 0-2 gives .553 / .565 / .602 at N = 10 / 20 / 50 against the paper's .494 / .502 / .509; the "
+           "GPR on seeds 0-9 gives .543 / .566 / .602 at N = 10 / 20 / 50 against the paper's .494 / .502 / .509; the "
            "kernel's lengthscale alone spans the gap at N = 10 (seed 0: .480 at lengthscale 0.5, .541 at 2, .533 at "
            "8; noise 0.2 instead of 1: .534).",
-           "CGPR gives .652 / .659 / .664 against .510 / .525 / .544; its learned item mean is about half of the gap "
+           "CGPR gives .651 / .660 / .669 against .510 / .525 / .544; its learned item mean is about half of the gap "
            "(N = 10, seed 0: .643 with μ learned, .579 with μ held at zero by π = 10⁶), and the learned covariance adds "
            ".038 over GPR's .541 (the same model with neither); 50 EM iterations instead of 20 give .652, τ = 100 "
            ".636.",
-           "GPOR gives .552 / .566 / .604 against .499 / .500 / .501, within .003 of GPR at every N: with the "
+           "GPOR gives .542 / .566 / .605 against .499 / .500 / .501, within .003 of GPR at every N: with the "
            "thresholds fixed halfway between the rating values and each user's mean rating as its offset, the probit "
            "likelihood ranks as the Gaussian one does, where the paper's GPOR stays flat at .50 for every N.",
-           "CGPOR gives .661 / .667 / .672 against .505 / .509 / .505, the best GP row here, where the paper's CGPOR "
+           "CGPOR gives .660 / .665 / .675 against .505 / .509 / .505, the best GP row here, where the paper's CGPOR "
            "stays flat at .505-.509; as for CGPR, its learned item mean is much of the gap (N = 10, seed 0: .655, and "
            ".596 with μ held at zero)."]))
 
