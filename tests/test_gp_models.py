@@ -301,3 +301,38 @@ def test_fold_in_scores_new_users_from_their_given_ratings_only(klass, tmp_path)
     assert 0.0 < ndcg <= 1.0
     with pytest.raises(DataError, match="index space"):
         model.fold_in(featured(seed=8, n_users=10).train)
+
+
+def _cholesky_column_by_column(A):
+    """The plain Cholesky–Crout loop, one column at a time, each sum in ascending k (a slow reference)."""
+    n = A.shape[0]
+    L = np.zeros((n, n))
+    for j in range(n):
+        s = A[j, j]
+        for k in range(j):
+            s -= L[j, k] * L[j, k]
+        if not s > 0.0:
+            return L, False
+        L[j, j] = np.sqrt(s)
+        for i in range(j + 1, n):
+            t = A[i, j]
+            for k in range(j):
+                t -= L[i, k] * L[j, k]
+            L[i, j] = t / L[j, j]
+    return L, True
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 31, 32, 33, 36, 64, 67, 97])
+def test_blocked_cholesky_is_the_column_by_column_factor_to_the_last_bit(n):
+    from cofiviz.models import _gp_kernels as gk
+
+    rng = np.random.default_rng(n)
+    X = rng.normal(size=(n, 4))
+    A = np.exp(-gk.sq_dists(X) / 4.0) + 1e-3 * np.eye(n)
+    L, ok = gk.cholesky(A)
+    ref, ok_ref = _cholesky_column_by_column(A)
+    assert ok and ok_ref and np.array_equal(L, ref)
+    np.testing.assert_allclose(L, np.linalg.cholesky(A), rtol=1e-9, atol=1e-12)
+    bad = A.copy()
+    bad[n // 2, n // 2] = -1.0                      # not positive definite: said, whatever the block
+    assert not gk.cholesky(bad)[1] and not _cholesky_column_by_column(bad)[1]

@@ -2,7 +2,8 @@
 
 They replace LAPACK and BLAS on purpose: OpenBLAS's Cholesky and products round differently with its thread count,
 and a seeded fit must not depend on it (``tests/test_blas_threads.py``). Every output entry here is summed in one
-fixed order; the products run in parallel over the rows of their result, which does not change any sum.
+fixed order; the products run in parallel over the rows of their result and the factor works on blocks of rows,
+neither of which changes the order of any sum.
 """
 
 from __future__ import annotations
@@ -13,25 +14,67 @@ from numba import njit, prange
 __all__ = ["cholesky", "cho_solve", "matmul", "matvec", "sq_dists", "sparse_rows_times", "sparse_outer_sum"]
 
 
+#: rows of the Cholesky factor computed as one block: each earlier row is read once per block
+_ROWS = 32
+
+
 @njit(cache=True)
-def cholesky(A):
-    """Lower ``L`` with ``L Lᵀ = A`` (symmetric ``A``, its lower triangle read) and whether ``A`` was positive
-    definite; on a non-positive pivot the factor is left incomplete and the flag is False."""
-    n = A.shape[0]
-    L = np.zeros((n, n))
-    for j in range(n):
-        s = A[j, j]
-        for k in range(j):
-            s -= L[j, k] * L[j, k]
-        if not (s > 0.0) or not np.isfinite(s):
-            return L, False
-        d = np.sqrt(s)
-        L[j, j] = d
-        for i in range(j + 1, n):
+def _cholesky_rows(A, L, i0, i1):
+    """Rows ``i0:i1`` of the Cholesky factor, their columns below ``i0`` first (the rows above are done): four
+    rows at a time, each entry's sum over ``k`` in ascending order, so that the factor is the one the
+    column-by-column algorithm gives, to the last bit."""
+    for j in range(i0):
+        ljj = L[j, j]
+        i = i0
+        while i + 3 < i1:
+            t0, t1, t2, t3 = A[i, j], A[i + 1, j], A[i + 2, j], A[i + 3, j]
+            for k in range(j):
+                ljk = L[j, k]
+                t0 -= L[i, k] * ljk
+                t1 -= L[i + 1, k] * ljk
+                t2 -= L[i + 2, k] * ljk
+                t3 -= L[i + 3, k] * ljk
+            L[i, j] = t0 / ljj
+            L[i + 1, j] = t1 / ljj
+            L[i + 2, j] = t2 / ljj
+            L[i + 3, j] = t3 / ljj
+            i += 4
+        while i < i1:
             t = A[i, j]
             for k in range(j):
                 t -= L[i, k] * L[j, k]
-            L[i, j] = t / d
+            L[i, j] = t / ljj
+            i += 1
+
+
+@njit(cache=True)
+def cholesky(A):
+    """Lower ``L`` with ``L Lᵀ = A`` (symmetric ``A``, its lower triangle read) and whether ``A`` was positive
+    definite; on a non-positive pivot the factor is left incomplete and the flag is False.
+
+    Every entry is ``(A_ij − Σ_{k<j} L_ik L_jk) / L_jj`` (``√(A_jj − Σ_{k<j} L_jk²)`` on the diagonal) with the sum in
+    ascending ``k``. The rows are computed a block at a time (:data:`_ROWS`): each earlier row is read once per
+    block for four rows at once, whose four independent sums keep the processor busy where one sum would wait on
+    each addition; no sum changes its order, so the factor is the column-by-column one to the last bit.
+    """
+    n = A.shape[0]
+    L = np.zeros((n, n))
+    for i0 in range(0, n, _ROWS):
+        i1 = min(n, i0 + _ROWS)
+        _cholesky_rows(A, L, i0, i1)
+        for j in range(i0, i1):           # the block's own triangle, column by column
+            s = A[j, j]
+            for k in range(j):
+                s -= L[j, k] * L[j, k]
+            if not (s > 0.0) or not np.isfinite(s):
+                return L, False
+            d = np.sqrt(s)
+            L[j, j] = d
+            for i in range(j + 1, i1):
+                t = A[i, j]
+                for k in range(j):
+                    t -= L[i, k] * L[j, k]
+                L[i, j] = t / d
     return L, True
 
 
