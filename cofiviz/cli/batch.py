@@ -44,8 +44,9 @@ def add_parsers(sub) -> None:
     rp.add_argument("--workers", type=int, default=0, help="run on a local Dask cluster of N workers (default: in process)")
     rp.add_argument("--scheduler", default=None, metavar="ADDRESS", help="run on this Dask scheduler")
     rp.add_argument("--json", default=None, metavar="OUT", help="write the comparison as JSON")
-    rp.add_argument("--data", default=None, help="other data than MovieLens 100K (a dataset name, a ratings file, "
-                                                 "or a JSON object such as '{\"name\": \"synthetic\", \"n_users\": 200}')"
+    rp.add_argument("--data", default=None, help="other data than the reproduction's own (MovieLens 100K for the papers' "
+                                                 "tables, MovieLens 1M for ml1m): a dataset name, a ratings file, "
+                                                 "or a JSON object such as '{\"name\": \"synthetic\", \"n_users\": 200}'"
                                                  " — for smoke tests; the paper's numbers are MovieLens 100K's")
     rp.add_argument("--no-progress", action="store_true")
     rp.add_argument("--verify", type=int, default=None, metavar="K",
@@ -95,7 +96,7 @@ def reproduce(args) -> int:
         for name, rep in REPRODUCTIONS.items():
             print(f"{name}: {rep.title}")
         return 0
-    data: Any = "movielens-100k"
+    data: Any = None
     if args.data:
         text = args.data.strip()
         if text.startswith("{"):
@@ -109,7 +110,7 @@ def reproduce(args) -> int:
         return _verify(args)
     if args.ship:
         if args.quick or args.data:
-            raise UsageError("--ship ships the full reproduction on MovieLens 100K: drop --quick and --data")
+            raise UsageError("--ship ships the full reproduction on its own data set: drop --quick and --data")
         provenance = ship_reproduction(args.name, store=args.store, workers=args.workers, scheduler=args.scheduler,
                                        progress=not args.no_progress,
                                        command="cofiviz reproduce " + " ".join(sys.argv[2:] or [args.name, "--ship"]))

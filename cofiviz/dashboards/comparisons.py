@@ -55,7 +55,7 @@ class Comparisons(pn.viewable.Viewer):
     quick = param.Boolean(default=False, doc="The reduced (quick) versions of the reproductions.")
     store = param.String(default="", doc="Results store directory (default $COFIVIZ_STORE or "
                                          "cofiviz-results/store).")
-    data = param.Parameter(default="movielens-100k", doc="Data spec of the reproductions.")
+    data = param.Parameter(default=None, doc="Data spec of the reproductions (None: each one's own data set).")
 
     @classmethod
     def from_environment(cls, **params) -> "Comparisons":

@@ -7,7 +7,8 @@ cell, and writes a self-contained HTML report (tables and HoloViews plots, all J
 One module per paper holds its protocols' settings, the methods' grids, the published numbers and the
 numbers of the authors' own code: :mod:`.cofirank` (``cofirank-table2``, ``cofirank-table3``,
 ``cofirank-tuned``), :mod:`.lcr` (``lcr-table2``, ``lcr-figures``), :mod:`.gapfm` (``gapfm-table4``,
-``gapfm-topn``). :mod:`.spec` defines what a reproduction is, :mod:`.report` the comparison and the
+``gapfm-topn``), and :mod:`.leaderboard` the comparisons beyond the papers (``ml1m``, ``ml1m-weak``: every
+model on MovieLens 1M). :mod:`.spec` defines what a reproduction is, :mod:`.report` the comparison and the
 report, :mod:`.run` running one or reading it from the store, :mod:`.shipped` the full results that ship
 inside the package (shown at once; the user's store takes precedence).
 
@@ -16,7 +17,7 @@ missing row, never as an error. ``quick=True`` runs a reduced version (the first
 settings, a few iterations) meant for tests and a first look; its numbers are not the paper's.
 """
 
-from . import cofirank, gapfm, lcr
+from . import cofirank, gapfm, lcr, leaderboard
 from .lcr import figure_summary, figure_trends, short_labels
 from .report import ReproductionReport, compare, format_table, paper_table, write_html
 from .run import ReproductionStatus, compute_cell, reproduce, ship_reproduction, status, verify_shipped
@@ -25,4 +26,5 @@ from .spec import REPRODUCTIONS, Method, PaperCell, Reproduction, get, register
 __all__ = ["REPRODUCTIONS", "Reproduction", "Method", "PaperCell", "ReproductionReport", "ReproductionStatus",
            "reproduce", "status", "compute_cell", "verify_shipped", "ship_reproduction", "paper_table", "compare",
            "format_table", "write_html",
-           "figure_summary", "figure_trends", "short_labels", "get", "register", "cofirank", "lcr", "gapfm"]
+           "figure_summary", "figure_trends", "short_labels", "get", "register", "cofirank", "lcr", "gapfm",
+           "leaderboard"]

@@ -134,7 +134,8 @@ class FigureReproduction(Reproduction):
         super().__init__(*args, **kwargs)
         self.figures = figures
 
-    def experiments(self, quick: bool = False, data: Any = "movielens-100k") -> tuple[list, list]:
+    def experiments(self, quick: bool = False, data: Any = None) -> tuple[list, list]:
+        data = self.dataset if data is None else data
         if not is_available("lcr"):
             return [], [Method("LCR", "lcr", "LCR", note="model 'lcr' is not registered")]
         exps = []

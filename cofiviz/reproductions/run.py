@@ -104,7 +104,7 @@ class ReproductionStatus:
         return sum(1 for *_, done in self.cells if done)
 
 
-def status(name: str, *, quick: bool = False, store=None, data: Any = "movielens-100k",
+def status(name: str, *, quick: bool = False, store=None, data: Any = None,
            shipped: bool = True) -> ReproductionStatus:
     """The part of a reproduction already in the results store or shipped, compared with the paper; runs nothing.
 
@@ -133,7 +133,7 @@ def compute_cell(cell, key: str, store, version: str | None = None) -> Results:
 
 
 def reproduce(name: str, *, quick: bool = False, store=None, html_path: str | os.PathLike | None = None,
-              data: Any = "movielens-100k", workers: int = 0, scheduler: str | None = None, progress: bool = False,
+              data: Any = None, workers: int = 0, scheduler: str | None = None, progress: bool = False,
               log: Callable[[str], Any] | None = None, shipped: bool = True) -> ReproductionReport:
     """Run (or load from the store) one reproduction; compare with the paper; write the HTML report.
 
@@ -148,8 +148,9 @@ def reproduce(name: str, *, quick: bool = False, store=None, html_path: str | os
         Default :func:`cofiviz.store.default_store`.
     html_path : path, optional
         Default ``cofiviz-results/reproduce-<name>[-quick].html``.
-    data : str or dict
-        The data (MovieLens 100K; tests pass a small synthetic set).
+    data : str or dict, optional
+        The data (default: the reproduction's own data set, :attr:`Reproduction.dataset`; tests pass a small
+        synthetic set).
     workers : int
         0 runs the cells in this process; more runs them on a local Dask cluster of that many workers.
     scheduler : str, optional

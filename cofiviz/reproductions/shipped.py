@@ -163,7 +163,7 @@ def with_shipped(store: ResultsStore, names: list[str] | str, directory: str | o
     return ShippedStore(store.root, [*base, *(load(n, directory) for n in names)])
 
 
-def stale(rep: Reproduction, quick: bool = False, data="movielens-100k",
+def stale(rep: Reproduction, quick: bool = False, data=None,
           directory: str | os.PathLike | None = None) -> tuple[list[str], list[str]]:
     """``(missing, orphaned)``: the keys of ``rep``'s cells that the shipped results lack, and the shipped keys
     no cell of the current code has (a changed configuration, default or version). Both empty when the shipped

@@ -104,6 +104,8 @@ class Reproduction:
         Relevance threshold of the binary metrics.
     protocol_params, trace : dict
         Fixed protocol parameters; what the cells trace per iteration.
+    dataset : str
+        The data set the reproduction runs on (a name of :func:`cofiviz.datasets.load`); tests replace it.
     notes : list of str
         What the report says about the protocol and the rows.
     paper_numbers : list of PaperCell
@@ -126,12 +128,14 @@ class Reproduction:
     trace: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
     paper_numbers: list = field(default_factory=list)
+    dataset: str = "movielens-100k"
 
     #: True for reproductions of a paper's figures (curves, no table of numbers)
     is_figures = False
 
-    def experiments(self, quick: bool = False, data: Any = "movielens-100k") -> tuple[list, list]:
-        """``([(method, Experiment), ...], [missing Method, ...])``."""
+    def experiments(self, quick: bool = False, data: Any = None) -> tuple[list, list]:
+        """``([(method, Experiment), ...], [missing Method, ...])`` on ``data`` (default: :attr:`dataset`)."""
+        data = self.dataset if data is None else data
         ns = self.ns[:1] if quick else list(self.ns)
         seeds = self.seeds[:1] if quick else list(self.seeds)
         exps, missing = [], []
