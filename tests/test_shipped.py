@@ -204,3 +204,41 @@ def test_every_shipped_file_is_package_data():
     for path in S.SHIPPED_DIR.iterdir():
         rel = f"shipped/{path.name}"
         assert any(fnmatch.fnmatch(rel, p) for p in mine), f"{rel} is not package data of cofiviz.reproductions"
+
+
+def test_without_per_user_values_the_tables_paired_tests_ship(tmp_path, shipped_dir, monkeypatch):
+    """A reproduction whose per-user values are too many to ship (the MovieLens 1M leaderboards) ships its table's
+    paired tests instead; a row shows them only while its chosen cells are the shipped ones."""
+    import dataclasses
+
+    name = "test-table-tests"
+    rep_def = dataclasses.replace(R.get("cofirank-table3"), name=name, ship_per_user=False)
+    monkeypatch.setitem(R.REPRODUCTIONS, name, rep_def)
+    assert not R.get("ml1m").ship_per_user and not R.get("ml1m-weak").ship_per_user
+    store = tmp_path / "computed"
+    rep = R.reproduce(name, quick=True, store=store, html_path=tmp_path / "r.html", data=DATA, log=lambda m: None,
+                      shipped=False)
+    st = R.status(name, quick=True, store=store, data=DATA, shipped=False)
+    tested = rep.table["wilcoxon_p"].notna()
+    assert tested.sum() >= 2
+    S.ship(name, [(c, k) for c, k, _ in st.cells], ResultsStore(store), set(), command="test", seconds=1.0,
+           data_version=st.version, directory=shipped_dir, table=rep.table)
+    assert not (shipped_dir / f"{name}.per_user.parquet").exists()
+    assert (shipped_dir / f"{name}.table.parquet").is_file()
+    fresh = R.status(name, quick=True, store=tmp_path / "empty", data=DATA)
+    assert fresh.n_shipped == len(fresh.cells) and not len(fresh.results.per_user)
+    pd.testing.assert_frame_equal(fresh.table, rep.table)
+    # the same through a reproduction run, which computes nothing
+    again = R.reproduce(name, quick=True, store=tmp_path / "empty2", html_path=tmp_path / "r2.html", data=DATA,
+                        log=lambda m: None)
+    pd.testing.assert_frame_equal(again.table, rep.table)
+    # a row whose chosen cells are not the shipped row's keeps no test
+    table = pd.read_parquet(shipped_dir / f"{name}.table.parquet")
+    row = table.index[table["wilcoxon_p"].notna()][0]
+    table.loc[row, "cells"] = "0123456789abcdef0123"
+    table.to_parquet(shipped_dir / f"{name}.table.parquet", index=False)
+    S._load.cache_clear()
+    changed = R.status(name, quick=True, store=tmp_path / "empty", data=DATA).table
+    assert pd.isna(changed.loc[row, "wilcoxon_p"]) and changed["wilcoxon_p"].notna().sum() == tested.sum() - 1
+    # the cells still recompute to the last bit without per-user values to compare
+    assert R.verify_shipped(name, 1, seed=0).ok

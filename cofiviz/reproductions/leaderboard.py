@@ -11,7 +11,8 @@ generator seeded by the model's name (:func:`settings`), so the leaderboard is t
 every cell can be recomputed bit for bit. Iterative models run at most :data:`MAX_ITER` iterations, early-stop on
 validation NDCG@10 (patience :data:`PATIENCE`) and keep their best iterate; the setting with the best validation score averaged over the
 three seeds is reported on test, for each metric, with the paired tests of the best model against every other.
-No paper printed numbers on MovieLens 1M: these rows are the first comparison of the methods there.
+No paper printed numbers on MovieLens 1M: these rows are the first comparison of the methods there. Their
+per-user test values (tens of megabytes) do not ship; the table's paired tests do.
 """
 
 from __future__ import annotations
@@ -115,7 +116,7 @@ _NOTES = [
 register(Reproduction(
     "ml1m", "Leaderboard: every model, settings chosen on validation, LCR protocol on MovieLens 1M",
     "cofiviz", None, "lcr-weak", "n_train", [10, 20, 50], [0, 1, 2], ["ndcg@10", "ap", "err@10"],
-    leaderboard_methods(), selection="per_metric", dataset="movielens-1m",
+    leaderboard_methods(), selection="per_metric", dataset="movielens-1m", ship_per_user=False,
     notes=["The LCR protocol: N training + 10 validation ratings per user, the rest tested; users with fewer than "
            "N + 20 ratings dropped.", *_NOTES]))
 
@@ -123,7 +124,7 @@ register(Reproduction(
     "ml1m-weak", "Leaderboard: every model, settings chosen on validation, CofiRank's weak generalization on "
                  "MovieLens 1M",
     "cofiviz", None, "weak", "n_train", [10, 20, 50], [0, 1, 2], ["ndcg@10", "ap", "err@10"],
-    leaderboard_methods(), selection="per_metric", dataset="movielens-1m",
+    leaderboard_methods(), selection="per_metric", dataset="movielens-1m", ship_per_user=False,
     protocol_params={"n_valid": 5, "min_test": 5},
     notes=["CofiRank's weak generalization: N given ratings per user, users with fewer than N + 10 ratings dropped "
            "(as cofirank-weak); 5 of each user's held-out ratings are the validation part the settings are chosen "

@@ -24,7 +24,7 @@ from ..results import Results
 from ..store import ResultsStore, default_store
 from ..sweep import sweep
 from .lcr import figure_summary
-from .report import ReproductionReport, compare, write_html
+from .report import PAIRED_COLUMNS, ReproductionReport, compare, write_html
 from .shipped import ShippedStore, Verification, load, ship, verify, with_shipped
 from .spec import Reproduction, get
 
@@ -53,8 +53,30 @@ def shipped_note(name: str, n_shipped: int) -> str:
             f"computation); `cofiviz reproduce {name} --verify K` recomputes K of them and compares.")
 
 
+def shipped_tests(rep: Reproduction, table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with the paired tests of the shipped table filled in where the per-user values they need did not
+    ship (``Reproduction.ship_per_user`` False): on each row whose tests are missing and whose chosen cells are
+    those the shipped row reports, the same cells give the same values, so their tests are the shipped ones."""
+    sh = None if rep.ship_per_user or not len(table) else load(rep.name)
+    if sh is None or not len(sh.table):
+        return table
+    ref = sh.table.set_index(["metric", "N", "method"])
+    out = table.copy()
+    for i, row in out.iterrows():
+        key = (row["metric"], row["N"], row["method"])
+        if key not in ref.index or not row.get("cells") or row[PAIRED_COLUMNS].notna().any():
+            continue
+        shipped = ref.loc[key]
+        if str(shipped["cells"]) == str(row["cells"]):
+            for c in PAIRED_COLUMNS:
+                out.at[i, c] = shipped[c]
+    return out
+
+
 def _table(rep: Reproduction, results: Results, missing: list, quick: bool) -> pd.DataFrame:
-    return figure_summary(results) if rep.is_figures else compare(rep, results, missing, quick)
+    if rep.is_figures:
+        return figure_summary(results)
+    return shipped_tests(rep, compare(rep, results, missing, quick))
 
 
 @dataclass
@@ -194,7 +216,7 @@ def reproduce(name: str, *, quick: bool = False, store=None, html_path: str | os
         n_shipped = sum(1 for k in keys if store.source(k) == "shipped")
         if n_shipped:
             notes.append(shipped_note(rep.name, n_shipped))
-    table = pd.DataFrame() if rep.is_figures else compare(rep, results, missing, quick)
+    table = pd.DataFrame() if rep.is_figures else shipped_tests(rep, compare(rep, results, missing, quick))
     notes += rep.findings(table, results)
     if rep.is_figures and missing:
         notes.append("LCR is not registered: the figures could not be computed.")
@@ -251,4 +273,5 @@ def ship_reproduction(name: str, *, store=None, directory=None, command: str = "
         time.perf_counter() - t0
     return ship(rep.name, [(c, k) for c, k, _ in st.cells], _layered(store, rep.name, True), chosen,
                 command=command or f"cofiviz reproduce {rep.name} --ship", seconds=seconds,
-                data_version=st.version, traces=rep.is_figures, directory=directory)
+                data_version=st.version, traces=rep.is_figures, directory=directory,
+                table=None if rep.ship_per_user or rep.is_figures else report.table)

@@ -6,6 +6,8 @@ For each reproduction ``NAME``, ``cofiviz/reproductions/shipped/`` holds
 ``NAME.per_user.parquet``  the per-user test values of the cells the table reports (its chosen settings), from
                            which the paired significance tests are computed;
 ``NAME.traces.parquet``    the per-iteration curves, for reproductions of figures only;
+``NAME.table.parquet``     the comparison table with its paired tests, for reproductions whose per-user values are
+                           too many to ship (``Reproduction.ship_per_user`` False: the MovieLens 1M leaderboards);
 ``NAME.json``              provenance: the cofiviz version, the date, the command, the machine, the seconds of
                            computation, the data version and the number of cells.
 
@@ -46,7 +48,7 @@ SHIPPED_DIR = Path(__file__).resolve().parent / "shipped"
 #: the columns of a cell's results that a recomputation must reproduce exactly (times are left out)
 RESULT_COLUMNS = ["part", "metric", "value", "std", "n_users", "n_skipped", "iterations", "best_iteration",
                   "stopped_reason"]
-_TABLES = ("results", "per_user", "traces")
+_TABLES = ("results", "per_user", "traces", "table")
 
 
 @dataclass
@@ -58,6 +60,8 @@ class Shipped:
     per_user: pd.DataFrame = field(default_factory=pd.DataFrame)
     traces: pd.DataFrame = field(default_factory=pd.DataFrame)
     provenance: dict = field(default_factory=dict)
+    #: the comparison table at shipping time, where the per-user values do not ship (else empty)
+    table: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def __post_init__(self):
         self._by_key = {k: g for k, g in self.results.groupby("cell", sort=False)} if len(self.results) else {}
@@ -100,7 +104,7 @@ def _load(name: str, directory: str) -> Shipped | None:
         return None
     tables = {t: pd.read_parquet(p) if p.is_file() else pd.DataFrame() for t, p in paths.items() if t != "json"}
     provenance = json.loads(paths["json"].read_text()) if paths["json"].is_file() else {}
-    return Shipped(name, tables["results"], tables["per_user"], tables["traces"], provenance)
+    return Shipped(name, tables["results"], tables["per_user"], tables["traces"], provenance, tables["table"])
 
 
 def shipped_dir() -> Path:
@@ -181,7 +185,8 @@ def _machine() -> dict:
 
 
 def ship(name: str, cells: list[tuple[Cell, str]], store, chosen: set[str], *, command: str, seconds: float,
-         data_version: str, traces: bool = False, directory: str | os.PathLike | None = None) -> dict:
+         data_version: str, traces: bool = False, directory: str | os.PathLike | None = None,
+         table: pd.DataFrame | None = None) -> dict:
     """Write the shipped files of reproduction ``name`` from the cells in ``store``; returns the provenance.
 
     Parameters
@@ -192,6 +197,9 @@ def ship(name: str, cells: list[tuple[Cell, str]], store, chosen: set[str], *, c
         The keys of the cells the reproduction's table reports, whose per-user values ship.
     traces : bool
         Ship the per-iteration curves (the reproductions of figures draw them).
+    table : DataFrame, optional
+        The comparison table with its paired tests, shipped in place of the per-user values (none of those
+        ship when it is given).
     """
     directory = Path(directory) if directory is not None else shipped_dir()
     directory.mkdir(parents=True, exist_ok=True)
@@ -203,13 +211,14 @@ def ship(name: str, cells: list[tuple[Cell, str]], store, chosen: set[str], *, c
     for cell, key in cells:
         res = store.read(key)
         results.append(res.results.assign(config=json.dumps(cell.config(), sort_keys=True)))
-        if key in chosen and len(res.per_user):
+        if table is None and key in chosen and len(res.per_user):
             per_user.append(res.per_user.assign(value=res.per_user["value"].astype("float64")))
         if traces and len(res.traces):
             curves.append(res.traces)
     tables = {"results": pd.concat(results, ignore_index=True),
               "per_user": pd.concat(per_user, ignore_index=True) if per_user else pd.DataFrame(),
-              "traces": pd.concat(curves, ignore_index=True) if curves else pd.DataFrame()}
+              "traces": pd.concat(curves, ignore_index=True) if curves else pd.DataFrame(),
+              "table": table.reset_index(drop=True) if table is not None else pd.DataFrame()}
     paths = _paths(name, directory)
     for t, frame in tables.items():
         if len(frame):

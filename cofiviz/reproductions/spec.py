@@ -106,6 +106,10 @@ class Reproduction:
         Fixed protocol parameters; what the cells trace per iteration.
     dataset : str
         The data set the reproduction runs on (a name of :func:`cofiviz.datasets.load`); tests replace it.
+    ship_per_user : bool
+        Whether its shipped results hold the per-user test values of the table's cells (from which the paired
+        tests are computed). ``False`` where they are too many to ship (tens of megabytes on MovieLens 1M): the
+        table's paired tests ship instead.
     notes : list of str
         What the report says about the protocol and the rows.
     paper_numbers : list of PaperCell
@@ -129,6 +133,7 @@ class Reproduction:
     notes: list = field(default_factory=list)
     paper_numbers: list = field(default_factory=list)
     dataset: str = "movielens-100k"
+    ship_per_user: bool = True
 
     #: True for reproductions of a paper's figures (curves, no table of numbers)
     is_figures = False
