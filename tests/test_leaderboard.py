@@ -76,6 +76,16 @@ def test_quick_leaderboard_ranks_every_model_with_paired_tests(tmp_path):
     assert all(s.get("patience") == PATIENCE and s.get("valid_metric") == "ndcg@10" and s.get("max_iter") == 2
                for s in used)
     assert "ml1m" in (tmp_path / "r.html").read_text()
+    # the comparisons page: one bar per model (no paper value to pair it with), one plot per row for so many
+    import holoviews as hv
+
+    from cofiviz.dashboards.comparisons import Comparisons
+
+    page = Comparisons(store=str(tmp_path / "s"), quick=True, data=DATA, reproduction="ml1m")
+    layout = page._table_plot(page._status.table[page._status.table["metric"] == "ndcg@10"])
+    bars = [el for el in layout.traverse(lambda e: e, [hv.Bars])]
+    assert len(bars) == 1 and [d.name for d in bars[0].kdims] == ["method"]
+    assert len(bars[0]) == len(R.REPRODUCTIONS["ml1m"].methods)
 
 
 def test_the_comparisons_page_reads_a_leaderboard(tmp_path):

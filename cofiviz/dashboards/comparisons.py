@@ -184,12 +184,17 @@ class Comparisons(pn.viewable.Viewer):
             return hv.Div("<p>No result in the store yet for this metric: compute a cell below.</p>")
         lo = max(0.0, float(df["value"].min()) - 0.05)
         hi = min(1.0, float(df["value"].max()) + 0.03)
-        plots = [hv.Bars(g, kdims=["method", "source"], vdims=("value", self.metric)).opts(
-                 title=f"{self.metric}, N = {n}", height=320, responsive=True, min_width=300, xrotation=35,
-                 ylim=(lo, hi), tools=["hover"], cmap={"paper": "#999999", "cofiviz": "#c44e52"},
-                 color="source", show_legend=False)
+        # without published numbers (the leaderboards) one bar per method; many methods: one plot per row
+        with_paper = bool((df["source"] == "paper").any())
+        many = df["method"].nunique() > 8
+        style = ({"cmap": {"paper": "#999999", "cofiviz": "#c44e52"}, "color": "source"} if with_paper
+                 else {"color": "#c44e52"})
+        plots = [hv.Bars(g if with_paper else g.drop(columns="source"), kdims=["method", "source"] if with_paper
+                         else ["method"], vdims=("value", self.metric)).opts(
+                 title=f"{self.metric}, N = {n}", height=320, responsive=True, min_width=300,
+                 xrotation=45 if many else 35, ylim=(lo, hi), tools=["hover"], show_legend=False, **style)
                  for n, g in df.groupby("N", sort=True)]
-        return hv.Layout(plots).cols(min(3, len(plots))).opts(shared_axes=False)
+        return hv.Layout(plots).cols(1 if many else min(3, len(plots))).opts(shared_axes=False)
 
     def _figure_plot(self, st):
         """LCR figures: test curves over iterations per run; Figure 5 adds the final-value heatmap."""

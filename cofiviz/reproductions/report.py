@@ -203,8 +203,9 @@ def _plots(rep: Reproduction, table: pd.DataFrame, results: Results) -> list:
         df = df[df["value"].notna()][["method", "source", "value"]]
         if df.empty:
             continue
+        width = max(520, 36 * df["method"].nunique() * df["source"].nunique())   # room for every label
         plots.append(hv.Bars(df, kdims=["method", "source"], vdims="value").opts(
-            title=f"{metric}, N = {n}", width=520, height=300, xrotation=45, tools=["hover"],
+            title=f"{metric}, N = {n}", width=width, height=300, xrotation=45, tools=["hover"],
             ylim=(max(0.0, float(df["value"].min()) - 0.1), min(1.0, float(df["value"].max()) + 0.05))))
     return plots
 
