@@ -15,9 +15,10 @@ code), so
 
 - the plan keeps the modules that compile a kernel in common in one job, or orders their jobs (the job
   that compiles the shared kernels first, the others after it, when they only load them);
-- in the compiling processes, every write to the cache holds an exclusive lock on a file of the cache's
-  directory (:func:`_locked_cache_writes`), so that a plan that no longer matches the code costs a kernel
-  compiled twice, never a wrong entry.
+- while a warm-up runs (in the compiling processes, and in any process that calls :func:`warmup`, such as
+  a server and its training workers' forkserver), every write to the cache holds an exclusive lock on a
+  file of the cache's directory (:func:`_locked_cache_writes`), so that a plan that no longer matches the
+  code, or two warm-ups at once, cost a kernel compiled twice, never a wrong entry.
 """
 
 from __future__ import annotations
@@ -188,26 +189,39 @@ def _chain_seconds(jobs: Sequence[Job]) -> dict[str, float]:
     return {j.name: chain(j) for j in jobs}
 
 
+_patch_lock = threading.Lock()
+_patch_depth = 0
+
+
 @contextlib.contextmanager
 def _locked_cache_writes() -> Iterator[None]:
-    """While in the block, every write of numba's cache in this process holds an exclusive lock on a file of
-    the cache's directory: numba reads the index, picks a data file for a new signature and writes both,
-    which two processes doing it at once would interleave."""
-    original = caching.IndexDataCacheFile.save
-
-    def save(self, key, data):
-        with open(os.path.join(self._cache_path, _LOCK_NAME), "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                original(self, key, data)
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
-
-    caching.IndexDataCacheFile.save = save
+    """While in the block (in any thread), every write of numba's cache in this process holds an exclusive lock
+    on a file of the cache's directory: numba reads the index, picks a data file for a new signature and writes
+    both, which two processes doing it at once would interleave. Blocks may nest."""
+    global _patch_depth
+    with _patch_lock:
+        if _patch_depth == 0:
+            caching.IndexDataCacheFile.save = _locked_save
+        _patch_depth += 1
     try:
         yield
     finally:
-        caching.IndexDataCacheFile.save = original
+        with _patch_lock:
+            _patch_depth -= 1
+            if _patch_depth == 0:
+                caching.IndexDataCacheFile.save = _numba_save
+
+
+_numba_save = caching.IndexDataCacheFile.save
+
+
+def _locked_save(self, key, data):
+    with open(os.path.join(self._cache_path, _LOCK_NAME), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            _numba_save(self, key, data)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def _uncached_share() -> float:
@@ -356,14 +370,15 @@ def warmup(verbose: bool = False, jobs: int | None = None, modules: Sequence[str
     start = time.perf_counter()
     names = [name for name, _ in _targets()] if modules is None else list(dict.fromkeys(modules))
     report = print if verbose else (lambda line: None)
-    if n > 1 and fcntl is not None and names and _uncached_share() >= PARALLEL_FROM:
-        plan = _plan(names)
-        _run_parallel(plan, min(n, len(plan)), report)
-        t0 = time.perf_counter()
-        _run_modules(names)
-        report(f"  every kernel loaded in this process: {time.perf_counter() - t0:.2f} s")
-    else:
-        for name in names:
-            seconds = _run_modules([name])[name]
-            report(f"  {name}: {seconds:.2f} s")
+    with (_locked_cache_writes() if fcntl is not None else contextlib.nullcontext()):
+        if n > 1 and fcntl is not None and names and _uncached_share() >= PARALLEL_FROM:
+            plan = _plan(names)
+            _run_parallel(plan, min(n, len(plan)), report)
+            t0 = time.perf_counter()
+            _run_modules(names)
+            report(f"  every kernel loaded in this process: {time.perf_counter() - t0:.2f} s")
+        else:
+            for name in names:
+                seconds = _run_modules([name])[name]
+                report(f"  {name}: {seconds:.2f} s")
     return time.perf_counter() - start

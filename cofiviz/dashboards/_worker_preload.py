@@ -2,8 +2,9 @@
 
 multiprocessing imports the modules named by ``set_forkserver_preload`` in the forkserver, and every
 worker is forked from it with that state: cofiviz and every model imported, the numba kernels loaded
-(``cofiviz.warmup``) and the dashboards' data sets read, so that a run starts training at once. The data
-sets of ``_shared.LOADED_ON_FIRST_USE`` (MovieLens 1M) are not read here: a run on one loads it itself.
+(``cofiviz.warmup``, in this process only) and the dashboards' data sets read, so that a run starts
+training at once. The data sets of ``_shared.LOADED_ON_FIRST_USE`` (MovieLens 1M) are not read here: a
+run on one loads it itself.
 
 Workers are forked after the warm-up's parallel kernels ran, so numba uses a fork-safe threading
 layer here (GNU OpenMP is not fork-safe). Nothing may raise out of this import (the forkserver would
@@ -22,7 +23,7 @@ try:
     from cofiviz.dashboards import training_process  # noqa: F401  (the workers' entry point)
     from cofiviz.dashboards._shared import load_dataset, preloaded_datasets
 
-    cofiviz.warmup()
+    cofiviz.warmup(jobs=1)  # this process only: the server's own warm-up compiles in parallel
     for _label in preloaded_datasets():
         try:
             load_dataset(_label)
