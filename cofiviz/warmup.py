@@ -337,7 +337,8 @@ def _run_parallel(jobs: Sequence[Job], n_processes: int, report: Callable[[str],
         raise scheduler.error
 
 
-def warmup(verbose: bool = False, jobs: int | None = None, modules: Sequence[str] | None = None) -> float:
+def warmup(verbose: bool = False, jobs: int | None = None, modules: Sequence[str] | None = None,
+           load: bool = True) -> float:
     """Run each module's ``warmup()`` on tiny inputs so that its numba kernels are compiled or loaded.
 
     Parameters
@@ -353,6 +354,9 @@ def warmup(verbose: bool = False, jobs: int | None = None, modules: Sequence[str
     modules : sequence of str, optional
         The modules to warm up (default: the metrics, every registered model's module, the losses and the
         solvers). Any importable module with a ``warmup()`` function may be named.
+    load : bool
+        After the other processes compiled the kernels, load them into this one (False: leave them in the
+        cache, for a process about to exit, such as ``cofiviz warmup``'s).
 
     Returns
     -------
@@ -374,9 +378,10 @@ def warmup(verbose: bool = False, jobs: int | None = None, modules: Sequence[str
         if n > 1 and fcntl is not None and names and _uncached_share() >= PARALLEL_FROM:
             plan = _plan(names)
             _run_parallel(plan, min(n, len(plan)), report)
-            t0 = time.perf_counter()
-            _run_modules(names)
-            report(f"  every kernel loaded in this process: {time.perf_counter() - t0:.2f} s")
+            if load:
+                t0 = time.perf_counter()
+                _run_modules(names)
+                report(f"  every kernel loaded in this process: {time.perf_counter() - t0:.2f} s")
         else:
             for name in names:
                 seconds = _run_modules([name])[name]

@@ -72,9 +72,10 @@ def test_a_partial_plan_keeps_the_order_and_runs_unknown_modules_last():
 def test_parallel_warmup_compiles_in_children_and_the_next_process_only_loads(tmp_path):
     cache = tmp_path / "numba-cache"
     modules = ["cofiviz.solvers", "cofiviz.models.nmf"]
-    compiled_here = """
+    header = """
         import json, sys
         from numba.core import event
+        from numba.core.dispatcher import Dispatcher
         compiled = []
         class Count(event.Listener):
             def on_start(self, ev):
@@ -84,37 +85,36 @@ def test_parallel_warmup_compiles_in_children_and_the_next_process_only_loads(tm
         event.register("numba:compile", Count())
         import cofiviz.warmup
         W = sys.modules["cofiviz.warmup"]
+
+        def kernels():
+            for name, mod in list(sys.modules.items()):
+                if name.startswith("cofiviz."):
+                    for obj in vars(mod).values():
+                        if isinstance(obj, Dispatcher) and obj.py_func.__module__ == name:
+                            yield obj
     """
-    first = _python(compiled_here + f"""
-        W.warmup(verbose=True, jobs=2, modules={modules!r})
-        print(json.dumps([m for m in compiled if m.startswith("cofiviz")]))
+    first = _python(header + f"""
+        W.warmup(verbose=True, jobs=2, modules={modules!r}, load=False)
+        print(json.dumps({{"compiled": [m for m in compiled if m.startswith("cofiviz")],
+                          "loaded": sum(len(k.signatures) for k in kernels())}}))
     """, cache)
     assert first.returncode == 0, first.stderr
     lines = first.stdout.splitlines()
-    assert json.loads(lines[-1]) == [], "the calling process compiled kernels instead of loading them"
+    assert json.loads(lines[-1]) == {"compiled": [], "loaded": 0}, "the calling process compiled or loaded kernels"
     children = {line.rsplit("(process ", 1)[1].rstrip(")") for line in lines if "(process " in line}
     assert len(children) == 2, first.stdout                    # two jobs ran at once
     assert {line.split(":")[0].strip() for line in lines if "(process " in line} == {
         "cofiviz.solvers.lap", "cofiviz.solvers.bmrm", "cofiviz.models.nmf"}
     assert any(cache.rglob("*.nbi"))
 
-    second = _python(compiled_here + """
-        from numba.core.dispatcher import Dispatcher
-        from cofiviz import solvers
-        from cofiviz.models import nmf
-        solvers.warmup()
-        nmf.warmup()
-        hits = misses = 0
-        for name, mod in list(sys.modules.items()):
-            if name.startswith("cofiviz."):
-                for obj in vars(mod).values():
-                    if isinstance(obj, Dispatcher) and obj.py_func.__module__ == name:
-                        hits += sum(obj.stats.cache_hits.values())
-                        misses += sum(obj.stats.cache_misses.values())
-        print(json.dumps({"compiled": [m for m in compiled if m.startswith("cofiviz")], "hits": hits,
-                          "misses": misses}))
+    second = _python(header + f"""
+        W.warmup(verbose=True, jobs=2, modules={modules!r})
+        print(json.dumps({{"compiled": [m for m in compiled if m.startswith("cofiviz")],
+                          "hits": sum(sum(k.stats.cache_hits.values()) for k in kernels()),
+                          "misses": sum(sum(k.stats.cache_misses.values()) for k in kernels())}}))
     """, cache)
     assert second.returncode == 0, second.stderr
+    assert "every kernel loaded in this process" in second.stdout
     got = json.loads(second.stdout.splitlines()[-1])
     assert got["compiled"] == [] and got["misses"] == 0 and got["hits"] > 0, got
 

@@ -77,6 +77,6 @@ def list_models(args) -> int:
 
 
 def warmup(args) -> int:
-    seconds = warm_kernels(verbose=not args.quiet, jobs=args.jobs)
+    seconds = warm_kernels(verbose=not args.quiet, jobs=args.jobs, load=False)  # this process exits next
     print(f"numba kernels compiled or loaded from cache in {seconds:.2f} s")
     return 0
