@@ -1,14 +1,15 @@
 """How long ``cofiviz warmup`` takes to compile every numba kernel: one process against several; a benchmark,
 not a timed test.
 
-Each measurement runs :func:`cofiviz.warmup` in a fresh Python process (what ``make serve`` or ``make test``
-pays on a fresh clone):
+Each measurement runs :func:`cofiviz.warmup` in a fresh Python process as ``cofiviz warmup`` does (what
+``make serve`` or ``make test`` pays on a fresh clone; after a parallel compile that process does not load the
+kernels itself, ``load=False``):
 
 ``cold, jobs=1``   an empty ``NUMBA_CACHE_DIR`` (a new temporary directory), every module compiled in that one
                    process, one after the other;
-``cold, jobs=N``   another empty cache, the modules compiled in ``N`` processes at once (default: the cores),
-                   then loaded by the calling process;
-``warm``           the cache the parallel run filled: every kernel loaded from disk.
+``cold, jobs=N``   another empty cache, the modules compiled in ``N`` processes at once (default: the cores);
+``warm``           the cache the parallel run filled: every kernel loaded from disk (what a process that
+                   needs the kernels, such as the dashboards' server, adds after a parallel compile).
 
 Each line gives the wall-clock seconds, the CPU seconds of the process and its children, and the ratio to the
 sequential run of the same invocation; the load average is printed with them, since other work on the machine
@@ -40,7 +41,7 @@ QUICK_MODULES = ["cofiviz.models.nmf", "cofiviz.models.svdpp"]
 def warmup_command(jobs: int | None, modules: list[str] | None) -> list[str]:
     """The command line of one measurement: a fresh interpreter that runs :func:`cofiviz.warmup`."""
     code = ("import sys, cofiviz.warmup; "
-            f"sys.modules['cofiviz.warmup'].warmup(jobs={jobs!r}, modules={modules!r})")
+            f"sys.modules['cofiviz.warmup'].warmup(jobs={jobs!r}, modules={modules!r}, load=False)")
     return [sys.executable, "-c", code]
 
 
