@@ -15,9 +15,13 @@ Each line gives the wall-clock seconds, the CPU seconds of the process and its c
 sequential run of the same invocation; the load average is printed with them, since other work on the machine
 slows every figure. ``--quick`` warms up two small models only (seconds, not minutes: what the smoke test runs).
 
+``--plan`` measures instead the CPU seconds of each job of :data:`cofiviz.warmup.PLAN` (their ``seconds``): the
+jobs run one after the other, prerequisites first, in one fresh process with an empty cache.
+
 Usage::
 
     .venv/bin/python benchmarks/bench_compile.py [--jobs N] [--quick] [--json OUT]
+    .venv/bin/python benchmarks/bench_compile.py --plan [--json OUT]
 """
 
 from __future__ import annotations
@@ -77,12 +81,47 @@ def run(jobs: int | None = None, quick: bool = False) -> dict:
     return out
 
 
+PLAN_SNIPPET = """
+import json, sys, time
+import cofiviz.warmup
+W = sys.modules["cofiviz.warmup"]
+pending, done, out = W._plan([name for name, _ in W._targets()]), set(), {}
+while pending:
+    job = next(j for j in pending if set(j.after) <= done)
+    t0 = time.process_time()
+    W._run_modules(job.modules)
+    out[job.name] = time.process_time() - t0
+    done.add(job.name)
+    pending.remove(job)
+print(json.dumps(out))
+"""
+
+
+def plan_seconds() -> dict[str, float]:
+    """CPU seconds of each job of the warm-up's plan, compiled in one fresh process with an empty cache."""
+    with tempfile.TemporaryDirectory(prefix="cofiviz-bench-plan-") as cache:
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache, "PYTHONPATH": os.pathsep.join(
+            [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
+        done = subprocess.run([sys.executable, "-c", PLAN_SNIPPET], check=True, cwd=ROOT, env=env,
+                              capture_output=True, text=True)
+    return json.loads(done.stdout.splitlines()[-1])
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--jobs", type=int, default=None, help="processes of the parallel run (default: the cores)")
     ap.add_argument("--quick", action="store_true", help=f"warm up {' and '.join(QUICK_MODULES)} only")
+    ap.add_argument("--plan", action="store_true", help="the CPU seconds of each job of cofiviz.warmup.PLAN")
     ap.add_argument("--json", default=None, metavar="OUT")
     args = ap.parse_args(argv)
+    if args.plan:
+        seconds = plan_seconds()
+        for name, secs in seconds.items():
+            print(f"{name:14s} {secs:6.1f} s cpu")
+        print(f"{'total':14s} {sum(seconds.values()):6.1f} s cpu  (load average {os.getloadavg()[0]:.2f})")
+        if args.json:
+            Path(args.json).write_text(json.dumps(seconds, indent=2))
+        return 0
     out = run(jobs=args.jobs, quick=args.quick)
     what = "two models" if args.quick else "every module"
     print(f"cofiviz warmup of {what}, {os.cpu_count()} cores")

@@ -244,8 +244,8 @@ def _uncached_share() -> float:
     return missing / kernels if kernels else 1.0
 
 
-def _run_modules(names: Sequence[str], where: str = "") -> dict[str, float]:
-    """Run the ``warmup()`` of each module of ``names`` in turn; the seconds each took.
+def _run_modules(names: Sequence[str], where: str = "") -> dict[str, tuple[float, float]]:
+    """Run the ``warmup()`` of each module of ``names`` in turn; the wall-clock and CPU seconds each took.
 
     Raises
     ------
@@ -253,19 +253,19 @@ def _run_modules(names: Sequence[str], where: str = "") -> dict[str, float]:
         Naming the module whose warm-up raised (and ``where``, the process), with its exception.
     """
     known = dict(_targets())
-    seconds: dict[str, float] = {}
+    seconds: dict[str, tuple[float, float]] = {}
     for name in names:
         fn = _warmup_function(name, known)
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), time.process_time()
         try:
             fn()
         except Exception as exc:
             raise WarmupError(f"warming up {name}{where} failed: {type(exc).__name__}: {exc}") from exc
-        seconds[name] = time.perf_counter() - t0
+        seconds[name] = (time.perf_counter() - t0, time.process_time() - cpu0)
     return seconds
 
 
-def _child_job(names: Sequence[str]) -> tuple[dict[str, float], int]:
+def _child_job(names: Sequence[str]) -> tuple[dict[str, tuple[float, float]], int]:
     """What a compiling process runs: the modules' warm-ups with locked cache writes; their seconds and its pid."""
     with _locked_cache_writes():
         return _run_modules(names, f" in process {os.getpid()}"), os.getpid()
@@ -317,8 +317,8 @@ def _run_parallel(jobs: Sequence[Job], n_processes: int, report: Callable[[str],
             except BaseException as exc:  # noqa: BLE001 - handed to the calling thread, which raises it
                 scheduler.finish(job, exc)
                 return
-            for name, secs in seconds.items():
-                report(f"  {name}: {secs:.2f} s (process {pid})")
+            for name, (secs, cpu) in seconds.items():
+                report(f"  {name}: {secs:.2f} s, cpu {cpu:.2f} s (process {pid})")
             scheduler.finish(job)
 
     context = multiprocessing.get_context("spawn")
@@ -344,7 +344,7 @@ def warmup(verbose: bool = False, jobs: int | None = None, modules: Sequence[str
     Parameters
     ----------
     verbose : bool
-        Print one line per module with the seconds it took (and the process that ran it).
+        Print one line per module with the wall-clock and CPU seconds it took (and the process that ran it).
     jobs : int, optional
         Processes that compile at once (default: :func:`default_jobs`, the cores). With ``jobs > 1`` the
         modules run in :data:`PLAN`'s jobs in up to ``jobs`` fresh processes, which write the kernels to
@@ -384,6 +384,6 @@ def warmup(verbose: bool = False, jobs: int | None = None, modules: Sequence[str
                 report(f"  every kernel loaded in this process: {time.perf_counter() - t0:.2f} s")
         else:
             for name in names:
-                seconds = _run_modules([name])[name]
-                report(f"  {name}: {seconds:.2f} s")
+                secs, cpu = _run_modules([name])[name]
+                report(f"  {name}: {secs:.2f} s, cpu {cpu:.2f} s")
     return time.perf_counter() - start
