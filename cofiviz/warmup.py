@@ -68,7 +68,8 @@ class Job:
     after : tuple of str
         Jobs that must have finished first: they compile kernels this job's modules also use.
     seconds : float
-        The measured seconds of a cold compile on one core, which orders the jobs (longest chain first).
+        The CPU seconds of its cold compile (``benchmarks/bench_compile.py --plan``), which order the jobs:
+        the longest chain of jobs first.
     """
 
     name: str
@@ -83,22 +84,22 @@ class Job:
 #: ``models/_local_kernels.py`` that RegSVD's warm-up compiles (GCR, LCR, LLORMA, the bilinear model). The
 #: other modules share no kernel. A module asked for that no job holds runs in one last job, after all of these.
 PLAN: tuple[Job, ...] = (
-    Job("surrogates", ("cofiviz.losses.surrogates",), seconds=1.0),
-    Job("losses", ("cofiviz.losses", "cofiviz.solvers.lap"), after=("surrogates",), seconds=21.0),
-    Job("bmrm", ("cofiviz.solvers.bmrm",), seconds=3.0),
-    Job("cofirank", ("cofiviz.models.cofirank",), after=("losses", "bmrm"), seconds=20.0),
-    Job("local", ("cofiviz.models.regsvd",), after=("surrogates",), seconds=15.0),
+    Job("surrogates", ("cofiviz.losses.surrogates",), seconds=0.5),
+    Job("losses", ("cofiviz.losses", "cofiviz.solvers.lap"), after=("surrogates",), seconds=16.0),
+    Job("bmrm", ("cofiviz.solvers.bmrm",), seconds=1.2),
+    Job("cofirank", ("cofiviz.models.cofirank",), after=("losses", "bmrm"), seconds=12.7),
+    Job("local", ("cofiviz.models.regsvd",), after=("surrogates",), seconds=10.0),
     Job("local-models", ("cofiviz.models.gcr", "cofiviz.models.lcr", "cofiviz.models.llorma"), after=("local",),
-        seconds=3.0),
-    Job("bilinear", ("cofiviz.models.bilinear",), after=("losses", "local"), seconds=6.0),
-    Job("metrics", ("cofiviz.metrics",), seconds=10.0),
-    Job("gapfm", ("cofiviz.models.gapfm",), seconds=14.0),
-    Job("wlt", ("cofiviz.models.wlt",), seconds=10.0),
-    Job("mmmf", ("cofiviz.models.mmmf",), seconds=5.0),
-    Job("bpmf", ("cofiviz.models.bpmf",), seconds=3.5),
-    Job("gp", ("cofiviz.models.gp",), seconds=3.5),
-    Job("svdpp", ("cofiviz.models.svdpp",), seconds=2.5),
-    Job("nmf", ("cofiviz.models.nmf",), seconds=2.0),
+        seconds=2.8),
+    Job("bilinear", ("cofiviz.models.bilinear",), after=("losses", "local"), seconds=6.5),
+    Job("metrics", ("cofiviz.metrics",), seconds=11.7),
+    Job("gapfm", ("cofiviz.models.gapfm",), seconds=9.1),
+    Job("wlt", ("cofiviz.models.wlt",), seconds=6.9),
+    Job("mmmf", ("cofiviz.models.mmmf",), seconds=3.2),
+    Job("bpmf", ("cofiviz.models.bpmf",), seconds=2.3),
+    Job("gp", ("cofiviz.models.gp",), seconds=2.1),
+    Job("svdpp", ("cofiviz.models.svdpp",), seconds=1.7),
+    Job("nmf", ("cofiviz.models.nmf",), seconds=1.0),
 )
 
 #: the share of kernels missing from the cache from which :func:`warmup` compiles in parallel processes: a fresh
