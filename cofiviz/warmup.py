@@ -47,7 +47,7 @@ try:  # POSIX; without it every module warms up in this process
 except ImportError:  # pragma: no cover - Windows
     fcntl = None
 
-__all__ = ["warmup", "WarmupError", "PLAN", "PARALLEL_FROM", "default_jobs"]
+__all__ = ["warmup", "WarmupError", "PLAN", "PARALLEL_FROM", "default_jobs", "uncached_share"]
 
 
 class WarmupError(CofivizError, RuntimeError):
@@ -225,7 +225,7 @@ def _locked_save(self, key, data):
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _uncached_share() -> float:
+def uncached_share() -> float:
     """The share of cofiviz's kernels imported so far that have no entry in numba's cache for their current
     source (kernels inlined into their callers have none of their own and are not counted; the signatures
     are not checked)."""
@@ -376,7 +376,7 @@ def warmup(verbose: bool = False, jobs: int | None = None, modules: Sequence[str
     names = [name for name, _ in _targets()] if modules is None else list(dict.fromkeys(modules))
     report = print if verbose else (lambda line: None)
     with (_locked_cache_writes() if fcntl is not None else contextlib.nullcontext()):
-        if n > 1 and fcntl is not None and names and _uncached_share() >= PARALLEL_FROM:
+        if n > 1 and fcntl is not None and names and uncached_share() >= PARALLEL_FROM:
             plan = _plan(names)
             _run_parallel(plan, min(n, len(plan)), report)
             if load:

@@ -122,7 +122,7 @@ def test_parallel_warmup_compiles_in_children_and_the_next_process_only_loads(tm
 @pytest.fixture
 def parallel(monkeypatch, tmp_path):
     """Modules of one's own, and a warm-up that runs them in child processes whatever the cache holds."""
-    monkeypatch.setattr(W, "_uncached_share", lambda: 1.0)
+    monkeypatch.setattr(W, "uncached_share", lambda: 1.0)
     monkeypatch.syspath_prepend(str(tmp_path))
     (tmp_path / "cofiviz_test_broken.py").write_text(
         "def warmup():\n    raise ZeroDivisionError('no kernel today')\n")
