@@ -8,17 +8,18 @@ writable) it takes well under a second per module.
 With an empty cache, compiling is most of the work, and it runs in parallel: the modules' ``warmup()``
 functions are grouped into :data:`PLAN`'s jobs, which ``jobs`` fresh ``spawn`` processes sharing this one's
 numba cache compile at once, each writing the kernels it compiles to the cache; this process then loads
-every kernel from the cache. When most kernels already have an entry in the cache
-(:data:`PARALLEL_FROM`), the modules run in this process only. numba's cache is not safe for two processes that write the same kernel's index at once
-(both may give their signature the same data file, and one signature would then load the other's machine
-code), so
+every kernel from the cache (unless ``load=False``). When most kernels already have an entry in the cache
+(:data:`PARALLEL_FROM`), the modules run in this process only. numba's cache is not safe for two processes
+that write the same kernel's index at once (both may give their signature the same data file, and one
+signature would then load the other's machine code), so
 
 - the plan keeps the modules that compile a kernel in common in one job, or orders their jobs (the job
-  that compiles the shared kernels first, the others after it, when they only load them);
+  that compiles the shared kernels first, the others after it, when they only load them), so that each
+  kernel is compiled by one process;
 - while a warm-up runs (in the compiling processes, and in any process that calls :func:`warmup`, such as
-  a server and its training workers' forkserver), every write to the cache holds an exclusive lock on a
-  file of the cache's directory (:func:`_locked_cache_writes`), so that a plan that no longer matches the
-  code, or two warm-ups at once, cost a kernel compiled twice, never a wrong entry.
+  a server), every write to the cache holds an exclusive lock on a file of the cache's directory
+  (:func:`_locked_cache_writes`), so that a plan that no longer matches the code, or two warm-ups at once,
+  cost a kernel compiled twice, never a wrong entry.
 """
 
 from __future__ import annotations
