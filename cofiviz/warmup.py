@@ -4,18 +4,111 @@
 (``make serve``, the dashboards' setup) and ``cofiviz warmup`` call :func:`warmup` once so that no
 visitor waits for a compilation. With a warm cache (``cache=True`` kernels, ``NUMBA_CACHE_DIR``
 writable) it takes well under a second per module.
+
+With an empty cache, compiling is most of the work, and it runs in parallel: the modules' ``warmup()``
+functions are grouped into :data:`PLAN`'s jobs, which ``jobs`` fresh ``spawn`` processes sharing this one's
+numba cache compile at once, each writing the kernels it compiles to the cache; this process then loads
+every kernel from the cache (unless ``load=False``). When most kernels already have an entry in the cache
+(:data:`PARALLEL_FROM`), the modules run in this process only. numba's cache is not safe for two processes
+that write the same kernel's index at once (both may give their signature the same data file, and one
+signature would then load the other's machine code), so
+
+- the plan keeps the modules that compile a kernel in common in one job, or orders their jobs (the job
+  that compiles the shared kernels first, the others after it, when they only load them), so that each
+  kernel is compiled by one process;
+- while a warm-up runs (in the compiling processes, and in any process that calls :func:`warmup`, such as
+  a server), every write to the cache holds an exclusive lock on a file of the cache's directory
+  (:func:`_locked_cache_writes`), so that a plan that no longer matches the code, or two warm-ups at once,
+  cost a kernel compiled twice, never a wrong entry.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+import multiprocessing
+import os
 import sys
+import threading
 import time
-from typing import Callable
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from typing import Callable, Iterator, Sequence
+
+from numba.core import caching
+from numba.core.dispatcher import Dispatcher
 
 from . import losses, metrics, solvers
+from .errors import CofivizError, ParameterError
 from .models import available_models, get_model_class
 
-__all__ = ["warmup"]
+try:  # POSIX; without it every module warms up in this process
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None
+
+__all__ = ["warmup", "WarmupError", "PLAN", "PARALLEL_FROM", "default_jobs", "uncached_share"]
+
+
+class WarmupError(CofivizError, RuntimeError):
+    """A module's ``warmup()`` failed, or a process compiling kernels died; the message names the module."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """Modules whose ``warmup()`` one process runs in turn.
+
+    Attributes
+    ----------
+    name : str
+        The job's name, which ``after`` of other jobs refers to.
+    modules : tuple of str
+        Module names, run in this order: a module :func:`warmup` is asked for, or one of its submodules
+        (``cofiviz.solvers.lap`` warms up part of ``cofiviz.solvers``).
+    after : tuple of str
+        Jobs that must have finished first: they compile kernels this job's modules also use.
+    seconds : float
+        The CPU seconds of its cold compile (``benchmarks/bench_compile.py --plan``), which order the jobs:
+        the longest chain of jobs first.
+    """
+
+    name: str
+    modules: tuple[str, ...]
+    after: tuple[str, ...] = ()
+    seconds: float = 10.0
+
+
+#: The parallel warm-up's jobs. A kernel that several modules use is compiled by one job and the jobs of the
+#: other modules wait for it, so that they only load it: the surrogate losses (every pairwise model), the losses
+#: and the assignment (CofiRank, the bilinear model), BMRM (CofiRank), the kernels of
+#: ``models/_local_kernels.py`` that RegSVD's warm-up compiles (GCR, LCR, LLORMA, the bilinear model). The
+#: other modules share no kernel. A module asked for that no job holds runs in one last job, after all of these.
+PLAN: tuple[Job, ...] = (
+    Job("surrogates", ("cofiviz.losses.surrogates",), seconds=0.5),
+    Job("losses", ("cofiviz.losses", "cofiviz.solvers.lap"), after=("surrogates",), seconds=16.0),
+    Job("bmrm", ("cofiviz.solvers.bmrm",), seconds=1.2),
+    Job("cofirank", ("cofiviz.models.cofirank",), after=("losses", "bmrm"), seconds=12.7),
+    Job("local", ("cofiviz.models.regsvd",), after=("surrogates",), seconds=10.0),
+    Job("local-models", ("cofiviz.models.gcr", "cofiviz.models.lcr", "cofiviz.models.llorma"), after=("local",),
+        seconds=2.8),
+    Job("bilinear", ("cofiviz.models.bilinear",), after=("losses", "local"), seconds=6.5),
+    Job("metrics", ("cofiviz.metrics",), seconds=11.7),
+    Job("gapfm", ("cofiviz.models.gapfm",), seconds=9.1),
+    Job("wlt", ("cofiviz.models.wlt",), seconds=6.9),
+    Job("mmmf", ("cofiviz.models.mmmf",), seconds=3.2),
+    Job("bpmf", ("cofiviz.models.bpmf",), seconds=2.3),
+    Job("gp", ("cofiviz.models.gp",), seconds=2.1),
+    Job("svdpp", ("cofiviz.models.svdpp",), seconds=1.7),
+    Job("nmf", ("cofiviz.models.nmf",), seconds=1.0),
+)
+
+#: the share of kernels missing from the cache from which :func:`warmup` compiles in parallel processes: a fresh
+#: cache misses them all, an edit of one kernel module a few, which this process compiles faster than new
+#: processes would start
+PARALLEL_FROM = 0.25
+
+_LOCK_NAME = "cofiviz-cache-writes.lock"
 
 
 def _targets() -> list[tuple[str, Callable[[], object]]]:
@@ -30,23 +123,269 @@ def _targets() -> list[tuple[str, Callable[[], object]]]:
     return list(found.items())
 
 
-def warmup(verbose: bool = False) -> float:
+def _warmup_function(name: str, known: dict[str, Callable[[], object]]) -> Callable[[], object]:
+    """The ``warmup`` of module ``name``: one of :func:`_targets`, or any importable module's."""
+    if name in known:
+        return known[name]
+    try:
+        fn = getattr(importlib.import_module(name), "warmup", None)
+    except ImportError as exc:
+        raise WarmupError(f"cannot warm up {name}: {exc}") from exc
+    if not callable(fn):
+        raise WarmupError(f"cannot warm up {name}: it has no warmup() function")
+    return fn
+
+
+def default_jobs() -> int:
+    """The processes that compile at once by default: the cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _check_jobs(jobs) -> int:
+    if jobs is None:
+        return default_jobs()
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ParameterError(f"jobs must be a positive integer (the processes that compile at once), got {jobs!r}")
+    return jobs
+
+
+def _plan(names: Sequence[str]) -> list[Job]:
+    """:data:`PLAN` restricted to the modules ``names`` (a job keeps the modules that are one of them or a
+    submodule of one); a job left empty passes its prerequisites on to the jobs that waited for it, and the
+    modules of ``names`` that no job holds form one last job, after all the others."""
+
+    def asked(module: str) -> bool:
+        return any(module == name or module.startswith(name + ".") for name in names)
+
+    needs = {job.name: job.after for job in PLAN}
+    kept = {job.name: Job(job.name, tuple(filter(asked, job.modules)), (), job.seconds) for job in PLAN}
+    kept = {name: job for name, job in kept.items() if job.modules}
+
+    def prerequisites(name: str) -> set[str]:
+        out: set[str] = set()
+        for dep in needs[name]:
+            out |= {dep} if dep in kept else prerequisites(dep)
+        return out
+
+    jobs = [Job(j.name, j.modules, tuple(sorted(prerequisites(j.name))), j.seconds) for j in kept.values()]
+    held = [m for job in jobs for m in job.modules]
+    rest = tuple(n for n in names if not any(m == n or m.startswith(n + ".") for m in held))
+    if rest:
+        jobs.append(Job("others", rest, tuple(j.name for j in jobs), 10.0 * len(rest)))
+    return jobs
+
+
+def _chain_seconds(jobs: Sequence[Job]) -> dict[str, float]:
+    """Each job's seconds plus the longest chain of jobs that wait for it: the order in which to start them."""
+    waiting = {j.name: [k for k in jobs if j.name in k.after] for j in jobs}
+    memo: dict[str, float] = {}
+
+    def chain(job: Job) -> float:
+        if job.name not in memo:
+            memo[job.name] = job.seconds + max((chain(k) for k in waiting[job.name]), default=0.0)
+        return memo[job.name]
+
+    return {j.name: chain(j) for j in jobs}
+
+
+_patch_lock = threading.Lock()
+_patch_depth = 0
+
+
+@contextlib.contextmanager
+def _locked_cache_writes() -> Iterator[None]:
+    """While in the block (in any thread), every write of numba's cache in this process holds an exclusive lock
+    on a file of the cache's directory: numba reads the index, picks a data file for a new signature and writes
+    both, which two processes doing it at once would interleave. Blocks may nest."""
+    global _patch_depth
+    with _patch_lock:
+        if _patch_depth == 0:
+            caching.IndexDataCacheFile.save = _locked_save
+        _patch_depth += 1
+    try:
+        yield
+    finally:
+        with _patch_lock:
+            _patch_depth -= 1
+            if _patch_depth == 0:
+                caching.IndexDataCacheFile.save = _numba_save
+
+
+_numba_save = caching.IndexDataCacheFile.save
+
+
+def _locked_save(self, key, data):
+    with open(os.path.join(self._cache_path, _LOCK_NAME), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            _numba_save(self, key, data)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def uncached_share() -> float:
+    """The share of cofiviz's kernels imported so far that have no entry in numba's cache for their current
+    source (kernels inlined into their callers have none of their own and are not counted; the signatures
+    are not checked)."""
+    kernels = missing = 0
+    for name, module in list(sys.modules.items()):
+        if not name.startswith("cofiviz."):
+            continue
+        for obj in list(vars(module).values()):
+            if (not isinstance(obj, Dispatcher) or getattr(obj.py_func, "__module__", None) != name
+                    or obj.targetoptions.get("inline") == "always"):
+                continue
+            kernels += 1
+            try:
+                missing += not obj._cache._cache_file._load_index()
+            except Exception:  # a kernel without numba's file cache: count it as uncached
+                missing += 1
+    return missing / kernels if kernels else 1.0
+
+
+def _run_modules(names: Sequence[str], where: str = "") -> dict[str, tuple[float, float]]:
+    """Run the ``warmup()`` of each module of ``names`` in turn; the wall-clock and CPU seconds each took.
+
+    Raises
+    ------
+    WarmupError
+        Naming the module whose warm-up raised (and ``where``, the process), with its exception.
+    """
+    known = dict(_targets())
+    seconds: dict[str, tuple[float, float]] = {}
+    for name in names:
+        fn = _warmup_function(name, known)
+        t0, cpu0 = time.perf_counter(), time.process_time()
+        try:
+            fn()
+        except Exception as exc:
+            raise WarmupError(f"warming up {name}{where} failed: {type(exc).__name__}: {exc}") from exc
+        seconds[name] = (time.perf_counter() - t0, time.process_time() - cpu0)
+    return seconds
+
+
+def _child_job(names: Sequence[str]) -> tuple[dict[str, tuple[float, float]], int]:
+    """What a compiling process runs: the modules' warm-ups with locked cache writes; their seconds and its pid."""
+    with _locked_cache_writes():
+        return _run_modules(names, f" in process {os.getpid()}"), os.getpid()
+
+
+class _Scheduler:
+    """Hands out the jobs whose prerequisites have finished, the longest chain first; stops at the first error."""
+
+    def __init__(self, jobs: Sequence[Job]):
+        self.pending = list(jobs)
+        self.priority = _chain_seconds(jobs)
+        self.done: set[str] = set()
+        self.error: BaseException | None = None
+        self.cond = threading.Condition()
+
+    def take(self) -> Job | None:
+        with self.cond:
+            while True:
+                if self.error is not None or not self.pending:
+                    return None
+                ready = [j for j in self.pending if set(j.after) <= self.done]
+                if ready:
+                    job = max(ready, key=lambda j: self.priority[j.name])
+                    self.pending.remove(job)
+                    return job
+                self.cond.wait()
+
+    def finish(self, job: Job, error: BaseException | None = None) -> None:
+        with self.cond:
+            if error is None:
+                self.done.add(job.name)
+            elif self.error is None:
+                self.error = error
+            self.cond.notify_all()
+
+
+def _run_parallel(jobs: Sequence[Job], n_processes: int, report: Callable[[str], None]) -> None:
+    """Run ``jobs`` in ``n_processes`` spawned processes (each the only worker of a pool of its own, so that a
+    process that dies is known by its job); raise the first error once the running jobs have finished."""
+    scheduler = _Scheduler(jobs)
+
+    def worker(pool: ProcessPoolExecutor) -> None:
+        while (job := scheduler.take()) is not None:
+            try:
+                seconds, pid = pool.submit(_child_job, job.modules).result()
+            except BrokenProcessPool as exc:
+                scheduler.finish(job, WarmupError(f"the process compiling {', '.join(job.modules)} died ({exc})"))
+                return
+            except BaseException as exc:  # noqa: BLE001 - handed to the calling thread, which raises it
+                scheduler.finish(job, exc)
+                return
+            for name, (secs, cpu) in seconds.items():
+                report(f"  {name}: {secs:.2f} s, cpu {cpu:.2f} s (process {pid})")
+            scheduler.finish(job)
+
+    context = multiprocessing.get_context("spawn")
+    pools = [ProcessPoolExecutor(max_workers=1, mp_context=context) for _ in range(n_processes)]
+    threads = [threading.Thread(target=worker, args=(pool,), daemon=True, name=f"cofiviz-warmup-{i}")
+               for i, pool in enumerate(pools)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        for pool in pools:
+            pool.shutdown(wait=True, cancel_futures=True)
+    if scheduler.error is not None:
+        raise scheduler.error
+
+
+def warmup(verbose: bool = False, jobs: int | None = None, modules: Sequence[str] | None = None,
+           load: bool = True) -> float:
     """Run each module's ``warmup()`` on tiny inputs so that its numba kernels are compiled or loaded.
 
     Parameters
     ----------
     verbose : bool
-        Print one line per module with the seconds it took.
+        Print one line per module with the wall-clock and CPU seconds it took (and the process that ran it).
+    jobs : int, optional
+        Processes that compile at once (default: :func:`default_jobs`, the cores). With ``jobs > 1`` the
+        modules run in :data:`PLAN`'s jobs in up to ``jobs`` fresh processes, which write the kernels to
+        numba's cache; then every module's ``warmup()`` runs in this process and loads them. With
+        ``jobs=1``, or a cache that holds most kernels already (:data:`PARALLEL_FROM`), the modules run here,
+        one after the other.
+    modules : sequence of str, optional
+        The modules to warm up (default: the metrics, every registered model's module, the losses and the
+        solvers). Any importable module with a ``warmup()`` function may be named.
+    load : bool
+        After the other processes compiled the kernels, load them into this one (False: leave them in the
+        cache, for a process about to exit, such as ``cofiviz warmup``'s).
 
     Returns
     -------
     float
         Seconds taken in total.
+
+    Raises
+    ------
+    ParameterError
+        ``jobs`` is not a positive integer.
+    WarmupError
+        A module's warm-up raised, or a compiling process died; the message names the module.
     """
+    n = _check_jobs(jobs)
     start = time.perf_counter()
-    for modname, fn in _targets():
-        t0 = time.perf_counter()
-        fn()
-        if verbose:
-            print(f"  {modname}: {time.perf_counter() - t0:.2f} s")
+    names = [name for name, _ in _targets()] if modules is None else list(dict.fromkeys(modules))
+    report = print if verbose else (lambda line: None)
+    with (_locked_cache_writes() if fcntl is not None else contextlib.nullcontext()):
+        if n > 1 and fcntl is not None and names and uncached_share() >= PARALLEL_FROM:
+            plan = _plan(names)
+            _run_parallel(plan, min(n, len(plan)), report)
+            if load:
+                t0 = time.perf_counter()
+                _run_modules(names)
+                report(f"  every kernel loaded in this process: {time.perf_counter() - t0:.2f} s")
+        else:
+            for name in names:
+                secs, cpu = _run_modules([name])[name]
+                report(f"  {name}: {secs:.2f} s, cpu {cpu:.2f} s")
     return time.perf_counter() - start

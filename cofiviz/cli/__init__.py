@@ -10,7 +10,7 @@
                            [--scale LO,HI] [--duplicates ...] [--encoding ENC] [--sep SEP] [--user COL] ...
     cofiviz datasets [list | fetch NAME]
     cofiviz models
-    cofiviz warmup
+    cofiviz warmup [--jobs N] [--quiet]
     cofiviz sweep CONFIG [--store DIR] [--scheduler tcp://HOST:PORT | --workers N | --in-process]
                          [--numba-threads N] [--retries N] [--out FILE.parquet] [--no-progress]
     cofiviz reproduce NAME|list [--quick] [--store DIR] [--html OUT] [--workers N] [--scheduler ADDR]

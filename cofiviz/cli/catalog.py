@@ -24,6 +24,8 @@ def add_parsers(sub) -> None:
 
     w = sub.add_parser("warmup", help="compile (or load) every numba kernel once")
     w.add_argument("--quiet", action="store_true")
+    w.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
+                   help="processes that compile at once with an empty cache (default: the cores; 1: this process only)")
     w.set_defaults(func=warmup)
 
 
@@ -75,6 +77,6 @@ def list_models(args) -> int:
 
 
 def warmup(args) -> int:
-    seconds = warm_kernels(verbose=not args.quiet)
+    seconds = warm_kernels(verbose=not args.quiet, jobs=args.jobs, load=False)  # this process exits next
     print(f"numba kernels compiled or loaded from cache in {seconds:.2f} s")
     return 0

@@ -183,7 +183,8 @@ def _total_loss_grad(data, F, G, losses):
         wf = np.empty(5 * max_n)
         wi = np.empty(max(5 * max_n, 2 * L), dtype=np.int64)
         lo, hi = indptr[u], indptr[u + 1]
-        losses[u] = user_loss_grad(data, u, F[lo:hi], G[lo:hi], col4row, wf, wi)
+        # an int64 user, as the other callers pass: prange's index is unsigned, which would compile a second copy
+        losses[u] = user_loss_grad(data, np.int64(u), F[lo:hi], G[lo:hi], col4row, wf, wi)
 
 
 def total_loss_grad(data, scores) -> tuple[np.ndarray, np.ndarray]:

@@ -99,7 +99,7 @@ def user_phase(data, items, U, M, free_u, scale, active, lam, tol, rel_tol, max_
                 f0[j] = s
             for t in range(Df):
                 w[t] = U[u, free_u[t]] / scale[t]
-            n_planes = 0
+            n_planes = np.int64(0)  # not the literal 0, for which numba would compile bundle_add once more
             lb = -np.inf
             min_obj = np.inf
             best_obj = np.inf
