@@ -55,6 +55,14 @@ def test_settings_are_the_defaults_then_distinct_draws_from_the_search_space(mod
         get_model_class(model)(**draw)                # every draw is a valid setting
 
 
+def test_the_collaborative_gps_run_their_defaults_for_a_few_em_iterations():
+    for m in R.REPRODUCTIONS["ml1m"].methods:
+        if m.model in ("cgpr", "cgpor"):
+            assert m.grid == [{}] and m.fixed["max_iter"] == 5
+        elif m.model not in ("poprec",):
+            assert len(m.grid) == N_SETTINGS
+
+
 def test_a_finite_space_gives_what_it_has():
     poprec = settings("poprec", n=10)
     assert poprec == [{}, {"tie_break": "none"}]      # the default is "mean": one other setting exists
