@@ -130,11 +130,11 @@ class Recommendations(pn.viewable.Viewer):
         self._ratings_title = pn.pane.Markdown("")
         self._ratings_table = pn.pane.DataFrame(pd.DataFrame(), index=False, sizing_mode="stretch_width", max_rows=25,
                                                 css_classes=["cofiviz-user-ratings"])
-        self._lean_pipe = hv.streams.Pipe(data=self._lean_frame())
-        self._overlap_pipe = hv.streams.Pipe(data=list_overlap({}))
-        self._plots = pn.Row(
-            pn.pane.HoloViews(hv.DynamicMap(self._lean_plot, streams=[self._lean_pipe]), linked_axes=False),
-            pn.pane.HoloViews(hv.DynamicMap(self._overlap_plot, streams=[self._overlap_pipe]), linked_axes=False))
+        # the plots are drawn anew at each refresh (not streamed into): the number of models shown falls when the
+        # data set changes, and bars streamed fewer rows than before failed in the browser ("Size mismatch")
+        self._lean_pane = pn.pane.HoloViews(self._lean_plot(self._lean_frame()), linked_axes=False)
+        self._overlap_pane = pn.pane.HoloViews(self._overlap_plot(list_overlap({})), linked_axes=False)
+        self._plots = pn.Row(self._lean_pane, self._overlap_pane)
         self._cards: dict[str, tuple] = {}      # model name -> (heading, table): shared by the data sets
         self._lists = pn.FlexBox(sizing_mode="stretch_width")
         self._shown: tuple = ()
@@ -169,13 +169,17 @@ class Recommendations(pn.viewable.Viewer):
         except Exception as exc:  # a pool that cannot start: said in the page
             self._show_error(f"Could not start training the models on {self.data}: {exc}")
             return
+        # each model's card is made once and only shown or hidden after: the page keeps its layout when the data
+        # set changes, and only the cards' contents are updated
         for name in models.names:
             if name not in self._cards:
                 head = pn.pane.Markdown(f"#### {name}\n*waiting to be trained…*", width=330)
                 table = pn.pane.DataFrame(pd.DataFrame(), index=False, css_classes=[f"cofiviz-top-{name}"],
                                           width=330, visible=False)
                 self._cards[name] = (head, table)
-        self._lists.objects = [pn.Column(*self._cards[name], width=340) for name in models.names]
+                self._lists.append(pn.Column(head, table, width=340))
+        for card in self._lists.objects:
+            card.visible = card.objects[0] in (self._cards[name][0] for name in models.names)
         self._shown = ()
         self._refresh()
         if not self._status.done and self._served and self._poller is None:
@@ -304,21 +308,21 @@ class Recommendations(pn.viewable.Viewer):
                 if table is not None:
                     pane.object = table
                 pane.visible = table is not None
-            self._lean_pipe.send(self.lean)
-            self._overlap_pipe.send(self.overlap)
+            self._lean_pane.object = self._lean_plot(self.lean)
+            self._overlap_pane.object = self._overlap_plot(self.overlap)
             self._progress.object = self._progress_text(st)
         self._shown = tuple(st.ready)
 
     def _lean_plot(self, data):
         df = data.sort_values("popularity percentile")
         return hv.Bars(df, "model", ["popularity percentile", "spearman"]).opts(
-            width=PLOT_WIDTH, height=300, invert_axes=True, ylim=(0, 100), color="#4c72b0", framewise=True,
+            width=PLOT_WIDTH, height=300, invert_axes=True, ylim=(0, 100), color="#4c72b0",
             title=f"Popularity lean of user {self.user}'s top-{self.n} (100 = most-rated)",
             tools=["hover"], toolbar=None)
 
     def _overlap_plot(self, data):
         heat = hv.HeatMap(data, ["a", "b"], ("jaccard", "Jaccard overlap")).opts(
-            width=PLOT_WIDTH, height=300, cmap="Blues", clim=(0, 1), colorbar=True, xrotation=45, framewise=True,
+            width=PLOT_WIDTH, height=300, cmap="Blues", clim=(0, 1), colorbar=True, xrotation=45,
             title=f"Overlap of the top-{self.n} lists", xlabel="", ylabel="", tools=["hover"], toolbar=None)
         labels = hv.Labels(data.assign(text=data["jaccard"].map(lambda v: f"{v:.1f}")), ["a", "b"], "text").opts(
             text_font_size="8pt", text_color="black")
