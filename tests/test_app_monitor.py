@@ -28,6 +28,19 @@ POINTS_JS = """() => { let best = 0;
     return best; }"""
 
 
+# the number of rows of each Bokeh data source with an "iteration" column, smallest first: the metric curves'
+# source (the iterations scored), the loss curve's and the table's (every iteration)
+SOURCES_JS = """() => { const n = [];
+    for (const doc of (window.Bokeh ? Bokeh.documents : [])) {
+        const models = doc._all_models ? Array.from(doc._all_models.values()) : Array.from(doc.all_models);
+        for (const m of models) {
+            const d = m.data;
+            if (d && d.iteration && typeof d.iteration.length === 'number') n.push(d.iteration.length);
+        }
+    }
+    return n.sort((a, b) => a - b); }"""
+
+
 def _wait(condition, timeout=60.0):
     """Poll ``condition`` until it is true or ``timeout`` passes; returns its last value."""
     deadline = time.monotonic() + timeout
@@ -277,6 +290,37 @@ def test_monitor_run_draws_points_and_stop_stops(open_page, page_errors):
     assert stopped_at < 10_000
     page.get_by_role("button", name="CSV").first.wait_for(timeout=10_000)
     screenshot(page, "monitor-stopped")
+    assert page_errors.errors == [], page_errors.errors
+
+
+@pytest.mark.browser
+def test_monitor_on_movielens_1m_draws_points_as_the_model_trains(open_page, page_errors):
+    page = open_page()
+    _select(page, "Data", "MovieLens 1M")
+    _set_long_run(page)
+    page.get_by_role("button", name="Run").click()
+    # the worker loads MovieLens 1M (on first use) and splits it before the first iteration
+    assert _wait_points(page, 2, timeout=600) >= 2, page.evaluate(POINTS_JS)
+    # the curves advance while the model trains: more points at a second look
+    seen = page.evaluate(POINTS_JS)
+    assert _wait_points(page, seen + 3, timeout=300) >= seen + 3, "the curves stopped advancing"
+    screenshot(page, "monitor-ml1m-training")
+    page.get_by_role("button", name="Stop").click()
+    page.get_by_text("stopped by a callback").first.wait_for(timeout=120_000)
+    with page.expect_download() as download:
+        page.get_by_role("button", name="CSV").first.click()
+    rows = list(csv.DictReader(io.StringIO(open(download.value.path()).read())))
+    assert [int(r["iteration"]) for r in rows] == list(range(1, len(rows) + 1))
+    assert all(r["loss"] and r["seconds"] for r in rows)
+    scored = [r for r in rows if r["test_ndcg@10"] not in ("", "nan", "NaN")]
+    assert scored and scored[0]["iteration"] == "1"              # the first iteration is always scored
+    # the loss curves (and the table) hold every iteration, the metric curves the scored ones
+    sizes = page.evaluate(SOURCES_JS)
+    assert sizes[0] == len(scored) and sizes[-1] == len(rows) and set(sizes) <= {len(scored), len(rows)}, sizes
+    elapsed = float(rows[-1]["elapsed"]) - float(rows[0]["elapsed"])
+    print(f"MovieLens 1M, regsvd: {len(rows)} iterations, {len(scored)} scored, "
+          f"{(len(rows) - 1) / elapsed:.1f} points per second of the fit's own time" if elapsed > 0 else "")
+    screenshot(page, "monitor-ml1m-stopped")
     assert page_errors.errors == [], page_errors.errors
 
 
