@@ -9,9 +9,10 @@ import pytest
 
 from cofiviz.dashboards._shared import load_dataset
 from cofiviz.dashboards.recommendations import Recommendations, list_overlap, popularity_lean, top_n
-from cofiviz.dashboards.recommenders import (DATA, ML1M, ML1M_RECIPES, QUICK_ITEMS, QUICK_PER_USER, TUNE_USERS,
-                                             Recipe, RecommenderPool, ordered, quick_subset, recipe,
-                                             recommenders_dir, train_one, user_sample)
+from cofiviz.dashboards.recommenders import (COFIRANK_PER_USER, DATA, ML1M, ML1M_RECIPES, QUICK_ITEMS,
+                                             QUICK_PER_USER, TUNE_USERS, Recipe, RecommenderPool, cap_per_user,
+                                             ordered, quick_subset, recipe, recommenders_dir, train_one,
+                                             user_sample)
 from cofiviz.models import available_models, get_model_class
 from conftest import PanelServer, screenshot
 
@@ -64,16 +65,26 @@ def test_each_data_set_saves_in_a_folder_of_its_own(monkeypatch, tmp_path):
     assert "movielens-1m" not in available_models()   # the subfolder is never taken for a model's folder
 
 
-def test_every_model_has_a_recipe_for_movielens_1m_and_the_gaussian_processes_a_documented_cheaper_one():
+def test_every_model_has_a_recipe_for_movielens_1m_and_the_costly_ones_a_documented_cheaper_one():
     for name in available_models():
         assert recipe(name, DATA) == Recipe()
         how = recipe(name, ML1M)
         if name in ML1M_RECIPES:
-            assert not how.search and how.fit_users and how.note
-            assert hasattr(get_model_class(name), "fold_in")
+            assert how.note and (how.fit_users or how.per_user)
+            assert not how.fit_users or hasattr(get_model_class(name), "fold_in")
         else:
-            assert how.search and how.tune_users == TUNE_USERS and how.fit_users is None
-    assert set(ML1M_RECIPES) == {"cgpr", "cgpor"}
+            assert how == Recipe(tune_users=TUNE_USERS)
+    assert set(ML1M_RECIPES) == {"cgpr", "cgpor", "cofirank"}
+    assert not recipe("cgpr", ML1M).search and recipe("cofirank", ML1M).per_user == COFIRANK_PER_USER
+
+
+def test_a_cap_per_user_keeps_a_seeded_choice_of_each_users_ratings():
+    r = load_dataset(DATA)
+    c = cap_per_user(r, 30)
+    assert c.n_users == r.n_users and (c.user_counts() == np.minimum(r.user_counts(), 30)).all()
+    assert c.equals(cap_per_user(r, 30)) and not c.equals(cap_per_user(r, 30, seed=1))
+    pairs = set(zip(r.users.tolist(), r.items.tolist()))
+    assert set(zip(c.users.tolist(), c.items.tolist())) <= pairs
 
 
 def test_samples_of_users_and_the_quick_subset_keep_ids_and_titles():

@@ -194,8 +194,8 @@ class Recommendations(pn.viewable.Viewer):
                 if models.data == ML1M else ""))
         if models.data == ML1M:
             return (f"each tuned for {models.budget:g} s on a seeded sample of {TUNE_USERS:,} users (a tenth of "
-                    f"their ratings held out), then refitted on all of MovieLens 1M; CGPR and CGPOR learn from a "
-                    f"sample of users and fold every user in, as their cards say")
+                    f"their ratings held out), then refitted on all of MovieLens 1M; CGPR, CGPOR and CofiRank are "
+                    f"trained more cheaply, as their cards say")
         return f"each tuned for {models.budget:g} s on a held-out tenth of the ratings, then refitted on all"
 
     def _progress_text(self, st) -> str:

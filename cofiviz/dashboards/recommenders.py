@@ -16,12 +16,16 @@ MovieLens 1M
     MovieLens 100K's models: its pool waits for the 100K worker to end, so that the two never share the server's
     two cores. Each model is tuned with the same budget on a seeded sample of :data:`TUNE_USERS` users (all
     their ratings, a tenth held out), then refitted on all of MovieLens 1M with the chosen setting; an
-    iterative model refits for the number of iterations its best trial ran on the sample. The collaborative
-    Gaussian processes (CGPR, CGPOR) are the exception (:data:`ML1M_RECIPES`): their EM multiplies and
-    factorises 3,706 × 3,706 item matrices every iteration (about a minute each on one core), so they are
-    not searched: their EM runs for :data:`GP_EM_ITERATIONS` iterations at the defaults on a seeded sample of
-    :data:`GP_EM_USERS` users, and every user of MovieLens 1M is then folded in (each user's posterior from
-    the learned item mean and covariance).
+    iterative model refits for the number of iterations its best trial ran on the sample. The exceptions
+    (:data:`ML1M_RECIPES`): the collaborative Gaussian processes (CGPR, CGPOR), whose EM multiplies and
+    factorises 3,706 × 3,706 item matrices every iteration (about a minute each on one core), are not searched:
+    their EM runs for :data:`GP_EM_ITERATIONS` iterations at the defaults on a seeded sample of
+    :data:`GP_EM_USERS` users, and every user of MovieLens 1M is then folded in (each user's posterior from the
+    learned item mean and covariance). CofiRank, whose NDCG loss solves an assignment over each user's rated
+    items at every step of its bundle method (about k·n² for a user of n ratings; MovieLens 1M's users have up
+    to 2,314, and one iteration on all their ratings took 7 minutes), is tuned and fitted on at most
+    :data:`COFIRANK_PER_USER` ratings of each user (a seeded choice), as in CofiRank's own weak-generalization
+    protocol of N ratings a user.
 
 ``$COFIVIZ_RECOMMENDERS_QUICK=1`` trains every model for :data:`QUICK_ITERATIONS` iterations at its defaults
 instead (the test suite's servers use it); on MovieLens 1M it trains on a quick subset too
@@ -53,7 +57,7 @@ from .training_process import leave_a_core, worker_context
 
 __all__ = ["DATA", "ML1M", "OFFERED", "BUDGET", "QUICK_ITERATIONS", "TUNE_USERS", "Recipe", "recipe",
            "RecommenderPool", "PoolStatus", "pool", "ordered", "train_one", "recommenders_dir", "user_sample",
-           "quick_subset", "budget_from_environment", "quick_from_environment", "ml1m_from_environment"]
+           "cap_per_user", "quick_subset", "budget_from_environment", "quick_from_environment", "ml1m_from_environment"]
 
 DATA = "MovieLens 100K"
 ML1M = "MovieLens 1M"
@@ -76,6 +80,8 @@ TUNE_USERS = 1000
 #: MovieLens 1M: CGPR's and CGPOR's EM iterations, and the users of the seeded sample their EM learns from
 GP_EM_ITERATIONS = 3
 GP_EM_USERS = 1000
+#: MovieLens 1M: CofiRank's ratings per user at most
+COFIRANK_PER_USER = 100
 #: MovieLens 1M in quick mode: the most-rated movies kept, and the ratings kept per user at most
 QUICK_ITEMS = 300
 QUICK_PER_USER = 30
@@ -95,6 +101,8 @@ class Recipe:
     fit_users : int, optional
         Fit on a seeded sample of this many users, then fold every user in (``fold_in``: the model's learned
         item side scores each user from the user's own ratings).
+    per_user : int, optional
+        Tune and fit on at most this many ratings of each user (a seeded choice, :func:`cap_per_user`).
     params : dict
         Settings fixed before the search and the fit.
     note : str
@@ -104,6 +112,7 @@ class Recipe:
     search: bool = True
     tune_users: int | None = None
     fit_users: int | None = None
+    per_user: int | None = None
     params: dict = field(default_factory=dict)
     note: str = ""
 
@@ -113,7 +122,11 @@ _GP_ML1M = Recipe(search=False, fit_users=GP_EM_USERS, params={"max_iter": GP_EM
                        f"{GP_EM_USERS:,} users, then every user folded in (each EM iteration multiplies "
                        f"3,706 × 3,706 item matrices)")
 #: MovieLens 1M's recipes that differ from the usual one (tuned on :data:`TUNE_USERS` users, refitted on all)
-ML1M_RECIPES = {"cgpr": _GP_ML1M, "cgpor": _GP_ML1M}
+ML1M_RECIPES = {"cgpr": _GP_ML1M, "cgpor": _GP_ML1M,
+                "cofirank": Recipe(tune_users=TUNE_USERS, per_user=COFIRANK_PER_USER,
+                                   note=f"tuned and fitted on at most {COFIRANK_PER_USER} ratings of each user (a "
+                                        f"seeded choice): its NDCG loss solves an assignment over each user's "
+                                        f"ratings, quadratic in their number")}
 
 
 def recipe(name: str, data: str = DATA) -> Recipe:
@@ -187,6 +200,19 @@ def user_sample(ratings, n_users: int, seed: int = 0, *, reindex: bool = True):
     return part.reindexed(keep_users=users) if reindex else part
 
 
+def cap_per_user(ratings, per_user: int, seed: int = 0, keep=None):
+    """At most ``per_user`` ratings of each user (a seeded choice among those of ``keep``, a mask of the ratings:
+    default all), in ``ratings``' index space."""
+    keep = np.ones(len(ratings), dtype=bool) if keep is None else np.asarray(keep, dtype=bool)
+    rng = np.random.default_rng(seed)
+    chosen = np.zeros(len(ratings), dtype=bool)
+    for u in range(ratings.n_users):
+        sl = ratings.user_slice(u)
+        mine = np.flatnonzero(keep[sl]) + sl.start
+        chosen[mine if len(mine) <= per_user else rng.choice(mine, size=per_user, replace=False)] = True
+    return ratings.take(chosen, name=f"{ratings.name} (at most {per_user} a user)")
+
+
 def quick_subset(ratings, n_items: int = QUICK_ITEMS, per_user: int = QUICK_PER_USER, seed: int = 0):
     """Quick mode's MovieLens 1M: the ratings of the ``n_items`` most-rated items, at most ``per_user`` of each
     user's (a seeded choice), in a table of those items and of the users left with ratings."""
@@ -194,13 +220,7 @@ def quick_subset(ratings, n_items: int = QUICK_ITEMS, per_user: int = QUICK_PER_
     items = np.sort(np.lexsort((np.arange(ratings.n_items), -counts))[:n_items])
     on_item = np.zeros(ratings.n_items, dtype=bool)
     on_item[items] = True
-    rng = np.random.default_rng(seed)
-    keep = np.zeros(len(ratings), dtype=bool)
-    for u in range(ratings.n_users):
-        sl = ratings.user_slice(u)
-        mine = np.flatnonzero(on_item[ratings.items[sl]]) + sl.start
-        keep[mine if len(mine) <= per_user else rng.choice(mine, size=per_user, replace=False)] = True
-    part = ratings.take(keep, name=f"{ratings.name} (quick: {n_items} items, {per_user} a user)")
+    part = cap_per_user(ratings, per_user, seed, keep=on_item[ratings.items])
     users = np.flatnonzero(np.bincount(part.users, minlength=ratings.n_users) > 0)
     return part.reindexed(keep_users=users, keep_items=items)
 
@@ -226,6 +246,7 @@ def _fit(name: str, ratings, budget: float, quick: bool, data: str, how: Recipe 
             model.set_params(max_iter=min(QUICK_ITERATIONS, model.max_iter))
         return model.fit(data_fit), None, data_fit, how
     how = recipe(name, data) if how is None else how
+    ratings = ratings if how.per_user is None else cap_per_user(ratings, how.per_user)
     model = make_model(name, **how.params)
     if how.search and how.tune_users is None and how.fit_users is None:
         model.tune(ratings, None, budget=budget, seed=0)
