@@ -163,7 +163,7 @@ def _check_param(model_cls, name: str, value) -> str | None:
     """A readable message when ``value`` is not valid for parameter ``name`` of ``model_cls``, else None."""
     p = model_cls.param[name]
     bounds = getattr(p, "bounds", None)
-    if isinstance(p, param.Number) and value is None:
+    if isinstance(p, param.Number) and value is None and not p.allow_None:
         return f"{name}: a number is required"
     if isinstance(p, param.Number) and bounds is not None and isinstance(value, (int, float)):
         lo, hi = bounds
