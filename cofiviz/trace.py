@@ -12,7 +12,12 @@ after iteration 7" means the same everywhere::
 
 After iteration ``i`` it scores each part with :func:`cofiviz.metrics.scorer.mean_metrics` when ``i`` is a
 multiple of ``every``, the model's last (its ``max_iter``, or its only iteration for a closed-form model)
-or, unless ``first=False``, the first; other iterations record the loss and the time only.
+or, unless ``first=False``, the first; other iterations record the loss and the time only. With ``throttle``
+(seconds), scoring that costs more than that is spaced out: an iteration ``every`` schedules is scored only
+once the model has trained at least as long as scoring takes (the shorter of the last two scorings: the first
+may carry one-off costs), so that scoring takes about half the time at most and the iterations keep coming
+(what the training monitor does on MovieLens 1M, where scoring a million test candidates can take longer
+than an iteration). Scoring only reads the model: what it learns is the same whatever is scored.
 :func:`trace_fit` fits one model on a split under a :class:`Trace` and returns the curves as one table
 (what LCR's figures draw).
 """
@@ -60,13 +65,21 @@ class Trace:
         Score the first iteration whatever ``every`` is.
     on_iteration : callable, optional
         Called with each iteration's record (a dict, see :attr:`records`) as soon as it is made.
+    throttle : float, optional
+        Seconds: once two scorings of the parts have been timed and the shorter of the last two took longer
+        than this, an iteration is scored only when the training time since the last scoring (the iterations'
+        ``seconds``) has reached that time; the first and the last iterations are scored whatever it says.
+        None (the default): every iteration ``every`` and ``first`` schedule is scored.
     """
 
     def __init__(self, parts: Mapping[str, Ratings | None], metrics: Iterable[str] | str, *, train: Ratings,
                  threshold: float = 4.0, ymax: float | None = None, every: int = 1, first: bool = True,
-                 on_iteration: Callable[[dict], Any] | None = None):
+                 on_iteration: Callable[[dict], Any] | None = None, throttle: float | None = None):
         if isinstance(every, bool) or not isinstance(every, int) or every < 1:
             raise ParameterError(f"every must be a positive integer, got {every!r}")
+        if throttle is not None and (isinstance(throttle, bool) or not isinstance(throttle, (int, float))
+                                     or not throttle >= 0):
+            raise ParameterError(f"throttle must be a number of seconds >= 0 or None, got {throttle!r}")
         self.parts = dict(parts)
         self.metrics = check_metrics(metrics) if metrics else []
         self.train = train
@@ -75,6 +88,12 @@ class Trace:
         self.every = every
         self.first = first
         self.on_iteration = on_iteration
+        self.throttle = throttle
+        #: seconds the last scoring of the parts took (the one before it is kept too), and the training seconds
+        #: since the last
+        self.scoring_seconds = 0.0
+        self._scorings: list[float] = []
+        self._trained_since = 0.0
         #: one dict per iteration: ``iteration``, ``seconds``, ``elapsed``, ``loss`` and ``values``
         #: (``{part: {metric: value}}``, empty for an iteration that was not scored)
         self.records: list[dict] = []
@@ -82,12 +101,23 @@ class Trace:
     def __call__(self, info) -> None:
         model = info.model
         last = info.iteration >= model.max_iter or not model.iterative
+        opening = self.first and info.iteration == 1
+        self._trained_since += info.seconds
+        scored = info.iteration % self.every == 0 or opening or last
+        cost = min(self._scorings) if len(self._scorings) == 2 else 0.0
+        if scored and not (opening or last) and self.throttle is not None \
+                and cost > self.throttle and self._trained_since < cost:
+            scored = False
         values: dict[str, dict[str, float]] = {}
-        if self.metrics and (info.iteration % self.every == 0 or (self.first and info.iteration == 1) or last):
+        if self.metrics and scored:
+            t0 = time.perf_counter()
             for part, ratings in self.parts.items():
                 if ratings is not None and len(ratings):
                     values[part] = mean_metrics(model, ratings, self.metrics, train=self.train,
                                                 threshold=self.threshold, ymax=self.ymax)
+            self.scoring_seconds = time.perf_counter() - t0
+            self._scorings = [*self._scorings[-1:], self.scoring_seconds]
+            self._trained_since = 0.0
         record = {"iteration": info.iteration, "seconds": info.seconds, "elapsed": info.elapsed, "loss": info.loss,
                   "values": values}
         self.records.append(record)

@@ -13,6 +13,7 @@ import psutil
 import pytest
 
 from conftest import PanelServer, screenshot
+from cofiviz.dashboards._shared import model_names
 from cofiviz.dashboards.monitor import UPLOAD, UPLOAD_LIMIT_MB, TrainingMonitor
 from cofiviz.dashboards.training_process import TrainingProcess
 
@@ -26,6 +27,19 @@ POINTS_JS = """() => { let best = 0;
         }
     }
     return best; }"""
+
+
+# the number of rows of each Bokeh data source with an "iteration" column, smallest first: the metric curves'
+# source (the iterations scored), the loss curve's and the table's (every iteration)
+SOURCES_JS = """() => { const n = [];
+    for (const doc of (window.Bokeh ? Bokeh.documents : [])) {
+        const models = doc._all_models ? Array.from(doc._all_models.values()) : Array.from(doc.all_models);
+        for (const m of models) {
+            const d = m.data;
+            if (d && d.iteration && typeof d.iteration.length === 'number') n.push(d.iteration.length);
+        }
+    }
+    return n.sort((a, b) => a - b); }"""
 
 
 def _wait(condition, timeout=60.0):
@@ -45,6 +59,15 @@ def test_any_registered_model_can_be_chosen_up_front():
     assert "CofiRank" in _shown_form_title(TrainingMonitor(model="cofirank"))
     with pytest.raises(ValueError, match="nosuch"):
         TrainingMonitor(model="nosuch")
+
+
+@pytest.mark.parametrize("name", model_names())
+def test_every_model_can_start_from_its_form_at_the_defaults(name):
+    """A parameter whose default is None (CofiRank's bias_reg, GAPfm's ymax...) is left empty in the form and
+    accepted as None."""
+    m = TrainingMonitor(model=name, max_iter=3)
+    job = m._job()
+    assert job.model == name and job.params["max_iter"] == 3 and not m._error.visible
 
 
 def test_a_form_is_built_once_and_shown_again():
@@ -278,6 +301,64 @@ def test_monitor_run_draws_points_and_stop_stops(open_page, page_errors):
     page.get_by_role("button", name="CSV").first.wait_for(timeout=10_000)
     screenshot(page, "monitor-stopped")
     assert page_errors.errors == [], page_errors.errors
+
+
+@pytest.mark.browser
+def test_monitor_on_movielens_1m_draws_points_as_the_model_trains(open_page, page_errors):
+    page = open_page()
+    _select(page, "Data", "MovieLens 1M")
+    _set_long_run(page)
+    page.get_by_role("button", name="Run").click()
+    # the worker loads MovieLens 1M (on first use) and splits it before the first iteration
+    assert _wait_points(page, 2, timeout=600) >= 2, page.evaluate(POINTS_JS)
+    # the curves advance while the model trains: more points at a second look
+    seen = page.evaluate(POINTS_JS)
+    assert _wait_points(page, seen + 3, timeout=300) >= seen + 3, "the curves stopped advancing"
+    screenshot(page, "monitor-ml1m-training")
+    page.get_by_role("button", name="Stop").click()
+    page.get_by_text("stopped by a callback").first.wait_for(timeout=120_000)
+    rows, scored = _downloaded_run(page, "regsvd")
+    assert scored[0]["iteration"] == "1"              # the first iteration is always scored
+    screenshot(page, "monitor-ml1m-stopped")
+    assert page_errors.errors == [], page_errors.errors
+
+
+@pytest.mark.browser
+def test_monitor_on_movielens_1m_scores_cofirank_between_its_iterations(open_page, page_errors):
+    page = open_page()
+    _select(page, "Data", "MovieLens 1M")
+    _select(page, "Model", "cofirank")
+    page.locator("strong", has_text="CofiRank").first.wait_for(state="visible", timeout=30_000)
+    _fill(page, "Max iter", 12)
+    page.wait_for_timeout(300)
+    page.get_by_role("button", name="Run").click()
+    assert _wait_points(page, 2, timeout=600) >= 2, page.evaluate(POINTS_JS)
+    seen = page.evaluate(POINTS_JS)
+    assert _wait_points(page, seen + 1, timeout=300) > seen, "the curves stopped advancing"
+    page.get_by_text("Finished after 12 iteration(s)").first.wait_for(timeout=600_000)
+    rows, scored = _downloaded_run(page, "cofirank")
+    assert len(rows) == 12 and scored[0]["iteration"] == "1" and scored[-1]["iteration"] == "12"
+    screenshot(page, "monitor-ml1m-cofirank")
+    assert page_errors.errors == [], page_errors.errors
+
+
+def _downloaded_run(page, model: str):
+    """The run's CSV (every iteration, with its loss and seconds) and its scored rows, checked against the plots:
+    the loss curves (and the table) hold every iteration, the metric curves the scored ones."""
+    with page.expect_download() as download:
+        page.get_by_role("button", name="CSV").first.click()
+    rows = list(csv.DictReader(io.StringIO(open(download.value.path()).read())))
+    assert [int(float(r["iteration"])) for r in rows] == list(range(1, len(rows) + 1))
+    assert all(r["loss"] and r["seconds"] for r in rows)
+    scored = [r for r in rows if r["test_ndcg@10"] not in ("", "nan", "NaN")]
+    assert scored
+    sizes = page.evaluate(SOURCES_JS)
+    assert sizes[0] == len(scored) and sizes[-1] == len(rows) and set(sizes) <= {len(scored), len(rows)}, sizes
+    elapsed = float(rows[-1]["elapsed"]) - float(rows[0]["elapsed"])
+    if elapsed > 0:
+        print(f"MovieLens 1M, {model}: {len(rows)} iterations, {len(scored)} scored, "
+              f"{(len(rows) - 1) / elapsed:.1f} points per second of the fit's own time")
+    return rows, scored
 
 
 @pytest.mark.browser

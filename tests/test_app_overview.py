@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from conftest import PanelServer, screenshot
+from conftest import PanelServer, count_canvases, screenshot
 
 pytestmark = pytest.mark.browser
 
@@ -37,4 +37,19 @@ def test_overview_renders_movielens_and_switches_dataset(server, chromium, page_
     body = page.inner_text("body")
     assert "100,000" not in re.sub(r"\s+", " ", body.split("Synthetic: popularity-dominated")[-1])[:400]
     screenshot(page, "overview-synthetic")
+    assert page_errors.errors == [], page_errors.errors
+
+
+def test_overview_shows_movielens_1m_with_its_titles(server, chromium, page_errors):
+    page = page_errors(chromium.new_page(viewport={"width": 1400, "height": 1000}))
+    page.goto(f"{server.url}/overview", wait_until="networkidle")
+    page.get_by_text("100,000").first.wait_for(timeout=30_000)
+    # loaded when the page first asks for it (from the data cache), then described like MovieLens 100K
+    page.locator("select").first.select_option(label="MovieLens 1M")
+    page.get_by_text("1,000,209").first.wait_for(timeout=120_000)
+    for figure in ("6,040", "3,706"):
+        assert page.get_by_text(figure).count() >= 1, figure
+    page.get_by_text("American Beauty (1999)").first.wait_for(timeout=60_000)   # its most-rated movie
+    assert count_canvases(page) >= 3
+    screenshot(page, "overview-movielens-1m")
     assert page_errors.errors == [], page_errors.errors

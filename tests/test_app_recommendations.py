@@ -1,14 +1,18 @@
 """The recommendations page: every model trained once in a background process, popularity lean, list overlap,
 and the app in a real headless Chromium, filling in as the models finish."""
 
+import re
 import time
 
 import numpy as np
 import pytest
 
 from cofiviz.dashboards._shared import load_dataset
-from cofiviz.dashboards.recommendations import Recommendations, list_overlap, popularity_lean
-from cofiviz.dashboards.recommenders import RecommenderPool, ordered, train_one
+from cofiviz.dashboards.recommendations import Recommendations, list_overlap, popularity_lean, top_n
+from cofiviz.dashboards.recommenders import (COFIRANK_PER_USER, DATA, ML1M, ML1M_RECIPES, QUICK_ITEMS,
+                                             QUICK_PER_USER, TUNE_USERS, Recipe, RecommenderPool, cap_per_user,
+                                             ordered, quick_subset, recipe, recommenders_dir, train_one,
+                                             user_sample)
 from cofiviz.models import available_models, get_model_class
 from conftest import PanelServer, screenshot
 
@@ -49,14 +53,110 @@ def test_a_tuned_model_is_saved_with_its_search(tmp_path):
     assert not list(tmp_path.glob(".*partial*"))
 
 
+def test_each_data_set_saves_in_a_folder_of_its_own(monkeypatch, tmp_path):
+    monkeypatch.delenv("COFIVIZ_RECOMMENDERS_DIR", raising=False)
+    base = recommenders_dir(30.0, False)
+    assert base.name.endswith("-tuned30s") and recommenders_dir(30.0, False, DATA) == base
+    assert recommenders_dir(30.0, False, ML1M) == base / "movielens-1m"
+    monkeypatch.setenv("COFIVIZ_RECOMMENDERS_DIR", str(tmp_path))
+    assert recommenders_dir(1.0, True) == tmp_path and recommenders_dir(1.0, True, ML1M) == tmp_path / "movielens-1m"
+    with pytest.raises(ValueError, match="MovieLens 100K, MovieLens 1M"):
+        recommenders_dir(1.0, True, "MovieLens 10M")
+    assert "movielens-1m" not in available_models()   # the subfolder is never taken for a model's folder
+
+
+def test_every_model_has_a_recipe_for_movielens_1m_and_the_costly_ones_a_documented_cheaper_one():
+    for name in available_models():
+        assert recipe(name, DATA) == Recipe()
+        how = recipe(name, ML1M)
+        if name in ML1M_RECIPES:
+            assert how.note and (how.fit_users or how.per_user)
+            assert not how.fit_users or hasattr(get_model_class(name), "fold_in")
+        else:
+            assert how == Recipe(tune_users=TUNE_USERS)
+    assert set(ML1M_RECIPES) == {"cgpr", "cgpor", "cofirank"}
+    assert not recipe("cgpr", ML1M).search and recipe("cofirank", ML1M).per_user == COFIRANK_PER_USER
+
+
+def test_a_cap_per_user_keeps_a_seeded_choice_of_each_users_ratings():
+    r = load_dataset(DATA)
+    c = cap_per_user(r, 30)
+    assert c.n_users == r.n_users and (c.user_counts() == np.minimum(r.user_counts(), 30)).all()
+    assert c.equals(cap_per_user(r, 30)) and not c.equals(cap_per_user(r, 30, seed=1))
+    pairs = set(zip(r.users.tolist(), r.items.tolist()))
+    assert set(zip(c.users.tolist(), c.items.tolist())) <= pairs
+
+
+def test_samples_of_users_and_the_quick_subset_keep_ids_and_titles():
+    r = load_dataset(ML1M)
+    s = user_sample(r, 1000)
+    assert s.n_users == 1000 and s.n_items == r.n_items and len(s.item_info) == r.n_items
+    assert user_sample(r, 1000).equals(s)                       # seeded
+    ids = set(s.user_ids.tolist())
+    assert len(s) == int(np.isin(r.user_ids[r.users], list(ids)).sum())   # every rating of the users sampled
+    kept = user_sample(r, 1000, reindex=False)
+    assert kept.n_users == r.n_users and int((kept.user_counts() > 0).sum()) == 1000 and len(kept) == len(s)
+    q = quick_subset(r)
+    assert q.n_items == QUICK_ITEMS and q.user_counts().max() <= QUICK_PER_USER
+    assert set(q.item_ids.tolist()) <= set(r.item_ids.tolist()) and q.item_info["title"].tolist() == q.item_ids.tolist()
+    most = r.item_ids[np.argsort(-r.item_counts(), kind="stable")[:QUICK_ITEMS]]
+    assert set(most.tolist()) == set(q.item_ids.tolist())
+
+
+def test_a_model_tuned_on_a_sample_of_users_is_refitted_on_all_of_them(tmp_path):
+    r = load_dataset("Synthetic: small (300 users, 200 items)")
+    meta = train_one("regsvd", tmp_path, budget=0.5, ratings=r, how=Recipe(tune_users=60))
+    assert meta["tuned"] and meta["trials"] >= 1 and meta["fitted_on"]["ratings"] == len(r)
+    model = get_model_class("regsvd").load(tmp_path / "regsvd" / "model")
+    assert model.train_.n_users == r.n_users and len(model.train_) == len(r) and model.patience == 0
+
+
+def test_the_em_on_a_sample_of_users_then_every_user_folded_in(tmp_path):
+    r = load_dataset("Synthetic: small (300 users, 200 items)")
+    how = Recipe(search=False, fit_users=40, params={"max_iter": 2, "tol": 0.0}, note="a sample")
+    meta = train_one("cgpr", tmp_path, ratings=r, how=how)
+    assert not meta["tuned"] and meta["note"] == "a sample" and meta["iterations"] == 2
+    model = get_model_class("cgpr").load(tmp_path / "cgpr" / "model")
+    assert int((model.train_.user_counts() > 0).sum()) == 40     # the EM's users
+    learned = model.F_.copy()
+    # every user is scored from the user's own ratings: the fold-in of all users gives the same scores
+    model.fold_in(r)
+    np.testing.assert_array_equal(model.F_, learned)
+    # the lists leave out what the user rated in the whole data set, not only in the EM's sample
+    u = int(np.flatnonzero(model.train_.user_counts() == 0)[0])
+    rated = r.items[r.user_slice(u)]
+    items = top_n(model, u, 10, rated)
+    assert len(items) == 10 and not set(items.tolist()) & set(rated.tolist())
+
+
+def test_top_n_is_recommend_for_a_model_trained_on_all_ratings(tmp_path):
+    r = load_dataset(DATA)
+    train_one("itemmean", tmp_path, quick=True, ratings=r)
+    model = get_model_class("itemmean").load(tmp_path / "itemmean" / "model")
+    for u in (0, 5, 900):
+        np.testing.assert_array_equal(top_n(model, u, 12, r.items[r.user_slice(u)]), model.recommend(u, k=12)[0])
+
+
 @pytest.fixture(scope="module")
-def quick_pool(tmp_path_factory):
-    """Three models and one that cannot be built, trained in the background worker process."""
-    pool = RecommenderPool(tmp_path_factory.mktemp("recommenders"), names=["poprec", "itemmean", "nope", "regsvd"],
-                           quick=True)
+def quick_pools(tmp_path_factory):
+    """MovieLens 100K's pool (three models and one that cannot be built), trained in the background worker
+    process, and MovieLens 1M's (four models, a collaborative GP among them), queued behind it; and whether
+    MovieLens 1M's was queued when started."""
+    folder = tmp_path_factory.mktemp("recommenders")
+    pool = RecommenderPool(folder, names=["poprec", "itemmean", "nope", "regsvd"], quick=True)
+    ml1m = RecommenderPool(folder / "movielens-1m", names=["poprec", "itemmean", "regsvd", "cgpr"], quick=True,
+                           data=ML1M, after=pool)
     assert pool.start()
-    yield pool
+    assert ml1m.start()
+    queued = ml1m.status().queued and not ml1m.alive
+    yield pool, ml1m, queued
+    ml1m.stop()
     pool.stop()
+
+
+@pytest.fixture(scope="module")
+def quick_pool(quick_pools):
+    return quick_pools[0]
 
 
 def test_the_pool_trains_in_the_background_and_reports_failures(quick_pool):
@@ -83,6 +183,41 @@ def test_the_page_shows_every_ready_model_and_reports_unknown_users(quick_pool):
     shown = {name for name, (head, table) in v._cards.items() if table.visible and len(table.object) == v.n}
     assert shown == {"poprec", "itemmean", "regsvd"}
     assert "failed" in v._cards["nope"][0].object
+
+
+def test_movielens_1m_trains_after_movielens_100k_and_the_page_shows_it_by_ids(quick_pools):
+    pool, ml1m, queued = quick_pools
+    assert queued, "MovieLens 1M's worker started while MovieLens 100K's was training"
+    st = ml1m.wait(900)
+    assert st.ready == ["poprec", "itemmean", "regsvd", "cgpr"], st
+    last_100k = max((pool.directory / n / "meta.json").stat().st_mtime for n in pool.status().ready)
+    assert min((ml1m.directory / n / "meta.json").stat().st_mtime for n in st.ready) >= last_100k
+    assert not RecommenderPool(ml1m.directory, names=st.ready, quick=True, data=ML1M).start()
+    assert ml1m.meta("regsvd")["data"] == ML1M and ml1m.meta("regsvd")["fitted_on"]["items"] == QUICK_ITEMS
+    assert set((pool.directory).iterdir()) >= {pool.directory / "movielens-1m"}
+    v = Recommendations(models={DATA: pool, ML1M: ml1m})
+    assert "MovieLens 100K" in v._progress.object and len(v.lean) == 3
+    v.data = ML1M
+    assert "All 4 models are trained** on MovieLens 1M" in v._progress.object
+    assert sorted(v.lean["model"]) == ["CGPR", "ItemMean", "PopRec", "RegSVD"]
+    r = load_dataset(ML1M)
+    rated = set(r.item_ids[r.items[r.user_slice(0)]].tolist())
+    for name in ("poprec", "cgpr"):
+        head, table = v._cards[name]
+        assert table.visible and len(table.object) == v.n
+        assert set(table.object["title"]) <= set(r.item_info["title"]) and not set(table.object["title"]) & rated
+    assert "quick" in v._cards["cgpr"][0].object
+    # a user whom quick mode's subset leaves out is said to be so, card by card
+    q = quick_subset(r)
+    missing = sorted(set(r.user_ids.tolist()) - set(q.user_ids.tolist()))
+    if missing:
+        v.user = int(missing[0])
+        assert not v._error.visible and "is not among the" in v._cards["regsvd"][0].object
+    v.user = 6041
+    assert v._error.visible and "not in MovieLens 1M (ids run from 1 to 6040)" in v._error.object
+    v.data = DATA
+    v.user = 2
+    assert not v._error.visible and len(v.lean) == 3
 
 
 @pytest.fixture(scope="module")
@@ -122,4 +257,36 @@ def test_the_page_fills_in_every_model_with_plots_and_follows_the_user(server, c
     box.fill("99999")
     box.press("Enter")
     page.get_by_text("is not in MovieLens 100K").first.wait_for(timeout=60_000)
+    assert page_errors.errors == [], page_errors.errors
+
+
+@pytest.mark.browser
+def test_the_page_trains_and_shows_movielens_1m_once_chosen(server, chromium, page_errors):
+    page = page_errors(chromium.new_page(viewport={"width": 1500, "height": 1200}))
+    page.goto(f"{server.url}/recommendations", wait_until="domcontentloaded")
+    page.locator(".cofiviz-recommenders-progress").first.wait_for(timeout=60_000)
+    page.locator(".cofiviz-data select").first.select_option(ML1M)
+    page.get_by_text("models are trained on MovieLens 1M").first.wait_for(timeout=120_000)
+    n_models = len(available_models())
+    # queued behind MovieLens 100K's models, then trained in the background; the lists fill in meanwhile
+    done = re.compile(rf"All {n_models} models are trained\s+on MovieLens 1M")
+    page.locator(".cofiviz-recommenders-progress", has_text=done).first.wait_for(timeout=1_200_000)
+    r = load_dataset(ML1M)
+    titles = set(r.item_info["title"])
+    rated = set(r.item_info["title"].to_numpy()[r.items[r.user_slice(0)]])
+    for name in available_models():
+        page.locator(f".cofiviz-top-{name} td").first.wait_for(timeout=60_000)
+        shown = set(_titles(page, name)) & titles
+        assert len(shown) == 10, (name, shown)           # ten MovieLens 1M titles, none the user rated
+        assert not shown & rated, name
+    assert page.get_by_text("User 1: 53 ratings").count() >= 1
+    assert page.locator(".bk-Canvas, canvas").count() >= 2  # the popularity-lean bars and the overlap heat map
+    screenshot(page, "recommendations-ml1m-user1")
+    box = page.locator(".cofiviz-user input").first
+    box.fill("6040")
+    box.press("Enter")
+    page.get_by_text("User 6040:").first.wait_for(timeout=60_000)
+    box.fill("6041")
+    box.press("Enter")
+    page.get_by_text("is not in MovieLens 1M (ids run from 1 to 6040)").first.wait_for(timeout=60_000)
     assert page_errors.errors == [], page_errors.errors

@@ -6,9 +6,10 @@ trains costs the other sessions next to nothing. A thread of the session follows
 hands each iteration's row to the page through ``doc.add_next_tick_callback`` (the thread-safe way
 into a Bokeh document): rows are batched at most every 0.5 s and appended with
 ``ColumnDataSource.stream``, which sends only the new rows: NDCG@10, AP and GAP on train, validation
-and test, the training loss and the seconds per iteration. Run is atomic (a double click starts one
-run); Stop takes effect after the current iteration; closing the tab stops the run and ends its
-process if it does not stop by itself (``pn.state.on_session_destroyed``).
+and test, the loss and the seconds per iteration (where scoring outlasts training, as on MovieLens
+1M, the metric curves join the iterations scored: :data:`~.training_process.SCORE_THROTTLE`). Run is
+atomic (a double click starts one run); Stop takes effect after the current iteration; closing the tab
+stops the run and ends its process if it does not stop by itself (``pn.state.on_session_destroyed``).
 
 Uploads (CSV, TSV or Parquet) arrive in chunks through a file dropper, up to :data:`UPLOAD_LIMIT_MB`;
 the browser refuses a larger file with a message, and an empty or malformed file is reported. A value
@@ -47,6 +48,8 @@ UPLOAD_LIMIT_MB = 64
 #: an upload travels in chunks of this many bytes (binary websocket messages well under any size limit)
 UPLOAD_CHUNK = 4_000_000
 PART_COLORS = {"train": "#4c72b0", "valid": "#55a868", "test": "#c44e52"}
+#: the metric columns of a row (NaN in an iteration that was not scored)
+_SCORED = [c for c in COLUMNS if c.split("_", 1)[0] in PARTS]
 #: protocols offered, with the parameter "N" maps to (None: N unused) and fixed extras
 PROTOCOL_CHOICES = {
     "weak": ("n_train", {"n_valid": 5, "min_test": 5}),
@@ -160,7 +163,7 @@ def _check_param(model_cls, name: str, value) -> str | None:
     """A readable message when ``value`` is not valid for parameter ``name`` of ``model_cls``, else None."""
     p = model_cls.param[name]
     bounds = getattr(p, "bounds", None)
-    if isinstance(p, param.Number) and value is None:
+    if isinstance(p, param.Number) and value is None and not p.allow_None:
         return f"{name}: a number is required"
     if isinstance(p, param.Number) and bounds is not None and isinstance(value, (int, float)):
         lo, hi = bounds
@@ -232,7 +235,7 @@ class TrainingMonitor(pn.viewable.Viewer):
         self._form = pn.Column(sizing_mode="stretch_width")
         self._forms: dict[str, tuple[pn.Column, dict]] = {}   # model -> (its form, its widgets), built once
         self._form_widgets: dict = {}
-        self._sources: list = []  # the Bokeh data sources of the figures shown (one per display)
+        self._sources: list = []  # per display: the Bokeh data sources of every row and of the scored rows
         self._pending: list[dict] = []
         self._pending_lock = threading.Lock()
         self._last_flush = 0.0
@@ -412,8 +415,9 @@ class TrainingMonitor(pn.viewable.Viewer):
         self._work.start(self._follow, job)
 
     def _clear_sources(self):
-        for source in self._sources:
-            source.data = {c: np.array([], dtype=float) for c in COLUMNS}
+        for pair in self._sources:
+            for source in pair:
+                source.data = {c: np.array([], dtype=float) for c in COLUMNS}
 
     def _on_stop(self, event=None):
         self._work.stop.set()
@@ -491,12 +495,19 @@ class TrainingMonitor(pn.viewable.Viewer):
             return
         df = pd.DataFrame(rows, columns=COLUMNS)
         self._frame = pd.concat([self._frame, df], ignore_index=True) if len(self._frame) else df
-        new = {c: df[c].to_numpy(dtype=float) for c in COLUMNS}
-        for source in self._sources:
-            source.stream(new)
+        scored = df[df[_SCORED].notna().any(axis=1)]
+        new, new_scored = ({c: d[c].to_numpy(dtype=float) for c in COLUMNS} for d in (df, scored))
+        for every, only_scored in self._sources:
+            every.stream(new)
+            if len(scored):
+                only_scored.stream(new_scored)
         row = rows[-1]
-        self._status.object = (f"Iteration **{row['iteration']}** of {self.max_iter}: loss {row['loss']:.4g}, "
-                               f"{row['seconds']:.3f} s; test NDCG@10 {row['test_ndcg@10']:.4f}")
+        text = f"Iteration **{row['iteration']}** of {self.max_iter}: loss {row['loss']:.4g}, {row['seconds']:.3f} s"
+        last = self._frame[self._frame[_SCORED].notna().any(axis=1)].tail(1)
+        if len(last):
+            at, ndcg = int(last["iteration"].iloc[0]), last["test_ndcg@10"].iloc[0]
+            text += f"; test NDCG@10 {ndcg:.4f}" + ("" if at == row["iteration"] else f" (scored at iteration {at})")
+        self._status.object = text
 
     def _finish(self, reason: str, error: str | None):
         try:
@@ -528,7 +539,8 @@ class TrainingMonitor(pn.viewable.Viewer):
 
     # ------------------------------------------------------------------ plots
     def _make_figures(self) -> list:
-        """Five Bokeh figures drawing from one new ColumnDataSource that every flush streams into.
+        """Five Bokeh figures drawing from two new ColumnDataSources that every flush streams into: every
+        iteration (loss, seconds) and the iterations scored (metrics).
 
         Plain Bokeh streaming (``ColumnDataSource.stream``) sends only the new rows to the browser, so a
         redraw costs next to nothing on the shared event loop, whatever the number of iterations.
@@ -537,15 +549,17 @@ class TrainingMonitor(pn.viewable.Viewer):
         from bokeh.plotting import figure
 
         source = ColumnDataSource({c: self._frame[c].to_numpy() for c in COLUMNS})
-        self._sources.append(source)
+        done = self._frame[self._frame[_SCORED].notna().any(axis=1)]
+        scored = ColumnDataSource({c: done[c].to_numpy() for c in COLUMNS})
+        self._sources.append((source, scored))
         figs = []
         for metric in METRICS:
             fig = figure(title=metric.upper(), height=260, sizing_mode="stretch_width", x_axis_label="iteration",
                          toolbar_location=None, tools="")
             for part in PARTS:
-                fig.line("iteration", f"{part}_{metric}", source=source, color=PART_COLORS[part], line_width=2,
+                fig.line("iteration", f"{part}_{metric}", source=scored, color=PART_COLORS[part], line_width=2,
                          legend_label=part)
-                fig.scatter("iteration", f"{part}_{metric}", source=source, color=PART_COLORS[part], size=4)
+                fig.scatter("iteration", f"{part}_{metric}", source=scored, color=PART_COLORS[part], size=4)
             fig.add_tools(HoverTool(tooltips=[("iteration", "@iteration")] + [
                 (part, f"@{{{part}_{metric}}}{{0.0000}}") for part in PARTS]))
             fig.legend.location = "bottom_right"

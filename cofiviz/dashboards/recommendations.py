@@ -1,10 +1,15 @@
 """Recommendations: one MovieLens user's ratings beside every model's top-N, how much each list leans on
-popularity, and how much the lists overlap.
+popularity, and how much the lists overlap, on MovieLens 100K (the default) or MovieLens 1M.
 
-The models come from the server's :func:`~.recommenders.pool`: every registered model, tuned within a budget
-and trained on all of MovieLens 100K once, in a background process. The page appears at once with the models
-ready so far and fills in as the others finish (a served page checks every :data:`POLL_MS` milliseconds; inline
-in a notebook, running the cell again shows the models trained since).
+The models come from the server's :func:`~.recommenders.pool` of the chosen data set: every registered model,
+tuned within a budget and trained once, in a background process (how, for each data set: :mod:`.recommenders`).
+MovieLens 1M's models are trained only once the page is switched to it, after MovieLens 100K's. The page appears
+at once with the models ready so far and fills in as the others finish (a served page checks every
+:data:`POLL_MS` milliseconds; inline in a notebook, running the cell again shows the models trained since).
+
+The page speaks in the data set's ids: a model trained on part of the data (a sample of users, or quick mode's
+subset of MovieLens 1M) is asked about the chosen user by id, its items are named by their titles in the whole
+data set, and every list leaves out what the user rated in the whole data set.
 
 Popularity lean of a list: the mean popularity percentile of its items (100 = the most-rated movie), and the
 Spearman correlation between the model's scores for the user over all movies and the movies' numbers of
@@ -23,26 +28,59 @@ import panel as pn
 import param
 
 from ._shared import load_dataset
-from .recommenders import DATA, RecommenderPool, pool
+from .recommenders import DATA, ML1M, OFFERED, QUICK_ITEMS, QUICK_PER_USER, TUNE_USERS, RecommenderPool, pool
 
-__all__ = ["Recommendations", "popularity_lean", "list_overlap", "POLL_MS"]
+__all__ = ["Recommendations", "popularity_lean", "list_overlap", "top_n", "POLL_MS"]
 
 #: how often the page looks for newly trained models (milliseconds)
 POLL_MS = 2000
 PLOT_WIDTH = 520
 
 
-def popularity_lean(model, user: int, items: np.ndarray, counts: np.ndarray) -> tuple[float, float]:
-    """``(mean popularity percentile of items, Spearman(model scores of user over all items, counts))``.
+def popularity_lean(model, user: int, items: np.ndarray, counts: np.ndarray,
+                    to_full: np.ndarray | None = None) -> tuple[float, float]:
+    """``(mean popularity percentile of items, Spearman(model scores of user over all its items, counts))``.
 
     The percentile of an item is the share of items with at most its number of ratings (ties share the
     mean rank), times 100.
+
+    Parameters
+    ----------
+    model : Model
+        Fitted.
+    user : int
+        A user index of the model.
+    items : array of int
+        The list, as item indices of the model.
+    counts : array of int
+        The number of ratings of each item of the data set.
+    to_full : array of int, optional
+        The data set's index of each item of the model, when the model was trained on a subset of the items
+        (default: the model's items are the data set's).
     """
     pct = pd.Series(counts).rank(pct=True).to_numpy() * 100.0
-    all_items = np.arange(len(counts))
-    scores = model.score(np.full(len(counts), user), all_items)
-    rho = pd.Series(scores).corr(pd.Series(counts.astype(float)), method="spearman")
-    return float(pct[items].mean()) if len(items) else float("nan"), float(rho)
+    to_full = np.arange(len(counts)) if to_full is None else np.asarray(to_full)
+    scores = model.score(np.full(len(to_full), user), np.arange(len(to_full)))
+    rho = pd.Series(scores).corr(pd.Series(counts[to_full].astype(float)), method="spearman")
+    return float(pct[to_full[items]].mean()) if len(items) else float("nan"), float(rho)
+
+
+def top_n(model, user: int, k: int, seen: np.ndarray) -> np.ndarray:
+    """The ``k`` best items of user index ``user`` by ``model``'s scores, leaving out the item indices ``seen``;
+    ties go to the lower index (as :meth:`cofiviz.models.Model.recommend`, which leaves out the items rated in
+    the model's own training table)."""
+    n_items = model.train_.n_items
+    items = np.arange(n_items)
+    scores = model.score(np.full(n_items, int(user)), items)
+    keep = np.ones(n_items, dtype=bool)
+    keep[np.asarray(seen, dtype=np.int64)] = False
+    items, scores = items[keep], scores[keep]
+    return items[np.lexsort((items, -scores))[: int(k)]]
+
+
+def _index_of(ids: np.ndarray, wanted) -> np.ndarray:
+    """The positions in ``ids`` of each of ``wanted`` (-1 where absent), ids compared as text."""
+    return pd.Index(np.asarray(ids).astype(str)).get_indexer(np.asarray(wanted).astype(str))
 
 
 def list_overlap(lists: dict[str, np.ndarray]) -> pd.DataFrame:
@@ -69,16 +107,21 @@ class Recommendations(pn.viewable.Viewer):
 
     Parameters
     ----------
-    models : RecommenderPool, optional
-        Where the trained models come from (default: the process's :func:`~.recommenders.pool`, started).
+    models : RecommenderPool or dict of str to RecommenderPool, optional
+        Where the trained models come from: a pool (for its own data set) or one pool per data set label, started
+        by the caller. A data set without one uses the process's :func:`~.recommenders.pool` of that data set,
+        started when the page first shows it.
     """
 
-    user = param.Integer(default=1, bounds=(1, None), doc="MovieLens user id (1 … 943).")
+    data = param.Selector(default=DATA, objects=list(OFFERED), doc="The data set the models are trained on.")
+    user = param.Integer(default=1, bounds=(1, None), doc="MovieLens user id (1 … 943 in 100K, 1 … 6040 in 1M).")
     n = param.Integer(default=10, bounds=(1, 50), doc="Length of each list.")
 
-    def __init__(self, models: RecommenderPool | None = None, **params):
+    def __init__(self, models: RecommenderPool | dict | None = None, **params):
         super().__init__(**params)
-        self.pool = pool() if models is None else models
+        if isinstance(models, RecommenderPool):
+            models = {models.data: models}
+        self._pools: dict[str, RecommenderPool] = dict(models or {})
         # every pane is made once and later only updated, so that a view shown in a notebook fills in
         # through its comm as well as a served page does
         self._error = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
@@ -87,26 +130,26 @@ class Recommendations(pn.viewable.Viewer):
         self._ratings_title = pn.pane.Markdown("")
         self._ratings_table = pn.pane.DataFrame(pd.DataFrame(), index=False, sizing_mode="stretch_width", max_rows=25,
                                                 css_classes=["cofiviz-user-ratings"])
-        self._lean_pipe = hv.streams.Pipe(data=self._lean_frame())
-        self._overlap_pipe = hv.streams.Pipe(data=list_overlap({}))
-        self._plots = pn.Row(
-            pn.pane.HoloViews(hv.DynamicMap(self._lean_plot, streams=[self._lean_pipe]), linked_axes=False),
-            pn.pane.HoloViews(hv.DynamicMap(self._overlap_plot, streams=[self._overlap_pipe]), linked_axes=False))
-        self._cards = {}
-        for name in self.pool.names:
-            head = pn.pane.Markdown(f"#### {name}\n*waiting to be trained…*", width=330)
-            table = pn.pane.DataFrame(pd.DataFrame(), index=False, css_classes=[f"cofiviz-top-{name}"], width=330,
-                                      visible=False)
-            self._cards[name] = (head, table)
-        self._lists = pn.FlexBox(*[pn.Column(head, table, width=340) for head, table in self._cards.values()],
-                                 sizing_mode="stretch_width")
+        # the plots are drawn anew at each refresh (not streamed into): the number of models shown falls when the
+        # data set changes, and bars streamed fewer rows than before failed in the browser ("Size mismatch")
+        self._lean_pane = pn.pane.HoloViews(self._lean_plot(self._lean_frame()), linked_axes=False)
+        self._overlap_pane = pn.pane.HoloViews(self._overlap_plot(list_overlap({})), linked_axes=False)
+        self._plots = pn.Row(self._lean_pane, self._overlap_pane)
+        self._cards: dict[str, tuple] = {}      # model name -> (heading, table): shared by the data sets
+        self._lists = pn.FlexBox(sizing_mode="stretch_width")
         self._shown: tuple = ()
         self.lean = self._lean_frame()
         self.overlap = list_overlap({})
-        self._refresh()
         self._poller = None
-        if not self._status.done and self._served:
-            self._poller = pn.state.add_periodic_callback(self._poll, period=POLL_MS)
+        self._status = None
+        self._on_data()
+
+    @property
+    def pool(self) -> RecommenderPool:
+        """The pool of the data set shown (the process's, started, the first time it is asked for)."""
+        if self.data not in self._pools:
+            self._pools[self.data] = pool(data=self.data)
+        return self._pools[self.data]
 
     @property
     def _served(self) -> bool:
@@ -117,21 +160,60 @@ class Recommendations(pn.viewable.Viewer):
     def _lean_frame(rows=()) -> pd.DataFrame:
         return pd.DataFrame(list(rows), columns=["model", "popularity percentile", "spearman"])
 
+    @param.depends("data", watch=True)
+    def _on_data(self):
+        """Show the chosen data set's models: its pool (the process's started, or queued, the first time), its
+        cards, a poller while it trains."""
+        try:
+            models = self.pool
+        except Exception as exc:  # a pool that cannot start: said in the page
+            self._show_error(f"Could not start training the models on {self.data}: {exc}")
+            return
+        # each model's card is made once and only shown or hidden after: the page keeps its layout when the data
+        # set changes, and only the cards' contents are updated
+        for name in models.names:
+            if name not in self._cards:
+                head = pn.pane.Markdown(f"#### {name}\n*waiting to be trained…*", width=330)
+                table = pn.pane.DataFrame(pd.DataFrame(), index=False, css_classes=[f"cofiviz-top-{name}"],
+                                          width=330, visible=False)
+                self._cards[name] = (head, table)
+                self._lists.append(pn.Column(head, table, width=340))
+        for card in self._lists.objects:
+            card.visible = card.objects[0] in (self._cards[name][0] for name in models.names)
+        self._shown = ()
+        self._refresh()
+        if not self._status.done and self._served and self._poller is None:
+            self._poller = pn.state.add_periodic_callback(self._poll, period=POLL_MS)
+
     # ------------------------------------------------------------------ progress
+    def _how(self) -> str:
+        models = self.pool
+        if models.quick:
+            return ("a few iterations at their defaults" + (
+                f", on the ratings of the {QUICK_ITEMS} most-rated movies (at most {QUICK_PER_USER} a user)"
+                if models.data == ML1M else ""))
+        if models.data == ML1M:
+            return (f"each tuned for {models.budget:g} s on a seeded sample of {TUNE_USERS:,} users (a tenth of "
+                    f"their ratings held out), then refitted on all of MovieLens 1M; CGPR, CGPOR and CofiRank are "
+                    f"trained more cheaply, as their cards say")
+        return f"each tuned for {models.budget:g} s on a held-out tenth of the ratings, then refitted on all"
+
     def _progress_text(self, st) -> str:
         total = len(self.pool.names)
-        how = ("a few iterations at their defaults" if self.pool.quick else
-               f"each tuned for {self.pool.budget:g} s on a held-out tenth of the ratings, then refitted on all")
+        how = self._how()
         failed = "".join(f"\n- **{name}** failed: {msg}" for name, msg in st.failed.items())
         if not st.pending:
-            return f"**All {total} models are trained** on all of MovieLens 100K ({how}).{failed}"
+            return f"**All {total} models are trained** on {self.data} ({how}).{failed}"
+        if st.queued:
+            return (f"{len(st.ready)} of {total} models are trained on {self.data}; the others are trained once "
+                    f"{DATA}'s models are done ({how}). Still to come: {', '.join(st.pending)}.{failed}")
         if not st.alive:
-            return (f"{len(st.ready)} of {total} models are trained; the training process has ended "
+            return (f"{len(st.ready)} of {total} models are trained on {self.data}; the training process has ended "
                     f"(still missing: {', '.join(st.pending)}).{failed}")
         now = f" Training **{st.training}** now." if st.training else ""
         later = ("the others appear here as they finish" if self._served else
                  "run this cell again to show the ones trained since")
-        return (f"{len(st.ready)} of {total} models are trained ({how}); {later}.{now} "
+        return (f"{len(st.ready)} of {total} models are trained on {self.data} ({how}); {later}.{now} "
                 f"Still to come: {', '.join(st.pending)}.{failed}")
 
     def _poll(self):
@@ -149,18 +231,46 @@ class Recommendations(pn.viewable.Viewer):
         self._error.visible = bool(msg)
 
     # ------------------------------------------------------------------ content
+    def _card(self, name: str, r, user_id: str, counts: np.ndarray, titles: np.ndarray, rated: np.ndarray):
+        """``(label, items of the data set, lean row, heading, table)`` of model ``name`` for the user; raises
+        when the model cannot recommend."""
+        model = self.pool.model(name)
+        meta = self.pool.meta(name)
+        label = meta.get("class", name)
+        same = len(model.train_.item_ids) == r.n_items and np.array_equal(model.train_.item_ids, r.item_ids)
+        to_full = np.arange(r.n_items) if same else _index_of(r.item_ids, model.train_.item_ids)
+        where = np.flatnonzero(model.train_.user_ids.astype(str) == user_id)
+        if len(where) == 0:
+            return label, None, None, (f"#### {label}\n*user {user_id} is not among the "
+                                       f"{model.train_.n_users:,} users this model was trained on*"), None
+        u = int(where[0])
+        seen = rated if same else _index_of(model.train_.item_ids, r.item_ids[rated])
+        items = top_n(model, u, self.n, seen[seen >= 0])
+        pct, rho = popularity_lean(model, u, items, counts, to_full)
+        full = to_full[items]
+        tuned = (f"tuned: {meta['trials']} trial(s)" if meta.get("tuned") else "defaults") + \
+            f", {meta.get('seconds', float('nan')):.0f} s"
+        note = f"; {meta['note']}" if meta.get("note") else ""
+        head = (f"#### {label}\n<small>{tuned}{note}; {_params_text(meta)}</small>\n\n"
+                f"popularity percentile **{pct:.0f}**, Spearman with popularity **{rho:+.2f}**")
+        table = pd.DataFrame({"#": np.arange(1, len(full) + 1), "title": titles[full], "ratings": counts[full]})
+        return label, full, {"model": label, "popularity percentile": pct, "spearman": rho}, head, table
+
     @param.depends("user", "n", watch=True)
     def _refresh(self):
-        self._status = st = self.pool.status()
+        models = self.pool
+        self._status = st = models.status()
         try:
-            r = load_dataset(DATA)
+            r = load_dataset(self.data)
         except Exception as exc:
-            self._show_error(f"Could not load MovieLens 100K: {exc}")
+            self._show_error(f"Could not load {self.data}: {exc}")
             return
         ids = r.user_ids
-        where = np.flatnonzero(ids.astype(str) == str(self.user))
+        user_id = str(self.user)
+        where = np.flatnonzero(ids.astype(str) == user_id)
         if len(where) == 0:
-            self._show_error(f"User {self.user} is not in MovieLens 100K (ids run from {ids.min()} to {ids.max()}).")
+            self._show_error(f"User {self.user} is not in {self.data} (ids run from {ids.min()} to {ids.max()}).")
+            self._progress.object = self._progress_text(st)
             return
         self._show_error(None)
         u = int(where[0])
@@ -168,29 +278,23 @@ class Recommendations(pn.viewable.Viewer):
                   else r.item_ids.astype(str))
         counts = r.item_counts()
         sl = r.user_slice(u)
-        mine = pd.DataFrame({"title": titles[r.items[sl]], "rating": r.ratings[sl], "ratings of item": counts[r.items[sl]]})
+        rated = r.items[sl]
+        mine = pd.DataFrame({"title": titles[rated], "rating": r.ratings[sl], "ratings of item": counts[rated]})
         mine = mine.sort_values(["rating", "ratings of item"], ascending=False).reset_index(drop=True)
         lists, lean, cards = {}, [], {}
         for name in st.ready:
             try:
-                model = self.pool.model(name)
-                meta = self.pool.meta(name)
-                items, _ = model.recommend(u, k=self.n)
-                pct, rho = popularity_lean(model, u, items, counts)
+                label, items, row, head, table = self._card(name, r, user_id, counts, titles, rated)
             except Exception as exc:  # one model failing leaves the others on the page
                 cards[name] = (f"#### {name}\n**could not recommend:** {exc}", None)
                 continue
-            label = meta.get("class", name)
-            lists[label] = items
-            lean.append({"model": label, "popularity percentile": pct, "spearman": rho})
-            tuned = (f"tuned: {meta['trials']} trial(s)" if meta.get("tuned") else "defaults") + \
-                f", {meta.get('seconds', float('nan')):.0f} s"
-            cards[name] = (f"#### {label}\n<small>{tuned}; {_params_text(meta)}</small>\n\n"
-                           f"popularity percentile **{pct:.0f}**, Spearman with popularity **{rho:+.2f}**",
-                           pd.DataFrame({"#": np.arange(1, len(items) + 1), "title": titles[items],
-                                         "ratings": counts[items]}))
+            cards[name] = (head, table)
+            if items is not None:
+                lists[label] = items
+                lean.append(row)
         for name in st.pending:
-            cards[name] = (f"#### {name}\n*{'training now' if name == st.training else 'waiting to be trained'}…*", None)
+            doing = "training now" if name == st.training else "waiting to be trained"
+            cards[name] = (f"#### {name}\n*{doing}…*", None)
         for name, msg in st.failed.items():
             cards[name] = (f"#### {name}\n**failed:** {msg}", None)
         self.lean = self._lean_frame(lean)
@@ -204,32 +308,34 @@ class Recommendations(pn.viewable.Viewer):
                 if table is not None:
                     pane.object = table
                 pane.visible = table is not None
-            self._lean_pipe.send(self.lean)
-            self._overlap_pipe.send(self.overlap)
+            self._lean_pane.object = self._lean_plot(self.lean)
+            self._overlap_pane.object = self._overlap_plot(self.overlap)
             self._progress.object = self._progress_text(st)
         self._shown = tuple(st.ready)
 
     def _lean_plot(self, data):
         df = data.sort_values("popularity percentile")
         return hv.Bars(df, "model", ["popularity percentile", "spearman"]).opts(
-            width=PLOT_WIDTH, height=300, invert_axes=True, ylim=(0, 100), color="#4c72b0", framewise=True,
+            width=PLOT_WIDTH, height=300, invert_axes=True, ylim=(0, 100), color="#4c72b0",
             title=f"Popularity lean of user {self.user}'s top-{self.n} (100 = most-rated)",
             tools=["hover"], toolbar=None)
 
     def _overlap_plot(self, data):
         heat = hv.HeatMap(data, ["a", "b"], ("jaccard", "Jaccard overlap")).opts(
-            width=PLOT_WIDTH, height=300, cmap="Blues", clim=(0, 1), colorbar=True, xrotation=45, framewise=True,
+            width=PLOT_WIDTH, height=300, cmap="Blues", clim=(0, 1), colorbar=True, xrotation=45,
             title=f"Overlap of the top-{self.n} lists", xlabel="", ylabel="", tools=["hover"], toolbar=None)
         labels = hv.Labels(data.assign(text=data["jaccard"].map(lambda v: f"{v:.1f}")), ["a", "b"], "text").opts(
             text_font_size="8pt", text_color="black")
         return heat * labels
 
     def __panel__(self):
-        controls = pn.Param(self.param, parameters=["user", "n"], show_name=False,
-                            widgets={"user": {"type": pn.widgets.IntInput, "css_classes": ["cofiviz-user"]},
+        controls = pn.Param(self.param, parameters=["data", "user", "n"], show_name=False,
+                            widgets={"data": {"type": pn.widgets.Select, "css_classes": ["cofiviz-data"]},
+                                     "user": {"type": pn.widgets.IntInput, "css_classes": ["cofiviz-user"]},
                                      "n": pn.widgets.IntSlider}, sizing_mode="stretch_width")
         intro = pn.pane.Markdown(
-            "Every model is trained once on all of MovieLens 100K; the lists leave out what the user rated. "
+            "Every model is trained once on the data set chosen (MovieLens 1M's the first time the page shows it, "
+            "after MovieLens 100K's); the lists leave out what the user rated. "
             "*Popularity percentile*: 100 = the most-rated movie. *Spearman*: rank correlation of the model's "
             "scores for this user with the movies' number of ratings over all movies. *Overlap*: the Jaccard "
             "index of two lists, |A ∩ B| / |A ∪ B|.")

@@ -1,14 +1,37 @@
-"""Every registered model trained once on all of MovieLens 100K, in the background, for the recommendations page.
+"""Every registered model trained once on MovieLens 100K (and, when asked, MovieLens 1M), in the background,
+for the recommendations page.
 
-:class:`RecommenderPool` trains the models one after another in a worker process (forked from the training
-workers' forkserver, at a lower priority and with a core left to the server), fastest first, so that the page
-appears at once and its lists fill in as the models finish. Each model is tuned with
-:meth:`cofiviz.models.Model.tune` on a seeded tenth of the ratings held out (a budget of :data:`BUDGET`
-seconds, ``$COFIVIZ_RECOMMENDER_BUDGET``), refitted on all of them, and saved (``.npz`` + JSON) under
-:func:`recommenders_dir`; a server started later loads them from there instead of training again.
+:class:`RecommenderPool` trains the models of one data set one after another in a worker process (forked from
+the training workers' forkserver, at a lower priority and with a core left to the server), fastest first, so
+that the page appears at once and its lists fill in as the models finish. Each model is saved (``.npz`` +
+JSON) under :func:`recommenders_dir`; a server started later loads them from there instead of training again.
 
-``$COFIVIZ_RECOMMENDERS_QUICK=1`` trains every model for a few iterations at its defaults instead (the test
-suite's servers use it). ``$COFIVIZ_RECOMMENDERS_DIR`` puts the saved models elsewhere.
+How a model is trained is its :class:`Recipe` (:func:`recipe`):
+
+MovieLens 100K
+    tuned with :meth:`cofiviz.models.Model.tune` on a seeded tenth of the ratings held out (a budget of
+    :data:`BUDGET` seconds, ``$COFIVIZ_RECOMMENDER_BUDGET``), then refitted on all of them.
+MovieLens 1M
+    trained only once a page asks for it (or ``$COFIVIZ_RECOMMENDERS_ML1M=1`` asks at the server's start), after
+    MovieLens 100K's models: its pool waits for the 100K worker to end, so that the two never share the server's
+    two cores. Each model is tuned with the same budget on a seeded sample of :data:`TUNE_USERS` users (all
+    their ratings, a tenth held out), then refitted on all of MovieLens 1M with the chosen setting; an
+    iterative model refits for the number of iterations its best trial ran on the sample. The exceptions
+    (:data:`ML1M_RECIPES`): the collaborative Gaussian processes (CGPR, CGPOR), whose EM multiplies and
+    factorises 3,706 × 3,706 item matrices every iteration (about a minute each on one core), are not searched:
+    their EM runs for :data:`GP_EM_ITERATIONS` iterations at the defaults on a seeded sample of
+    :data:`GP_EM_USERS` users, and every user of MovieLens 1M is then folded in (each user's posterior from the
+    learned item mean and covariance). CofiRank, whose NDCG loss solves an assignment over each user's rated
+    items at every step of its bundle method (about k·n² for a user of n ratings; MovieLens 1M's users have up
+    to 2,314, and one iteration on all their ratings took 7 minutes), is tuned and fitted on at most
+    :data:`COFIRANK_PER_USER` ratings of each user (a seeded choice), as in CofiRank's own weak-generalization
+    protocol of N ratings a user.
+
+``$COFIVIZ_RECOMMENDERS_QUICK=1`` trains every model for :data:`QUICK_ITERATIONS` iterations at its defaults
+instead (the test suite's servers use it); on MovieLens 1M it trains on a quick subset too
+(:func:`quick_subset`: the ratings of the :data:`QUICK_ITEMS` most-rated movies, at most :data:`QUICK_PER_USER`
+a user). ``$COFIVIZ_RECOMMENDERS_DIR`` puts the saved models elsewhere (MovieLens 1M's in its subfolder
+``movielens-1m``).
 
 The worker ends with the server: it watches a pipe whose other end the server holds, and exits when it closes.
 """
@@ -23,16 +46,25 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from .._version import __version__
 from ..datasets import default_cache_dir
 from ..models import available_models, get_model_class, make_model
+from ..models.tuning import tune
 from ._shared import load_dataset
 from .training_process import leave_a_core, worker_context
 
-__all__ = ["DATA", "BUDGET", "QUICK_ITERATIONS", "RecommenderPool", "PoolStatus", "pool", "ordered", "train_one",
-           "recommenders_dir", "budget_from_environment", "quick_from_environment"]
+__all__ = ["DATA", "ML1M", "OFFERED", "BUDGET", "QUICK_ITERATIONS", "TUNE_USERS", "Recipe", "recipe",
+           "RecommenderPool", "PoolStatus", "pool", "ordered", "train_one", "recommenders_dir", "user_sample",
+           "cap_per_user", "quick_subset", "budget_from_environment", "quick_from_environment", "ml1m_from_environment"]
 
 DATA = "MovieLens 100K"
+ML1M = "MovieLens 1M"
+#: the data sets the page offers, the default first
+OFFERED = (DATA, ML1M)
+#: the folder (under MovieLens 100K's) and the name in paths of each data set other than the default
+FOLDERS = {ML1M: "movielens-1m"}
 #: seconds of tuning per model, unless ``$COFIVIZ_RECOMMENDER_BUDGET`` says otherwise
 BUDGET = 30.0
 #: iterations per model in quick mode (``$COFIVIZ_RECOMMENDERS_QUICK=1``)
@@ -43,6 +75,70 @@ FIRST = ("poprec", "itemmean", "regsvd", "nmf")
 LAST = ("cgpr", "cgpor")
 #: the file a model's directory holds once it is complete
 META = "meta.json"
+#: MovieLens 1M: the users of the seeded sample a model is tuned on
+TUNE_USERS = 1000
+#: MovieLens 1M: CGPR's and CGPOR's EM iterations, and the users of the seeded sample their EM learns from
+GP_EM_ITERATIONS = 3
+GP_EM_USERS = 1000
+#: MovieLens 1M: CofiRank's ratings per user at most
+COFIRANK_PER_USER = 100
+#: MovieLens 1M in quick mode: the most-rated movies kept, and the ratings kept per user at most
+QUICK_ITEMS = 300
+QUICK_PER_USER = 30
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How one model is trained on one data set.
+
+    Attributes
+    ----------
+    search : bool
+        Tune the model's settings (:func:`cofiviz.models.tuning.tune`) before the fit; else its defaults.
+    tune_users : int, optional
+        Tune on a seeded sample of this many users (all their ratings) instead of every user; the model is
+        then refitted on all the ratings.
+    fit_users : int, optional
+        Fit on a seeded sample of this many users, then fold every user in (``fold_in``: the model's learned
+        item side scores each user from the user's own ratings).
+    per_user : int, optional
+        Tune and fit on at most this many ratings of each user (a seeded choice, :func:`cap_per_user`).
+    params : dict
+        Settings fixed before the search and the fit.
+    note : str
+        What the page says about the recipe ("" for the data set's usual one).
+    """
+
+    search: bool = True
+    tune_users: int | None = None
+    fit_users: int | None = None
+    per_user: int | None = None
+    params: dict = field(default_factory=dict)
+    note: str = ""
+
+
+_GP_ML1M = Recipe(search=False, fit_users=GP_EM_USERS, params={"max_iter": GP_EM_ITERATIONS, "tol": 0.0},
+                  note=f"not searched: EM for {GP_EM_ITERATIONS} iterations at the defaults on a seeded sample of "
+                       f"{GP_EM_USERS:,} users, then every user folded in (each EM iteration multiplies "
+                       f"3,706 × 3,706 item matrices)")
+#: MovieLens 1M's recipes that differ from the usual one (tuned on :data:`TUNE_USERS` users, refitted on all)
+ML1M_RECIPES = {"cgpr": _GP_ML1M, "cgpor": _GP_ML1M,
+                "cofirank": Recipe(tune_users=TUNE_USERS, per_user=COFIRANK_PER_USER,
+                                   note=f"tuned and fitted on at most {COFIRANK_PER_USER} ratings of each user (a "
+                                        f"seeded choice): its NDCG loss solves an assignment over each user's "
+                                        f"ratings, quadratic in their number")}
+
+
+def recipe(name: str, data: str = DATA) -> Recipe:
+    """How model ``name`` is trained on ``data`` (a label of :data:`OFFERED`) outside quick mode."""
+    if data == ML1M:
+        return ML1M_RECIPES.get(name, Recipe(tune_users=TUNE_USERS))
+    return Recipe()
+
+
+def _check_data(data: str) -> None:
+    if data not in OFFERED:
+        raise ValueError(f"the recommendations are trained on {', '.join(OFFERED)}; got {data!r}")
 
 
 def budget_from_environment() -> float:
@@ -62,13 +158,23 @@ def quick_from_environment() -> bool:
     return os.environ.get("COFIVIZ_RECOMMENDERS_QUICK", "") == "1"
 
 
-def recommenders_dir(budget: float, quick: bool) -> Path:
-    """Where the trained models are saved: ``$COFIVIZ_RECOMMENDERS_DIR``, else under the data cache, one folder
-    per cofiviz version and training mode (a new version or budget trains again)."""
+def ml1m_from_environment() -> bool:
+    """True when ``$COFIVIZ_RECOMMENDERS_ML1M`` is ``1``: a server trains MovieLens 1M's models from its start
+    (after MovieLens 100K's), not only once a page asks for them."""
+    return os.environ.get("COFIVIZ_RECOMMENDERS_ML1M", "") == "1"
+
+
+def recommenders_dir(budget: float, quick: bool, data: str = DATA) -> Path:
+    """Where the trained models of ``data`` are saved: ``$COFIVIZ_RECOMMENDERS_DIR``, else under the data cache,
+    one folder per cofiviz version and training mode (a new version or budget trains again); MovieLens 1M's in
+    the subfolder ``movielens-1m`` of MovieLens 100K's, beside its models and never in their way."""
+    _check_data(data)
     if os.environ.get("COFIVIZ_RECOMMENDERS_DIR"):
-        return Path(os.environ["COFIVIZ_RECOMMENDERS_DIR"]).expanduser()
-    mode = f"quick{QUICK_ITERATIONS}" if quick else f"tuned{budget:g}s"
-    return default_cache_dir() / "recommenders" / f"{__version__}-{mode}"
+        base = Path(os.environ["COFIVIZ_RECOMMENDERS_DIR"]).expanduser()
+    else:
+        mode = f"quick{QUICK_ITERATIONS}" if quick else f"tuned{budget:g}s"
+        base = default_cache_dir() / "recommenders" / f"{__version__}-{mode}"
+    return base / FOLDERS[data] if data in FOLDERS else base
 
 
 def ordered(names) -> list[str]:
@@ -79,33 +185,98 @@ def ordered(names) -> list[str]:
     return first + sorted(n for n in names if n not in first and n not in last) + last
 
 
-def _describe(model, trials: int | None, seconds: float, quick: bool) -> dict:
+def user_sample(ratings, n_users: int, seed: int = 0, *, reindex: bool = True):
+    """The ratings of a seeded sample of ``n_users`` users (all of them when there are no more).
+
+    With ``reindex`` the table holds only the sampled users (and every item, with its side table); without, it
+    keeps ``ratings``' index space (the other users have no ratings), as a ``fold_in`` of all users needs.
+    """
+    if n_users >= ratings.n_users:
+        return ratings
+    users = np.sort(np.random.default_rng(seed).choice(ratings.n_users, size=n_users, replace=False))
+    keep = np.zeros(ratings.n_users, dtype=bool)
+    keep[users] = True
+    part = ratings.take(keep[ratings.users], name=f"{ratings.name} ({n_users:,} users, seed {seed})")
+    return part.reindexed(keep_users=users) if reindex else part
+
+
+def cap_per_user(ratings, per_user: int, seed: int = 0, keep=None):
+    """At most ``per_user`` ratings of each user (a seeded choice among those of ``keep``, a mask of the ratings:
+    default all), in ``ratings``' index space."""
+    keep = np.ones(len(ratings), dtype=bool) if keep is None else np.asarray(keep, dtype=bool)
+    rng = np.random.default_rng(seed)
+    chosen = np.zeros(len(ratings), dtype=bool)
+    for u in range(ratings.n_users):
+        sl = ratings.user_slice(u)
+        mine = np.flatnonzero(keep[sl]) + sl.start
+        chosen[mine if len(mine) <= per_user else rng.choice(mine, size=per_user, replace=False)] = True
+    return ratings.take(chosen, name=f"{ratings.name} (at most {per_user} a user)")
+
+
+def quick_subset(ratings, n_items: int = QUICK_ITEMS, per_user: int = QUICK_PER_USER, seed: int = 0):
+    """Quick mode's MovieLens 1M: the ratings of the ``n_items`` most-rated items, at most ``per_user`` of each
+    user's (a seeded choice), in a table of those items and of the users left with ratings."""
+    counts = ratings.item_counts()
+    items = np.sort(np.lexsort((np.arange(ratings.n_items), -counts))[:n_items])
+    on_item = np.zeros(ratings.n_items, dtype=bool)
+    on_item[items] = True
+    part = cap_per_user(ratings, per_user, seed, keep=on_item[ratings.items])
+    users = np.flatnonzero(np.bincount(part.users, minlength=ratings.n_users) > 0)
+    return part.reindexed(keep_users=users, keep_items=items)
+
+
+def _describe(model, trials: int | None, seconds: float, quick: bool, data: str, how: Recipe, fitted_on) -> dict:
     return {"name": type(model).model_name(), "class": type(model).__name__, "params": model.get_params(),
-            "tuned": not quick, "trials": trials, "seconds": round(seconds, 2),
-            "iterations": len(model.history_), "cofiviz": __version__}
+            "tuned": trials is not None, "trials": trials, "seconds": round(seconds, 2),
+            "iterations": len(model.history_), "cofiviz": __version__, "data": data, "quick": quick,
+            "note": how.note, "fitted_on": {"ratings": len(fitted_on), "users": fitted_on.n_users,
+                                            "items": fitted_on.n_items}}
+
+
+def _fit(name: str, ratings, budget: float, quick: bool, data: str, how: Recipe | None):
+    """Model ``name`` trained on ``ratings`` by recipe ``how`` (default: :func:`recipe`'s): ``(model, trials or
+    None, the table fitted on, the recipe)``."""
+    if quick:
+        how = Recipe(search=False, note=("quick: a few iterations at the defaults" if data != ML1M else
+                                         f"quick: a few iterations at the defaults on the ratings of the "
+                                         f"{QUICK_ITEMS} most-rated movies, at most {QUICK_PER_USER} a user"))
+        data_fit = quick_subset(ratings) if data == ML1M else ratings
+        model = make_model(name)
+        if "max_iter" in model.param_names():
+            model.set_params(max_iter=min(QUICK_ITERATIONS, model.max_iter))
+        return model.fit(data_fit), None, data_fit, how
+    how = recipe(name, data) if how is None else how
+    ratings = ratings if how.per_user is None else cap_per_user(ratings, how.per_user)
+    model = make_model(name, **how.params)
+    if how.search and how.tune_users is None and how.fit_users is None:
+        model.tune(ratings, None, budget=budget, seed=0)
+        return model, len(model.tuning_.trials), ratings, how
+    trials = None
+    if how.search:
+        sample = user_sample(ratings, how.tune_users) if how.tune_users else ratings
+        trials = len(tune(model, sample, None, budget=budget, seed=0, refit=False).trials)
+    if how.fit_users is None:
+        return model.fit(ratings), trials, ratings, how
+    model.fit(user_sample(ratings, how.fit_users, reindex=False))
+    return model.fold_in(ratings), trials, ratings, how
 
 
 def train_one(name: str, directory: str | Path, *, budget: float = BUDGET, quick: bool = False,
-              ratings=None) -> dict:
-    """Train model ``name`` on all of :data:`DATA` and save it as ``directory/name``; returns its description.
+              ratings=None, data: str = DATA, how: Recipe | None = None) -> dict:
+    """Train model ``name`` on ``data`` by its recipe and save it as ``directory/name``; returns its description.
 
-    Tuned for ``budget`` seconds on a seeded tenth of the ratings held out, then refitted on all (or, when
-    ``quick``, fitted at its defaults for at most :data:`QUICK_ITERATIONS` iterations). The folder appears
-    complete or not at all (it is written beside and renamed).
+    ``ratings`` are ``data``'s ratings (loaded when not given). ``how`` overrides :func:`recipe`'s recipe.
+    When ``quick``, the model is fitted at its defaults for at most :data:`QUICK_ITERATIONS` iterations (on
+    :func:`quick_subset` for MovieLens 1M) and ``how`` is not used. The folder appears complete or not at all
+    (it is written beside and renamed).
     """
-    ratings = load_dataset(DATA) if ratings is None else ratings
+    if ratings is None:
+        _check_data(data)
+        ratings = load_dataset(data)
     directory = Path(directory)
     t0 = time.perf_counter()
-    model = make_model(name)
-    trials = None
-    if quick:
-        if "max_iter" in model.param_names():
-            model.set_params(max_iter=min(QUICK_ITERATIONS, model.max_iter))
-        model.fit(ratings)
-    else:
-        model.tune(ratings, None, budget=budget, seed=0)
-        trials = len(model.tuning_.trials)
-    meta = _describe(model, trials, time.perf_counter() - t0, quick)
+    model, trials, fitted_on, how = _fit(name, ratings, budget, quick, data, how)
+    meta = _describe(model, trials, time.perf_counter() - t0, quick, data, how, fitted_on)
     partial = directory / f".{name}.partial-{os.getpid()}"
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
@@ -130,7 +301,7 @@ def _exit_when_server_goes(control) -> None:
         os._exit(0)
 
 
-def _worker_main(control, directory: str, names: list[str], budget: float, quick: bool) -> None:
+def _worker_main(control, directory: str, names: list[str], budget: float, quick: bool, data: str = DATA) -> None:
     """Train every model of ``names`` that ``directory`` does not hold yet; a failure is written as
     ``directory/name.error`` and the next model goes on."""
     threading.Thread(target=_exit_when_server_goes, args=(control,), daemon=True,
@@ -138,13 +309,18 @@ def _worker_main(control, directory: str, names: list[str], budget: float, quick
     leave_a_core()
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    ratings = load_dataset(DATA)
+    try:
+        ratings = load_dataset(data)
+    except Exception as exc:  # every model fails with the reason, which the page shows
+        for name in names:
+            (directory / f"{name}.error").write_text(f"could not load {data}: {type(exc).__name__}: {exc}")
+        return
     for name in names:
         if _ready(directory, name):
             continue
         (directory / "training").write_text(name)
         try:
-            train_one(name, directory, budget=budget, quick=quick, ratings=ratings)
+            train_one(name, directory, budget=budget, quick=quick, ratings=ratings, data=data)
             (directory / f"{name}.error").unlink(missing_ok=True)
         except Exception as exc:  # one model failing leaves the others to train
             (directory / f"{name}.error").write_text(f"{type(exc).__name__}: {exc}")
@@ -153,22 +329,25 @@ def _worker_main(control, directory: str, names: list[str], budget: float, quick
 
 @dataclass
 class PoolStatus:
-    """What the pool has: the models ready (in training order), the one in training, the failed ones."""
+    """What the pool has: the models ready (in training order), the one in training, the failed ones; ``queued``
+    while its worker waits for another pool's to end."""
 
     ready: list[str]
     pending: list[str]
     training: str | None = None
     failed: dict[str, str] = field(default_factory=dict)
     alive: bool = False
+    queued: bool = False
 
     @property
     def done(self) -> bool:
-        """Every model is ready or failed (or the worker is gone, so nothing more will come)."""
-        return not self.pending or not self.alive
+        """Every model is ready or failed (or the worker is gone and none is queued, so nothing more will come)."""
+        return not self.pending or not (self.alive or self.queued)
 
 
 class RecommenderPool:
-    """Trains every registered model once, in one background worker process, and loads them for the pages.
+    """Trains every registered model once on one data set, in one background worker process, and loads them
+    for the pages.
 
     Parameters
     ----------
@@ -180,15 +359,25 @@ class RecommenderPool:
         Tuning seconds per model (default :func:`budget_from_environment`).
     quick : bool, optional
         A few iterations at the defaults instead of tuning (default :func:`quick_from_environment`).
+    data : str
+        The data set, a label of :data:`OFFERED`.
+    after : RecommenderPool, optional
+        A pool whose worker must end before this one's starts (:meth:`start` then queues it).
     """
 
-    def __init__(self, directory=None, names=None, budget: float | None = None, quick: bool | None = None):
+    def __init__(self, directory=None, names=None, budget: float | None = None, quick: bool | None = None,
+                 data: str = DATA, after: "RecommenderPool | None" = None):
+        _check_data(data)
+        self.data = data
         self.budget = budget_from_environment() if budget is None else float(budget)
         self.quick = quick_from_environment() if quick is None else bool(quick)
-        self.directory = Path(directory) if directory is not None else recommenders_dir(self.budget, self.quick)
+        self.directory = Path(directory) if directory is not None else recommenders_dir(self.budget, self.quick,
+                                                                                         data)
         self.names = ordered(available_models() if names is None else names)
+        self.after = after
         self._process = None
         self._control = None
+        self._queued = False
         self._lock = threading.Lock()
         self._models: dict[str, tuple[float, object]] = {}
 
@@ -196,28 +385,51 @@ class RecommenderPool:
     def alive(self) -> bool:
         return self._process is not None and self._process.is_alive()
 
+    @property
+    def queued(self) -> bool:
+        """True while :meth:`start` waits for :attr:`after`'s worker to end."""
+        return self._queued
+
     def start(self) -> bool:
-        """Start the worker unless it runs or every model is saved already; True when it started."""
+        """Start the worker unless it runs, is queued or every model is saved already; True when it started or
+        was queued (behind :attr:`after`'s running worker)."""
         with self._lock:
-            if self.alive or all(_ready(self.directory, n) for n in self.names):
+            if self.alive or self._queued or all(_ready(self.directory, n) for n in self.names):
                 return False
-            self.directory.mkdir(parents=True, exist_ok=True)
-            for name in self.names:  # a new worker tries the failed ones again
-                (self.directory / f"{name}.error").unlink(missing_ok=True)
-            ctx = worker_context()
-            child_control, self._control = ctx.Pipe(duplex=False)
-            self._process = ctx.Process(target=_worker_main, daemon=True, name="cofiviz-recommenders",
-                                        args=(child_control, str(self.directory), self.names, self.budget,
-                                              self.quick))
-            try:
-                self._process.start()
-            finally:
-                child_control.close()
+            if self.after is not None and self.after.alive:
+                self._queued = True
+                threading.Thread(target=self._start_after, daemon=True, name="cofiviz-recommenders-queue").start()
+                return True
+            self._launch()
             return True
 
-    def stop(self) -> None:
-        """End the worker (the models saved so far stay)."""
+    def _start_after(self) -> None:
+        while self.after.alive:
+            time.sleep(1.0)
         with self._lock:
+            if self._queued:            # not stopped meanwhile
+                self._launch()
+                self._queued = False
+
+    def _launch(self) -> None:
+        """Start the worker process (the caller holds the lock)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        for name in self.names:  # a new worker tries the failed ones again
+            (self.directory / f"{name}.error").unlink(missing_ok=True)
+        ctx = worker_context()
+        child_control, self._control = ctx.Pipe(duplex=False)
+        self._process = ctx.Process(target=_worker_main, daemon=True, name=f"cofiviz-recommenders-{self.data}",
+                                    args=(child_control, str(self.directory), self.names, self.budget,
+                                          self.quick, self.data))
+        try:
+            self._process.start()
+        finally:
+            child_control.close()
+
+    def stop(self) -> None:
+        """End the worker, or its wait in the queue (the models saved so far stay)."""
+        with self._lock:
+            self._queued = False
             if self._control is not None:
                 self._control.close()
                 self._control = None
@@ -252,8 +464,9 @@ class RecommenderPool:
             training = current.read_text().strip() or None
         except OSError:
             training = None
-        return PoolStatus(ready=ready, pending=pending, training=training if training in pending else None,
-                          failed=failed, alive=self.alive)
+        alive = self.alive
+        return PoolStatus(ready=ready, pending=pending, training=training if alive and training in pending else None,
+                          failed=failed, alive=alive, queued=self._queued)
 
     def meta(self, name: str) -> dict:
         """The description saved with model ``name`` (its parameters, whether tuned, trials, seconds)."""
@@ -273,17 +486,21 @@ class RecommenderPool:
         return model
 
 
-_POOL: RecommenderPool | None = None
+_POOLS: dict[str, RecommenderPool] = {}
 _POOL_LOCK = threading.Lock()
 
 
-def pool(start: bool = True) -> RecommenderPool:
-    """The process's one :class:`RecommenderPool` (configured from the environment), started unless ``start``
-    is False."""
-    global _POOL
+def pool(start: bool = True, data: str = DATA) -> RecommenderPool:
+    """The process's one :class:`RecommenderPool` of ``data`` (configured from the environment), started unless
+    ``start`` is False. MovieLens 1M's pool starts after MovieLens 100K's worker has ended."""
+    _check_data(data)
     with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = RecommenderPool()
+        if data not in _POOLS:
+            after = None
+            if data != DATA:
+                after = _POOLS.setdefault(DATA, RecommenderPool())
+            _POOLS[data] = RecommenderPool(data=data, after=after)
+        chosen = _POOLS[data]
     if start:
-        _POOL.start()
-    return _POOL
+        chosen.start()
+    return chosen

@@ -8,7 +8,10 @@ numba kernel and dashboard data set once (:mod:`._worker_preload`), so a run sta
 A child
 
 - splits the data, fits the model and sends one row per iteration (the loss, the seconds and NDCG@10,
-  AP and GAP on train, validation and test) through a pipe;
+  AP and GAP on train, validation and test) through a pipe; when scoring the three parts takes longer than
+  :data:`SCORE_THROTTLE` seconds (a million test candidates of MovieLens 1M), iterations are scored only
+  once the model has trained as long as scoring takes (:class:`cofiviz.trace.Trace`'s ``throttle``), and
+  the rows in between carry the loss and the seconds with NaN metrics;
 - stops after the current iteration when asked (its fit callback returns True): :meth:`TrainingProcess.follow`
   sends ``"stop"`` down a second pipe, which a small thread of the child watches;
 - runs at a lower priority with one numba thread fewer than the machine has cores, so the server keeps a core;
@@ -40,7 +43,7 @@ from ..trace import Trace
 from ._shared import load_dataset
 
 __all__ = ["TrainingJob", "TrainingProcess", "start_forkserver", "worker_context", "leave_a_core", "METRICS", "PARTS",
-           "COLUMNS"]
+           "COLUMNS", "SCORE_THROTTLE"]
 
 METRICS = ("ndcg@10", "ap", "gap")
 PARTS = ("train", "valid", "test")
@@ -54,6 +57,8 @@ ORPHAN_GRACE = 10.0
 NICENESS = 10
 #: a rated item counts as relevant for AP and GAP from this rating on
 RELEVANT_FROM = 4.0
+#: seconds of scoring an iteration above which scoring is spaced out (:class:`cofiviz.trace.Trace`'s ``throttle``)
+SCORE_THROTTLE = 0.25
 
 
 def worker_context():
@@ -88,6 +93,9 @@ class TrainingJob:
     tune_budget : float
         When positive, first tune the model on the split's validation part for that many seconds
         (:meth:`cofiviz.models.Model.tune`), then train with the chosen setting.
+    score_throttle : float, optional
+        The curves' :class:`~cofiviz.trace.Trace` ``throttle`` (default :data:`SCORE_THROTTLE`); None scores
+        every iteration.
     """
 
     model: str
@@ -96,6 +104,7 @@ class TrainingJob:
     protocol_params: dict = field(default_factory=dict)
     data: str | Ratings = ""
     tune_budget: float = 0.0
+    score_throttle: float | None = SCORE_THROTTLE
 
     def split(self):
         ratings = load_dataset(self.data) if isinstance(self.data, str) else self.data
@@ -144,7 +153,7 @@ def _child_main(rows, control, job: TrainingJob) -> None:
                 return
             rows.send(("tuned", model.get_params()))
         parts = {"train": split.train, "valid": split.valid, "test": split.candidates("test")}
-        trace = Trace(parts, METRICS, train=split.train, threshold=RELEVANT_FROM,
+        trace = Trace(parts, METRICS, train=split.train, threshold=RELEVANT_FROM, throttle=job.score_throttle,
                       on_iteration=lambda record: rows.send(("row", trace.flat(record))))
         model.fit(split.train, split.valid, callbacks=[trace, lambda info: stop.is_set()])
         rows.send(("done", model.stopped_reason_))

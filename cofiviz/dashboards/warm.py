@@ -2,7 +2,8 @@
 
 Called by ``serve_setup.py`` (``panel serve --setup``) so that the first visitor of each app finds its
 modules imported, its numba kernels compiled and its shared data cached. When the recommendations page is
-served, its models start training in the background here (:func:`~.recommenders.pool`).
+served, its models start training in the background here (:func:`~.recommenders.pool`): MovieLens 100K's, and
+MovieLens 1M's after them when ``$COFIVIZ_RECOMMENDERS_ML1M=1``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from .losses import LossShapes
 from .monitor import TrainingMonitor
 from .playground import MetricPlayground
 from .recommendations import Recommendations
+from .recommenders import ML1M, ml1m_from_environment, pool
 
 __all__ = ["warm_dashboards"]
 
@@ -21,7 +23,8 @@ __all__ = ["warm_dashboards"]
 def warm_dashboards(verbose: bool = True, apps=None) -> float:
     """Build every dashboard of ``apps`` once (app names as in ``apps/``; default: all). The monitor's
     default model trains for two iterations in a worker process, which also waits for the workers'
-    forkserver to be ready; the recommendations page starts training its models in the background.
+    forkserver to be ready; the recommendations page starts training its models in the background (MovieLens 1M's
+too, queued behind MovieLens 100K's, when :func:`~.recommenders.ml1m_from_environment`).
 
     Returns
     -------
@@ -45,6 +48,8 @@ def warm_dashboards(verbose: bool = True, apps=None) -> float:
         mon._work.join(180)
     if wanted("recommendations"):
         Recommendations().__panel__()
+        if ml1m_from_environment():  # MovieLens 1M's models from the start, after MovieLens 100K's
+            pool(data=ML1M)
     seconds = time.perf_counter() - t0
     if verbose:
         print(f"cofiviz: dashboards warmed in {seconds:.1f} s")
