@@ -59,9 +59,9 @@ def test_scoring_spaced_out_keeps_the_first_and_last_and_changes_nothing_learned
 
 
 def test_a_throttle_above_the_scoring_time_scores_every_iteration(split):
-    trace = _trace(split, throttle=60.0)
+    trace = _trace(split, throttle=1e6)      # far above any scoring time, on any machine
     _fit(split, trace, max_iter=8)
-    assert _scored(trace) == list(range(1, 9)) and 0.0 < trace.scoring_seconds < 60.0
+    assert _scored(trace) == list(range(1, 9)) and trace.scoring_seconds > 0.0
 
 
 @pytest.mark.parametrize("bad", [-1.0, "1", True, float("nan")])
