@@ -104,10 +104,14 @@ def p_text(p: float) -> str:
     return "<1e-300" if p < 1e-300 else f"{p:.1e}"
 
 
-def _user_values(per_user: pd.DataFrame, cells: str, metric: str) -> pd.Series:
-    """One method's per-user test values over its chosen cells, keyed ``"seed:user"`` (a seed is a split)."""
-    keys = [c for c in str(cells).split(",") if c]
-    pu = per_user[per_user["cell"].isin(keys) & (per_user["metric"] == metric)]
+def _user_values(groups: dict, cells: str, metric: str) -> pd.Series:
+    """One method's per-user test values over its chosen cells, keyed ``"seed:user"`` (a seed is a split), in
+    the order of the per-user table; ``groups`` is that table grouped by (cell, metric)."""
+    parts = [groups[(c, metric)] for c in dict.fromkeys(c for c in str(cells).split(",") if c)
+             if (c, metric) in groups]
+    if not parts:
+        return pd.Series(dtype=float)
+    pu = pd.concat(parts).sort_index()
     index = pu["seed"].astype(str) + ":" + pu["user"].astype(str)
     return pd.Series(pu["value"].to_numpy(dtype=float), index=index.to_numpy())
 
@@ -127,8 +131,9 @@ def add_paired_tests(table: pd.DataFrame, results: Results) -> pd.DataFrame:
     pu = results.per_user
     if table.empty or pu is None or pu.empty or "cells" not in table.columns:
         return table
+    groups = dict(tuple(pu.reset_index(drop=True).groupby(["cell", "metric"], sort=False)))
     for (metric, n), g in table[table["status"] == "ok"].groupby(["metric", "N"], sort=False):
-        values = {i: _user_values(pu, table.at[i, "cells"], metric) for i in g.index}
+        values = {i: _user_values(groups, table.at[i, "cells"], metric) for i in g.index}
         values = {i: v for i, v in values.items() if len(v)}
         if len(values) < 2:
             continue
