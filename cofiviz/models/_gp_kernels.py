@@ -78,45 +78,115 @@ def cholesky(A):
     return L, True
 
 
+#: columns of the right-hand side that :func:`cho_solve` solves as one block (in parallel above this many)
+_SOLVE_COLS = 256
+
+
 @njit(cache=True)
-def cho_solve(L, B):
-    """``X = (L Lᵀ)⁻¹ B`` for a 2-d ``B`` (forward then back substitution, row by row)."""
-    n, m = B.shape
-    Y = np.empty((n, m))
+def _cho_solve_block(L, B, c0, c1, X):
+    """Columns ``c0:c1`` of ``X = (L Lᵀ)⁻¹ B``: forward then back substitution in one ``n × (c1 − c0)`` buffer,
+    whose rows hold ``Y = L⁻¹ B`` and then, from the last up, ``X`` (row ``i`` of ``X`` needs ``Y``'s row ``i`` and
+    ``X``'s rows below it only)."""
+    n = L.shape[0]
+    w = c1 - c0
+    Z = np.empty((n, w))
     for i in range(n):
-        for c in range(m):
-            Y[i, c] = B[i, c]
+        for c in range(w):
+            Z[i, c] = B[i, c0 + c]
         for k in range(i):
             lik = L[i, k]
-            for c in range(m):
-                Y[i, c] -= lik * Y[k, c]
-        for c in range(m):
-            Y[i, c] /= L[i, i]
-    X = np.empty((n, m))
+            for c in range(w):
+                Z[i, c] -= lik * Z[k, c]
+        for c in range(w):
+            Z[i, c] /= L[i, i]
     for i in range(n - 1, -1, -1):
-        for c in range(m):
-            X[i, c] = Y[i, c]
         for k in range(i + 1, n):
             lki = L[k, i]
-            for c in range(m):
-                X[i, c] -= lki * X[k, c]
-        for c in range(m):
-            X[i, c] /= L[i, i]
+            for c in range(w):
+                Z[i, c] -= lki * Z[k, c]
+        for c in range(w):
+            Z[i, c] /= L[i, i]
+    for i in range(n):
+        for c in range(w):
+            X[i, c0 + c] = Z[i, c]
+
+
+@njit(cache=True)
+def _cho_solve_serial(L, B):
+    X = np.empty(B.shape)
+    _cho_solve_block(L, B, 0, B.shape[1], X)
     return X
 
 
 @njit(cache=True, parallel=True)
+def _cho_solve_parallel(L, B):
+    n, m = B.shape
+    X = np.empty((n, m))
+    for b in prange((m + _SOLVE_COLS - 1) // _SOLVE_COLS):
+        _cho_solve_block(L, B, b * _SOLVE_COLS, min(m, (b + 1) * _SOLVE_COLS), X)
+    return X
+
+
+def cho_solve(L, B):
+    """``X = (L Lᵀ)⁻¹ B`` for a 2-d ``B``: forward then back substitution, row by row.
+
+    Each entry is ``Y_ic = (B_ic − Σ_{k<i} L_ik Y_kc) / L_ii`` with the sum in ascending ``k``, then
+    ``X_ic = (Y_ic − Σ_{k>i} L_ki X_kc) / L_ii`` with the sum in ascending ``k``. The columns are independent:
+    they are solved :data:`_SOLVE_COLS` at a time (each block's rows stay in the cache while the rows below are
+    swept), the blocks in parallel when there are several, which changes no sum's order.
+    """
+    if B.shape[1] <= _SOLVE_COLS:
+        return _cho_solve_serial(L, B)
+    return _cho_solve_parallel(L, B)
+
+
+#: the product's blocks: ``_PANEL`` consecutive ``k`` (rows of ``B``) at a time, ``_TILE`` columns of the result
+_PANEL, _TILE = 128, 512
+
+
+@njit(cache=True, parallel=True)
 def matmul(A, B):
-    """``A @ B``, each row of the result summed over ``k`` in order."""
+    """``A @ B``, each entry ``C_ic = Σ_k A_ik B_kc`` summed in ascending ``k`` from 0, a term with ``A_ik = 0``
+    skipped.
+
+    Blocked for the cache: a panel of :data:`_PANEL` rows of ``B`` is applied to every row of the result before
+    the next panel, one :data:`_TILE`-column tile at a time, four rows of ``A`` at once (each element of ``B``
+    read once for the four), the rows in parallel. Every entry still receives its terms one by one in ascending
+    ``k``: the product is the plain row-by-row loop's to the last bit, at a cost that grows with the flops
+    (the plain loop reads all of ``B`` once per row, from memory once ``B`` outgrows the cache).
+    """
     n, p = A.shape
     m = B.shape[1]
     C = np.zeros((n, m))
-    for i in prange(n):
-        for k in range(p):
-            a = A[i, k]
-            if a != 0.0:
-                for c in range(m):
-                    C[i, c] += a * B[k, c]
+    for k0 in range(0, p, _PANEL):
+        k1 = min(p, k0 + _PANEL)
+        for ib in prange((n + 3) // 4):
+            i = 4 * ib
+            for c0 in range(0, m, _TILE):
+                c1 = min(m, c0 + _TILE)
+                if i + 3 < n:
+                    for k in range(k0, k1):
+                        a0, a1, a2, a3 = A[i, k], A[i + 1, k], A[i + 2, k], A[i + 3, k]
+                        if a0 != 0.0 and a1 != 0.0 and a2 != 0.0 and a3 != 0.0:
+                            for c in range(c0, c1):
+                                b = B[k, c]
+                                C[i, c] += a0 * b
+                                C[i + 1, c] += a1 * b
+                                C[i + 2, c] += a2 * b
+                                C[i + 3, c] += a3 * b
+                        else:
+                            for r in range(i, i + 4):
+                                a = A[r, k]
+                                if a != 0.0:
+                                    for c in range(c0, c1):
+                                        C[r, c] += a * B[k, c]
+                else:
+                    for r in range(i, n):
+                        for k in range(k0, k1):
+                            a = A[r, k]
+                            if a != 0.0:
+                                for c in range(c0, c1):
+                                    C[r, c] += a * B[k, c]
     return C
 
 

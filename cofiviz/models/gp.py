@@ -41,6 +41,7 @@ from ..datasets.movielens import GENRES
 from ..errors import DataError, ModelFitError
 from ..ratings import Ratings
 from . import _gp
+from . import _gp_kernels as gk
 from .base import Model
 from .space import LogUniform
 
@@ -338,3 +339,4 @@ def warmup() -> None:
         model = klass(max_iter=2).fit(train)
         model.score(np.arange(2), np.arange(2))
         model.fold_in(train.take(train.users >= 2))
+    gk.cho_solve(np.eye(2), np.ones((2, gk._SOLVE_COLS + 1)))   # many right-hand sides: the parallel solve
