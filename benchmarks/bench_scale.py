@@ -22,7 +22,9 @@ Measured per (model, data, split)
 * the work of an iteration, in the unit the model's kernels loop over: training ratings for most
   models; preference pairs (pairs of a user's training items with different ratings) for GCR and LCR,
   whose pair pass visits each of them; all pairs of a user's training items for GAPfm (the smoothed
-  GAP sums over every pair, ties included); for the Gaussian-process models, the sum over users of
+  GAP sums over every pair, ties included); for CofiRank (its default NDCG loss), the sum over users of
+  ``n_u²``: each call of its loss oracle assigns a user's ``n_u`` items to the list positions, which
+  ``cofiviz.solvers.lap.lap_rank2`` solves in ``O(k · n_u²)`` (for the truncation ``k``); for the Gaussian-process models, the sum over users of
   ``n_u³`` (the Cholesky factorisation and inverse of each user's ``n_u × n_u`` kernel) plus
   ``nnz · I`` (each user's posterior mean on all ``I`` items of the index space: ``n_u · I`` per
   user), plus ``I³`` for the collaborative ones, whose EM step multiplies and factorises
@@ -77,7 +79,7 @@ MEMORY_GOAL_MB = 2048.0
 ORDER = ("poprec", "itemmean", "regsvd", "svdpp", "nmf", "bpmf", "mmmf", "bilinear", "gcr", "lcr", LCR_GOAL,
          "llorma", "gapfm", "cofirank", "gpr", "gpor", "cgpr", "cgpor")
 #: the unit of work of the models that do not work per rating (see the module documentation)
-UNITS = {"gcr": "pairs", "lcr": "pairs", "gapfm": "item pairs", "gpr": "Σn³+nnz·I", "gpor": "Σn³+nnz·I",
+UNITS = {"gcr": "pairs", "lcr": "pairs", "gapfm": "item pairs", "cofirank": "Σn²", "gpr": "Σn³+nnz·I", "gpor": "Σn³+nnz·I",
          "cgpr": "Σn³+nnz·I+I³", "cgpor": "Σn³+nnz·I+I³"}
 
 
@@ -86,7 +88,8 @@ def work_counts(train) -> dict:
     """Sizes of a training table (a ``cofiviz.Ratings``) in every unit of work.
 
     ``ratings``; ``pairs``: pairs of a user's ratings with different values, each pair once;
-    ``item_pairs``: all pairs of a user's ratings, ties included; ``user_cubes``: the sum over users of
+    ``item_pairs``: all pairs of a user's ratings, ties included; ``user_squares``: the sum over users of
+    ``n_u²``; ``user_cubes``: the sum over users of
     ``n_u³``; ``items``: items with at least one training rating; ``index_items``: the size of the item
     index space (the side of the collaborative Gaussian processes' ``items × items`` matrices).
     """
@@ -99,6 +102,7 @@ def work_counts(train) -> dict:
     runs = np.diff(np.append(np.flatnonzero(starts), len(u))).astype(np.int64)  # equal ratings of one user
     ties = int((runs * (runs - 1) // 2).sum())
     return {"ratings": int(len(train)), "pairs": item_pairs - ties, "item_pairs": item_pairs,
+            "user_squares": float((counts.astype(np.float64) ** 2).sum()),
             "user_cubes": float((counts.astype(np.float64) ** 3).sum()),
             "items": int(np.count_nonzero(np.bincount(train.items, minlength=train.n_items))),
             "index_items": int(train.n_items), "users": int(np.count_nonzero(counts))}
@@ -109,6 +113,8 @@ def work_of(model: str, counts: dict) -> float:
     unit = UNITS.get(model, "ratings")
     if unit == "pairs":
         return float(counts["pairs"])
+    if unit == "Σn²":
+        return counts["user_squares"]
     if unit == "item pairs":
         return float(counts["item_pairs"])
     if unit.startswith("Σn³"):

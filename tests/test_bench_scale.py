@@ -22,16 +22,17 @@ bench = importlib.import_module("bench_scale")
 def slow_counts(r: Ratings) -> dict:
     """Every pair of each user's ratings, one by one."""
     pairs = item_pairs = 0
-    cubes = 0.0
+    squares = cubes = 0.0
     for u in range(r.n_users):
         ys = r.ratings[r.user_slice(u)]
         n = len(ys)
         cubes += float(n) ** 3
+        squares += float(n) ** 2
         for a in range(n):
             for b in range(a + 1, n):
                 item_pairs += 1
                 pairs += ys[a] != ys[b]
-    return {"pairs": pairs, "item_pairs": item_pairs, "user_cubes": cubes}
+    return {"pairs": pairs, "item_pairs": item_pairs, "user_squares": squares, "user_cubes": cubes}
 
 
 def random_table(seed: int) -> Ratings:
@@ -52,6 +53,8 @@ def test_work_counts_match_a_pair_by_pair_count(table):
     assert got["pairs"] == want["pairs"]
     assert got["item_pairs"] == want["item_pairs"]
     assert got["user_cubes"] == want["user_cubes"]
+    assert got["user_squares"] == want["user_squares"]
+    assert bench.work_of("cofirank", got) == want["user_squares"]
     assert got["ratings"] == len(table)
     assert got["users"] == int(np.count_nonzero(table.user_counts()))
 
