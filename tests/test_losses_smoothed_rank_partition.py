@@ -423,8 +423,10 @@ def test_partition_kernel_is_what_the_wrapper_calls_and_the_ties_codes():
     (lambda: ordered_partition_loss(["a"], [1.0]), "numeric"),
     (lambda: ordered_partition_loss([1.0], [1.0], exact="yes"), "exact"),
     (lambda: ordered_partition_loss([1.0], [1.0], exact=1), "exact"),
-    (lambda: log_subset_normaliser([np.inf]), "finite"),
-    (lambda: partition_log_constant([1.0, np.nan]), "finite"),
+    (lambda: log_subset_normaliser([np.inf]), "scores must be finite"),
+    (lambda: log_subset_normaliser(["a"]), "scores must be a numeric"),
+    (lambda: partition_log_constant([1.0, np.nan]), "ratings must be finite"),
+    (lambda: partition_log_constant([[1.0], ["b"]]), "ratings must be a numeric"),
 ])
 def test_partition_refuses_bad_input(call, match):
     with pytest.raises(ParameterError, match=match):

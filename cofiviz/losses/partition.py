@@ -243,6 +243,17 @@ def partition_loss_grad(f, y, grad):
 
 
 # ---------------------------------------------------------------------------------------------- NumPy
+def _check_vector(values, name: str) -> np.ndarray:
+    """``values`` as a contiguous float64 vector; ``ParameterError`` naming ``name`` if not numeric or not finite."""
+    try:
+        v = np.ascontiguousarray(np.asarray(values, dtype=np.float64).ravel())
+    except (TypeError, ValueError) as exc:
+        raise ParameterError(f"{name} must be a numeric array: {exc}") from None
+    if not np.all(np.isfinite(v)):
+        raise ParameterError(f"{name} must be finite")
+    return v
+
+
 def ordered_partition_loss(scores, ratings, exact: bool = False) -> tuple[float, np.ndarray]:
     """``(L, ∂L/∂f)``: the full-decomposition ordered-partition loss of one rated list (Tran et al., SDM 2011).
 
@@ -294,8 +305,7 @@ def partition_log_constant(ratings) -> float:
     ParameterError
         Non-numeric or non-finite ratings.
     """
-    y, _ = _check_list(ratings, np.zeros(np.size(ratings)))
-    return float(partition_log_constant_kernel(y))
+    return float(partition_log_constant_kernel(_check_vector(ratings, "ratings")))
 
 
 def log_subset_normaliser(scores) -> float:
@@ -310,8 +320,7 @@ def log_subset_normaliser(scores) -> float:
     ParameterError
         Non-numeric or non-finite scores.
     """
-    f, _ = _check_list(scores, np.zeros(np.size(scores)))
-    return float(log_normaliser_kernel(f))
+    return float(log_normaliser_kernel(_check_vector(scores, "scores")))
 
 
 def warmup() -> None:
