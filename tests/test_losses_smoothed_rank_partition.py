@@ -1,6 +1,7 @@
-"""The smoothed-rank NDCG loss (ApproxNDCG) and the ordered-partition likelihood of "The rank 1 problem":
-plain NumPy / Python references written from the formulas (the partition normaliser also by enumerating every
-non-empty subset), hypothesis property tests (ties included) against the numba kernels, finite-difference
+"""The smoothed-rank NDCG loss (ApproxNDCG) and the ordered-partition likelihood of "The rank 1 problem"
+(the full-decomposition PMOP of Tran, Phung & Venkatesh, SDM 2011): plain NumPy / Python references written
+from the formulas (the partition model also by enumerating every non-empty subset at each stage with the mean
+potential), hypothesis property tests (ties included) against the numba kernels, finite-difference
 gradients, invariances, what each loss becomes in its limits, and the errors at the public boundary."""
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cofiviz.errors import ParameterError
-from cofiviz.losses import (LISTWISE_TIES, log_subset_normaliser, ordered_partition_loss, plackett_luce_loss,
-                            smoothed_positions, smoothed_rank_loss, smoothed_rank_pair_curve)
+from cofiviz.losses import (LISTWISE_TIES, log_subset_normaliser, ordered_partition_loss, partition_log_constant,
+                            plackett_luce_loss, smoothed_positions, smoothed_rank_loss, smoothed_rank_pair_curve)
 from cofiviz.losses.partition import listwise_ties_code, partition_loss_grad
 from cofiviz.losses.smoothed_rank import check_gamma, smoothed_rank_loss_grad
 from cofiviz.metrics.ndcg import ndcg
@@ -49,28 +50,58 @@ def groups_best_first(y):
 
 
 def ref_partition(f, y):
-    """Σ_t [log(Π_{j ∈ R_t}(1 + e^f_j) − 1) − Σ_{G_t} f], in plain NumPy (no shifting)."""
+    """Σ_k [log Σ_{R_k} e^f − log Σ_{X_k} e^f] (the negative of SDM'11 eq 3.10), in plain NumPy (no shifting)."""
     f, y = np.asarray(f, float), np.asarray(y, float)
     loss = 0.0
     for level in np.unique(y)[::-1]:
-        risk, group = y <= level, y == level
-        loss += np.log(np.prod(1.0 + np.exp(f[risk])) - 1.0) - f[group].sum()
+        remaining, group = y <= level, y == level
+        loss += np.log(np.exp(f[remaining]).sum()) - np.log(np.exp(f[group]).sum())
     return loss
+
+
+def ref_constant(y):
+    """Σ_k log(C_k |X_k|) with C_k = (2^{N_k} − 1) / N_k (eqs 3.7, 3.8, Appendix A), with Python integers."""
+    y = np.asarray(y, float)
+    out = 0.0
+    for level in np.unique(y)[::-1]:
+        n_left, size = int((y <= level).sum()), int((y == level).sum())
+        out += math.log(2 ** n_left - 1) - math.log(n_left) + math.log(size)
+    return out
+
+
+def non_empty_subsets(items):
+    items = list(items)
+    return [list(s) for r in range(1, len(items) + 1) for s in itertools.combinations(items, r)]
+
+
+def mean_potential(f, subset):
+    """Φ(S) = (1/|S|) Σ_{x ∈ S} e^{f_x} (eqs 3.6, 4.15)."""
+    return sum(math.exp(f[x]) for x in subset) / len(subset)
 
 
 def brute_normaliser(f):
-    """Σ over every non-empty subset S of Π_{i ∈ S} e^{f_i}, enumerated."""
-    f = list(map(float, f))
-    return sum(math.exp(sum(s)) for r in range(1, len(f) + 1) for s in itertools.combinations(f, r))
+    """Σ over every non-empty subset S of the mean potential Φ(S), enumerated."""
+    f = [float(v) for v in f]
+    return sum(mean_potential(f, s) for s in non_empty_subsets(range(len(f))))
 
 
 def ref_partition_enumerated(f, y):
-    """The same loss with every stage's normaliser enumerated subset by subset (small lists)."""
-    f, y = np.asarray(f, float), np.asarray(y, float)
-    loss = 0.0
-    for level in np.unique(y)[::-1]:
-        loss += math.log(brute_normaliser(f[y <= level])) - f[y == level].sum()
-    return loss
+    """−log p(X_1, …, X_K): each group chosen among every non-empty subset of the items left (eqs 3.4, 3.5),
+    each stage's normaliser enumerated subset by subset (small lists)."""
+    f, y = [float(v) for v in f], [float(v) for v in y]
+    nll = 0.0
+    for level in sorted(set(y), reverse=True):
+        remaining = [x for x in range(len(y)) if y[x] <= level]
+        group = [x for x in range(len(y)) if y[x] == level]
+        z = sum(mean_potential(f, s) for s in non_empty_subsets(remaining))
+        nll -= math.log(mean_potential(f, group) / z)
+    return nll
+
+
+def ref_listmle(f_in_order):
+    """Plackett–Luce's negative log-likelihood of a strict order, Σ_i [log Σ_{j ≥ i} e^{f_j} − f_i]."""
+    f = np.asarray(f_in_order, float)
+    return sum(np.log(np.exp(f[i:]).sum()) - f[i] for i in range(len(f)))
 
 
 def ordered_partitions(items):
@@ -220,23 +251,33 @@ def test_smoothed_rank_refuses_bad_input(call, match):
 @settings(max_examples=60, deadline=None)
 @given(f=st.lists(scores_st, min_size=1, max_size=10))
 def test_partition_normaliser_by_enumerating_every_non_empty_subset(f):
+    """Σ_{∅ ≠ S ⊆ R} Φ(S) = C Σ_R e^f with C = (2^N − 1)/N (eq 3.7, Appendix A)."""
     assert log_subset_normaliser(f) == pytest.approx(math.log(brute_normaliser(f)), rel=1e-11, abs=1e-11)
+    n = len(f)
+    assert log_subset_normaliser(f) == pytest.approx(math.log((2 ** n - 1) / n) + math.log(np.exp(f).sum()),
+                                                     rel=1e-12, abs=1e-12)
 
 
 @settings(max_examples=150, deadline=None)
 @given(data=lists(max_size=12))
-def test_partition_matches_the_reference(data):
+def test_partition_matches_the_references(data):
     f, y = data
     loss, grad = ordered_partition_loss(f, y)
+    exact, grad_exact = ordered_partition_loss(f, y, exact=True)
     assert loss == pytest.approx(ref_partition(f, y), rel=1e-10, abs=1e-10)
-    assert grad.shape == (len(f),)
+    assert grad.shape == (len(f),) and np.array_equal(grad, grad_exact)
+    assert partition_log_constant(y) == pytest.approx(ref_constant(y), rel=1e-12, abs=1e-12)
+    assert exact == pytest.approx(loss + ref_constant(y), rel=1e-12, abs=1e-12)
     if len(f) <= 7:
-        assert loss == pytest.approx(ref_partition_enumerated(f, y), rel=1e-10, abs=1e-10)
+        nll = ref_partition_enumerated(f, y)
+        assert exact == pytest.approx(nll, rel=1e-10, abs=1e-10)
+        assert loss == pytest.approx(nll - ref_constant(y), rel=1e-9, abs=1e-10)
 
 
 @settings(max_examples=60, deadline=None)
 @given(data=lists(min_size=1, max_size=8))
 def test_partition_gradient_by_central_differences(data):
+    """The negative of eq 3.11: ∂L/∂f_x = −e^{f_x}/T_{g(x)} + Σ_{k ≤ g(x)} e^{f_x}/S_k."""
     f, y = data
     _, grad = ordered_partition_loss(f, y)
     np.testing.assert_allclose(grad, fd_gradient(lambda x: ref_partition(x, y), f), rtol=1e-5, atol=1e-6)
@@ -257,65 +298,110 @@ def test_partition_is_the_same_for_every_order_of_the_tied_items(data):
     # the ratings' values do not matter, only the order of the groups
     ranks = np.unique(y, return_inverse=True)[1]
     assert ordered_partition_loss(f, 10.0 * ranks + 7.0)[0] == pytest.approx(loss, rel=1e-12, abs=1e-12)
+    assert partition_log_constant(10.0 * ranks + 7.0) == partition_log_constant(y)
 
 
-@pytest.mark.parametrize("n, fubini", [(1, 1), (2, 3), (3, 13), (4, 75)])
+@settings(max_examples=80, deadline=None)
+@given(data=lists(min_size=1, max_size=10), shift=st.floats(-50, 50))
+def test_partition_is_shift_invariant(data, shift):
+    f, y = map(np.asarray, data)
+    f, y = f.astype(float), y.astype(float)
+    loss, grad = ordered_partition_loss(f, y)
+    loss_s, grad_s = ordered_partition_loss(f + shift, y)
+    assert loss_s == pytest.approx(loss, rel=1e-9, abs=1e-9)
+    np.testing.assert_allclose(grad_s, grad, rtol=1e-8, atol=1e-10)
+    assert abs(grad.sum()) < 1e-10                # the directional derivative along (1, …, 1)
+
+
+@pytest.mark.parametrize("n, fubini", [(1, 1), (2, 3), (3, 13), (4, 75), (5, 541)])
 def test_partition_probabilities_of_every_ordered_partition_sum_to_one(n, fubini):
-    f = np.random.default_rng(n).normal(size=n)
     parts = list(ordered_partitions(range(n)))
     assert len(parts) == fubini                   # the ordered Bell (Fubini) numbers of the blog post
-    total = 0.0
-    for blocks in parts:
-        y = np.empty(n)
-        for rank, block in enumerate(blocks):
-            y[block] = len(blocks) - rank         # equal ratings within a block, best block first
-        total += math.exp(-ordered_partition_loss(f, y)[0])
-    assert total == pytest.approx(1.0, rel=1e-12)
+    for f in (np.random.default_rng(n).normal(size=n), 4.0 * np.arange(n) - 30.0):
+        total = 0.0
+        for blocks in parts:
+            y = np.empty(n)
+            for rank, block in enumerate(blocks):
+                y[block] = len(blocks) - rank     # equal ratings within a block, best block first
+            total += math.exp(-ordered_partition_loss(f, y, exact=True)[0])
+        assert total == pytest.approx(1.0, rel=1e-12)
 
 
 @settings(max_examples=60, deadline=None)
-@given(f=st.lists(scores_st, min_size=1, max_size=8))
-def test_partition_without_ties_is_plackett_luce_plus_the_multi_item_subsets(f):
-    """Without ties every group is one item, but the normaliser still counts the subsets of several items:
-    L = L_PL + Σ_t log(Z_t / Σ_{R_t} e^f) ≥ L_PL, and the gap vanishes as every score goes to −∞."""
+@given(f=st.lists(scores_st, min_size=1, max_size=9))
+def test_partition_without_ties_is_plackett_luce(f):
+    """§5: with every group a single item the model is Plackett–Luce (ListMLE), up to the constants log C_k."""
     f = np.asarray(f, float)
-    y = np.arange(len(f), 0, -1, dtype=float)     # strictly decreasing: no ties
-    part = ordered_partition_loss(f, y)[0]
-    pl = plackett_luce_loss(f, y)[0]
-    gap = sum(math.log(brute_normaliser(f[t:]) / np.exp(f[t:]).sum()) for t in range(len(f)))
-    assert part == pytest.approx(pl + gap, rel=1e-10, abs=1e-10)
-    assert part >= pl - 1e-12
-    low = f - 40.0                                # PL is shift-invariant, the partition model is not
-    assert ordered_partition_loss(low, y)[0] == pytest.approx(plackett_luce_loss(low, y)[0], abs=1e-9)
-    assert plackett_luce_loss(low, y)[0] == pytest.approx(pl, rel=1e-9, abs=1e-9)
+    y = np.arange(len(f), 0, -1, dtype=float)     # strictly decreasing: no ties, the stored order is the ranking
+    loss, grad = ordered_partition_loss(f, y)
+    for ties in ("breslow", "efron"):
+        pl, pl_grad = plackett_luce_loss(f, y, ties)
+        assert loss == pytest.approx(pl, rel=1e-11, abs=1e-11)
+        np.testing.assert_allclose(grad, pl_grad, rtol=1e-10, atol=1e-12)
+    assert loss == pytest.approx(ref_listmle(f), rel=1e-10, abs=1e-10)
+    n = len(f)
+    log_c = sum(math.log((2 ** m - 1) / m) for m in range(1, n + 1))
+    assert ordered_partition_loss(f, y, exact=True)[0] == pytest.approx(loss + log_c, rel=1e-12, abs=1e-12)
 
 
-def test_partition_all_tied_lists_push_every_score_up_and_the_loss_is_convex():
-    f = np.array([0.3, -0.5, 1.0])
-    loss, grad = ordered_partition_loss(f, [4, 4, 4])
-    assert loss == pytest.approx(np.log(np.prod(1 + np.exp(f)) - 1) - f.sum())
-    assert np.all(grad < 0)
-    # convex along random lines (a log-sum-exp over the subsets)
+@settings(max_examples=80, deadline=None)
+@given(data=lists(min_size=1, max_size=10, ratings=st.integers(1, 3)))
+def test_partition_is_the_chance_that_plackett_luce_picks_first_from_the_group(data):
+    """Each stage is −log Σ_{x ∈ X_k} e^{f_x}/S_k, so 0 ≤ L ≤ Breslow's loss (which sums −log of every choice)."""
+    f, y = data
+    loss = ordered_partition_loss(f, y)[0]
+    assert loss >= 0.0
+    assert loss <= plackett_luce_loss(f, y, "breslow")[0] + 1e-10
+
+
+def test_partition_all_tied_lists_have_zero_loss_and_gradient():
+    for f in ([0.3, -0.5, 1.0], [700.0, -700.0], [2.5]):
+        n = len(f)
+        loss, grad = ordered_partition_loss(f, [4] * n)
+        assert loss == 0.0 and np.all(grad == 0.0)
+        exact = ordered_partition_loss(f, [4] * n, exact=True)[0]
+        assert exact == pytest.approx(math.log(2 ** n - 1), rel=1e-14, abs=1e-15)
+    # the last group contributes nothing (R_K = X_K): here X_1 = {0}, X_2 = {1}, X_3 = {2, 3}
+    f, y = np.array([1.0, 0.2, -0.4, 0.7]), np.array([3.0, 2.0, 1.0, 1.0])
+    stages = (np.log(np.exp(f).sum()) - f[0]) + (np.log(np.exp(f[1:]).sum()) - f[1])
+    assert ordered_partition_loss(f, y)[0] == pytest.approx(stages, rel=1e-13)
+
+
+def test_partition_is_not_convex_with_ties_and_convex_without():
+    """Two tied items above a third, f = (t, −t, 0): L = log(1 + 1/(2 cosh t)), a bump that vanishes both ways."""
+    t = np.linspace(-6.0, 6.0, 241)
+    vals = np.array([ordered_partition_loss([s, -s, 0.0], [2, 2, 1])[0] for s in t])
+    np.testing.assert_allclose(vals, np.log1p(1.0 / (2.0 * np.cosh(t))), rtol=1e-12)
+    assert np.diff(vals, 2).min() < -1e-4          # concave near t = 0
     rng = np.random.default_rng(0)
-    y = np.array([5.0, 4, 4, 2, 1, 1])
+    y = np.array([6.0, 5, 4, 3, 2, 1])             # no ties: Plackett–Luce, convex along every line
     for _ in range(10):
         a, d = rng.normal(size=6), rng.normal(size=6)
-        vals = [ordered_partition_loss(a + t * d, y)[0] for t in np.linspace(-3, 3, 61)]
-        assert np.all(np.diff(vals, 2) >= -1e-9)
+        line = [ordered_partition_loss(a + s * d, y)[0] for s in np.linspace(-3, 3, 61)]
+        assert np.all(np.diff(line, 2) >= -1e-9)
 
 
-def test_partition_is_stable_for_huge_scores_and_rewards_the_right_order():
-    for f in ([800.0, -800.0, 0.0], [-800.0, -900.0, -1000.0], [700.0, 650.0, 600.0]):
-        loss, grad = ordered_partition_loss(f, [5, 1, 3])
-        assert np.isfinite(loss) and np.all(np.isfinite(grad))
-    # three far-apart low scores in the right order: nearly Plackett-Luce with no doubt, loss → 0
+def test_partition_is_stable_for_huge_and_tiny_scores_and_rewards_the_right_order():
+    for f in ([800.0, -800.0, 0.0], [-800.0, -900.0, -1000.0], [700.0, 650.0, 600.0], [1e300, -1e300, 0.0],
+              [-1e300, 1e300, 3.0], [1e-300, -1e-300, 0.0]):
+        for y in ([5, 1, 3], [5, 5, 3], [5, 3, 5]):
+            loss, grad = ordered_partition_loss(f, y, exact=True)
+            assert np.isfinite(loss) and np.all(np.isfinite(grad))
+            assert abs(grad.sum()) <= 1e-12 * max(1.0, np.abs(grad).max())
+    # far-apart scores in the right order: loss → 0; in the wrong order it grows like the score gaps
     assert ordered_partition_loss([-800.0, -900.0, -1000.0], [5, 3, 1])[0] == pytest.approx(0.0, abs=1e-12)
-    assert log_subset_normaliser([-800.0, -801.0]) == pytest.approx(np.logaddexp(-800.0, -801.0))
+    assert ordered_partition_loss([-1000.0, -900.0, -800.0], [5, 3, 1])[0] == pytest.approx(300.0, rel=1e-12)
+    assert ordered_partition_loss([1e300, -1e300, 0.0], [5, 3, 1])[0] == pytest.approx(1e300, rel=1e-12)
+    assert log_subset_normaliser([-800.0, -801.0]) == pytest.approx(math.log(1.5) + np.logaddexp(-800.0, -801.0))
     assert log_subset_normaliser([]) == -np.inf
     good = ordered_partition_loss([2.0, 1.0, 0.0], [5, 4, 3])[0]
     bad = ordered_partition_loss([0.0, 1.0, 2.0], [5, 4, 3])[0]
     assert good < bad
-    assert ordered_partition_loss([], [])[0] == 0.0
+    assert ordered_partition_loss([], [])[0] == 0.0 and ordered_partition_loss([], [], exact=True)[0] == 0.0
+    # the constant of a long list without ties: Σ_{N ≤ n} log(2^N − 1) − log n!, beyond 2^1023
+    n = 2000
+    want = sum(math.log(2 ** m - 1) for m in range(1, n + 1)) - math.lgamma(n + 1)
+    assert partition_log_constant(np.arange(n, dtype=float)) == pytest.approx(want, rel=1e-12)
 
 
 def test_partition_kernel_is_what_the_wrapper_calls_and_the_ties_codes():
@@ -331,12 +417,17 @@ def test_partition_kernel_is_what_the_wrapper_calls_and_the_ties_codes():
         listwise_ties_code("random")
 
 
-@pytest.mark.parametrize("call", [
-    lambda: ordered_partition_loss([1.0, 2.0], [1.0]),
-    lambda: ordered_partition_loss([1.0, np.nan], [1.0, 2.0]),
-    lambda: ordered_partition_loss(["a"], [1.0]),
-    lambda: log_subset_normaliser([np.inf]),
+@pytest.mark.parametrize("call, match", [
+    (lambda: ordered_partition_loss([1.0, 2.0], [1.0]), "same length"),
+    (lambda: ordered_partition_loss([1.0, np.nan], [1.0, 2.0]), "finite"),
+    (lambda: ordered_partition_loss(["a"], [1.0]), "numeric"),
+    (lambda: ordered_partition_loss([1.0], [1.0], exact="yes"), "exact"),
+    (lambda: ordered_partition_loss([1.0], [1.0], exact=1), "exact"),
+    (lambda: log_subset_normaliser([np.inf]), "scores must be finite"),
+    (lambda: log_subset_normaliser(["a"]), "scores must be a numeric"),
+    (lambda: partition_log_constant([1.0, np.nan]), "ratings must be finite"),
+    (lambda: partition_log_constant([[1.0], ["b"]]), "ratings must be a numeric"),
 ])
-def test_partition_refuses_bad_input(call):
-    with pytest.raises(ParameterError):
+def test_partition_refuses_bad_input(call, match):
+    with pytest.raises(ParameterError, match=match):
         call()

@@ -21,8 +21,9 @@ LCR's pairwise surrogates (Lee et al., WWW 2014, Table 1) live in :mod:`.surroga
 The losses of the blog post "The rank 1 problem": the listwise Plackett–Luce loss with Breslow's or Efron's
 ties (:mod:`.listwise`), the tie-aware pairwise Rao–Kupper and Davidson losses (:mod:`.ties`), the
 ordered-partition likelihood that chooses each group of tied items as a whole (:mod:`.partition`,
-:func:`ordered_partition_loss`) and the smoothed rank with its smoothed NDCG loss (:mod:`.smoothed_rank`,
-:func:`smoothed_rank_loss`, ApproxNDCG).
+:func:`ordered_partition_loss`: the full-decomposition model of Tran, Phung & Venkatesh, SDM 2011, which
+is Plackett–Luce when there are no ties) and the smoothed rank with its smoothed NDCG loss
+(:mod:`.smoothed_rank`, :func:`smoothed_rank_loss`, ApproxNDCG).
 
 The numba kernels behind them (``*_loss_grad``) work on one user's arrays; :mod:`.collab` packs a
 whole ratings table and dispatches per user, for kernels that run in parallel over users.
@@ -36,7 +37,7 @@ from .pairwise import PAIR_COSTS, ordinal_loss, pairs_loss, preference_loss
 from .regression import regression_loss
 from .surrogates import SURROGATE_LABELS, SURROGATES, figure4_frame, surrogate_shape, zero_one_shape
 from .listwise import PL_TIES, pl_list_probability, plackett_luce_loss
-from .partition import LISTWISE_TIES, log_subset_normaliser, ordered_partition_loss
+from .partition import LISTWISE_TIES, log_subset_normaliser, ordered_partition_loss, partition_log_constant
 from .smoothed_rank import smoothed_positions, smoothed_rank_loss, smoothed_rank_pair_curve
 from .ties import TIE_MODELS, tie_frame, tie_loss, tie_probabilities
 from .structured import (REFERENCE_ORDERS, eru_loss, eru_regret, ndcg_loss, ndcg_regret,
@@ -48,7 +49,8 @@ __all__ = ["LOSS_CODES", "LOSS_NAMES", "PAIR_COSTS", "REFERENCE_ORDERS", "build_
            "structured_loss_curve", "SURROGATES", "SURROGATE_LABELS", "figure4_frame", "surrogate_shape",
            "zero_one_shape", "warmup", "PL_TIES", "plackett_luce_loss", "pl_list_probability",
            "TIE_MODELS", "tie_loss", "tie_probabilities", "tie_frame", "LISTWISE_TIES", "ordered_partition_loss",
-           "log_subset_normaliser", "smoothed_rank_loss", "smoothed_positions", "smoothed_rank_pair_curve"]
+           "partition_log_constant", "log_subset_normaliser", "smoothed_rank_loss", "smoothed_positions",
+           "smoothed_rank_pair_curve"]
 
 
 def warmup() -> None:

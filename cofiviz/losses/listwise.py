@@ -38,6 +38,10 @@ preference; its loss is then constant in the differences of the scores (its grad
 and vanishes at equal scores). Both are O(n log n) per list (one sort; suffix sums of exponentials
 carried as log-sum-exp for stability).
 
+A third treatment, which chooses each group as a whole instead of breaking it into single choices, is
+the ordered-partition model of :mod:`.partition` (Tran, Phung & Venkatesh, SDM 2011): also Plackett–Luce
+without ties, and at most Breslow's loss.
+
 The gradient (``∂L/∂f_k``) is, with ``g(k)`` the group of item ``k``,
 
 - Breslow: ``−1 + exp(f_k) Σ_{g ≤ g(k)} |G_g| / S_g`` with ``S_g = Σ_{j ∈ R_g} exp(f_j)``;

@@ -1,61 +1,100 @@
-"""The ordered-partition likelihood of a rated list (blog post "The rank 1 problem": "Taking ties into account").
+"""The ordered-partition likelihood of a rated list: the full-decomposition PMOP of Tran, Phung & Venkatesh (SDM 2011).
 
-"Ranking with ties can be seen as an instance of the problem class of simultaneous partitioning a set
-into subsets and ordering the subsets [...] there exists at least a case where the loss function can be
-computed in linear time." A user's ratings are an ordered partition of the rated items: groups of
-equal ratings ``G_1 ≻ G_2 ≻ … ≻ G_T``, best first. Instead of breaking a group into single choices (as
-Breslow's and Efron's rules of :mod:`.listwise` do), the model chooses each group *as a whole*, in turn,
-among every non-empty subset of the items not chosen yet, ``R_t = G_t ∪ G_{t+1} ∪ … ∪ G_T``:
+The blog post "The rank 1 problem" ("Taking ties into account"): "Ranking with ties can be seen as an
+instance of the problem class of simultaneous partitioning a set into subsets and ordering the subsets
+[...] there exists at least a case where the loss function can be computed in linear time." That case is
+the paper's *full-decomposition* probabilistic model over ordered partitions (PMOP), implemented here.
 
-    P(G_1 ≻ … ≻ G_T) = Π_t Φ(G_t) / Z_t,      Z_t = Σ_{∅ ≠ S ⊆ R_t} Φ(S)
+Model
+-----
+A user's ratings are an ordered partition of the rated items: groups of equal ratings
+``X_1 ≻ X_2 ≻ … ≻ X_K``, best first. The groups are chosen in turn, each *as a whole*, among every
+non-empty subset of the items not chosen yet, ``R_k = X_k ∪ X_{k+1} ∪ … ∪ X_K`` (``N_k = |R_k|`` items):
 
-With the multiplicative subset potential ``Φ(S) = Π_{i ∈ S} exp(f_i)`` the sum over the ``2^|R_t| − 1``
-subsets factorises,
+    p(X_1, …, X_K) = Π_k p_k(X_k | X_{1:k−1})                                        (3.4)
+    p_k(X_k | X_{1:k−1}) = Φ(X_k) / Σ_{∅ ≠ S ⊆ R_k} Φ(S)                                (3.5)
 
-    Z_t = Π_{j ∈ R_t} (1 + e^{f_j}) − 1,
+with the subset potential the *mean* of the item potentials ``φ(x) = exp(f_x)`` of the scores ``f``,
 
-so the whole likelihood costs one sort and linear time. The loss is its negative logarithm,
+    Φ(S) = (1 / |S|) Σ_{x ∈ S} φ(x)                                                    (3.6), (4.15)
 
-    L(f, y) = Σ_t [ log Z_t − Σ_{i ∈ G_t} f_i ],   log Z_t = log(e^{A_t} − 1),   A_t = Σ_{j ∈ R_t} log(1 + e^{f_j})
+Every item of ``R_k`` enters the sum over the ``2^{N_k} − 1`` subsets in the same way, so
 
-and its gradient, with ``g(k)`` the group of item ``k`` and ``σ`` the logistic function
-(``∂ log Z_t/∂f_k = σ(f_k) / (1 − e^{−A_t})`` for ``k ∈ R_t``),
+    Σ_{∅ ≠ S ⊆ R_k} Φ(S) = C_k Σ_{x ∈ R_k} φ(x),    C_k = (2^{N_k} − 1) / N_k           (3.7), Appendix A
 
-    ∂L/∂f_k = −1 + σ(f_k) Σ_{t ≤ g(k)} 1 / (1 − e^{−A_t}).
+(an item lies in ``binom(N_k − 1, m − 1)`` subsets of size ``m``, each weighting it by ``1/m``, and
+``Σ_m binom(N_k − 1, m − 1) / m = Σ_m binom(N_k, m) / N_k``). A stage's log-probability is therefore
 
-``log Z_t`` is a log-sum-exp of linear functions of ``f`` (one per subset), so the loss is convex.
-Everything is carried in logarithms — ``log A_t`` as a log-sum-exp of ``log log(1 + e^{f_j})``, and
-``log(e^A − 1)`` by ``log(expm1(A))`` or ``A + log1p(−e^{−A})`` — so that scores of any size give finite
-values and gradients.
+    log p_k(X_k | X_{1:k−1}) = log Σ_{x ∈ X_k} e^{f_x} − log Σ_{x ∈ R_k} e^{f_x} − log(C_k |X_k|)    (3.8)
+
+Loss
+----
+The loss is the negative of the paper's log-likelihood ``L`` (3.10), which drops the parameter-free
+constants ``log(C_k |X_k|)``:
+
+    L(f, y) = Σ_k [ log Σ_{x ∈ R_k} e^{f_x} − log Σ_{x ∈ X_k} e^{f_x} ]
+            = Σ_k log(1 + S_{k+1} / T_k),      T_k = Σ_{x ∈ X_k} e^{f_x},  S_k = Σ_{x ∈ R_k} e^{f_x} = T_k + S_{k+1}
+
+with ``S_{K+1} = 0``. The exact negative log-likelihood adds the constant, which depends on the group
+sizes only:
+
+    −log p(X_1, …, X_K) = L(f, y) + Σ_k log(C_k |X_k|),   log C_k = log(2^{N_k} − 1) − log N_k
+
+(:func:`partition_log_constant`; ``ordered_partition_loss(…, exact=True)``). With ``g(x)`` the group of
+item ``x``, the gradient is the negative of (3.11):
+
+    ∂L/∂f_x = −e^{f_x} / T_{g(x)} + Σ_{k ≤ g(x)} e^{f_x} / S_k
+
+The sums ``S_k`` are the paper's backward cumulative sums ``a_k = a_{k+1} + Σ_{x ∈ X_k} φ(x)``, so after
+one sort the loss and gradient take linear time. They are carried as logarithms (each ``log T_k`` a
+log-sum-exp with the group's maximum subtracted, ``log S_k`` accumulated by ``logaddexp`` from the last
+group up), the stage loss is ``log1p(e^{log S_{k+1} − log T_k})``, and the gradient's sum over ``k`` is
+``e^{f_x − log S_{g(x)}} W_{g(x)}`` with ``W_k = Σ_{j ≤ k} S_k / S_j = 1 + W_{k−1} e^{log S_k − log S_{k−1}}``
+in ``[1, k]``. Scores of any size give a finite gradient, and a finite loss whenever the loss itself fits in a
+float (it grows like the score differences of items in the wrong order).
 
 Properties (tested in ``tests/test_losses_smoothed_rank_partition.py``)
 
-- The loss depends on the groups only: it is the same in every order of the tied items.
-- The model is a distribution over ordered partitions: the probabilities of all ordered partitions of
-  a set (their number is the Fubini, or ordered Bell, number the blog post mentions) sum to 1.
-- It is **not** shift-invariant, unlike Plackett–Luce: the level of the scores sets how likely items
-  are chosen together. High scores make large groups likely; as every score goes to −∞ the subsets of
-  two or more items become negligible and the normaliser tends to Plackett–Luce's ``Σ_{j ∈ R_t} e^{f_j}``.
-- Without ties (every group one item) it does not reduce to Plackett–Luce: the normaliser still counts
-  the subsets of several items, so ``L = L_PL + Σ_t log(Z_t / Σ_{j ∈ R_t} e^{f_j}) ≥ L_PL``, with equality
-  only in the limit of scores → −∞ above.
-- A list whose items are all tied is one group chosen at once, ``L = log(Π_j (1 + e^{f_j}) − 1) − Σ_j f_j``:
-  it pushes every score up (towards choosing the whole list at once) and says nothing about their order.
+- The model is a distribution over ordered partitions: with the constant, the probabilities of all
+  ordered partitions of a set (their number is the Fubini, or ordered Bell, number the blog post
+  mentions) sum to 1.
+- Each stage loss is ``−log`` of the Plackett–Luce probability that the first item chosen from ``R_k`` lies
+  in ``X_k`` (the paper's §5 reading of (3.8)); so ``L ≥ 0``, and ``L`` is at most Breslow's
+  Plackett–Luce loss (:mod:`.listwise`), which takes ``−log`` of every tied item's choice.
+- Shift invariance: ``L`` depends on ``φ`` only through ratios, so adding a constant to every score
+  leaves it unchanged (the gradient sums to 0).
+- Without ties (every group one item) ``L`` is Plackett–Luce's negative log-likelihood, the ListMLE loss
+  (§5: "when we limit the subset size to 1, i.e. there are no ties, the proposed model reduces to the
+  well-known Plackett-Luce models"). The exact negative log-likelihood exceeds it by ``Σ_k log C_k``: the
+  model divides Plackett–Luce's probability of a strict order by ``Π_k C_k`` and gives the rest to the
+  ordered partitions with ties.
+- The loss depends on the groups only: it is the same in every order of the tied items, and for any
+  ratings with the same order of levels.
+- A list whose items are all tied is one group, ``R_1 = X_1``: ``L = log Σ_R e^f − log Σ_X e^f = 0`` and
+  the gradient is 0 (its exact negative log-likelihood is ``log(2^N − 1)`` whatever the scores). The last
+  group of every list likewise contributes 0 to ``L``.
+- ``L`` is smooth but not convex in ``f`` once a group other than the last has more than one item: each
+  stage is a difference of two log-sum-exps, e.g. two tied items above a third, ``f = (t, −t, 0)``, give
+  ``L = log(1 + 1/(2 cosh t))``, positive and tending to 0 both ways. It is convex when every group but the
+  last is a single item (Plackett–Luce). The paper's remark that the collaborative-filtering log-likelihood
+  is "still concave in either W or H" therefore does not hold in general with ties (the scores
+  ``f(u, i) = W_u · H_i`` are linear in ``W`` for a fixed ``H``).
 
-Source. The blog post's SDM'11 reference: Truyen Tran, Dinh Phung and Svetha Venkatesh, "Probabilistic
-models over ordered partitions with applications in document ranking and collaborative filtering",
-Proc. SIAM International Conference on Data Mining (SDM) 2011, pp. 426–437 (a longer version:
-arXiv:1009.1690). Its abstract: subsets are "chosen in a stagewise manner [...] with suitable
-parameterisation, we can still learn the models in linear time". This module follows the blog post's
-description — the stagewise choice among non-empty subsets, and the multiplicative potential as its
-linear-time case — not the paper's text: no equation numbers of the paper are given, and a variant of the
-potential the paper may also consider (normalised by the subset size, say) is not implemented.
+Source. Tran The Truyen, Dinh Q. Phung and Svetha Venkatesh, "Probabilistic Models over Ordered
+Partitions with Applications in Document Ranking and Collaborative Filtering", Proc. SIAM International
+Conference on Data Mining (SDM) 2011, pp. 426–437: §3.3.1 (full decomposition, (3.4)–(3.11)), Appendix A
+(the constant ``C``), §4.1 (``φ(x) = exp f(x)``, (4.15)), §4.2 (collaborative filtering with
+``f(u, i) = W_u · H_i``), §5 (the reduction to Plackett–Luce). The arXiv preprint 1009.1690, "Probabilistic
+Models over Ordered Partitions with Application in Learning to Rank", is a learning-to-rank version without
+the collaborative-filtering part. The paper's general case, ``Φ(S) = exp(mean of f over S)`` (4.16), has no
+closed-form normaliser (the paper fits it by MCMC) and is not implemented.
 
-Layers: :func:`partition_loss_grad` is the numba kernel of one list (the bilinear model calls it per user
-when ``pl_ties="partition"``); :func:`ordered_partition_loss` is its checked NumPy-facing wrapper;
-:func:`log_subset_normaliser` gives ``log Z`` of one set of scores. :data:`LISTWISE_TIES` lists the
-listwise treatments of a rated list the bilinear model offers: Plackett–Luce with Breslow's or Efron's
-rule, or this model.
+Layers: :func:`partition_loss_grad` is the numba kernel of one list, ``L`` without the constant (the
+bilinear model calls it per user when ``pl_ties="partition"``); :func:`ordered_partition_loss` is its
+checked NumPy-facing wrapper (``exact=True`` adds the constant); :func:`partition_log_constant` gives the
+constant of a rated list; :func:`log_subset_normaliser` gives ``log Σ_{∅ ≠ S ⊆ R} Φ(S)`` of one set of scores.
+:data:`LISTWISE_TIES` lists the listwise treatments of a rated list the bilinear model offers:
+Plackett–Luce with Breslow's or Efron's rule, or this model.
 """
 
 from __future__ import annotations
@@ -69,7 +108,7 @@ from ..errors import ParameterError
 from .listwise import PL_TIES, _check_list, _logaddexp
 
 __all__ = ["LISTWISE_TIES", "listwise_ties_code", "partition_loss_grad", "ordered_partition_loss",
-           "log_subset_normaliser", "warmup"]
+           "partition_log_constant", "log_subset_normaliser", "warmup"]
 
 #: Listwise treatments of a rated list, in the order of their integer codes: Plackett–Luce with
 #: Breslow's (0) or Efron's (1) rule for ties (:mod:`.listwise`), or the ordered-partition model (2).
@@ -91,69 +130,28 @@ def listwise_ties_code(ties: str) -> int:
 
 # ---------------------------------------------------------------------------------------------- numba
 @njit(cache=True, nogil=True, inline="always")
-def _log_softplus(x):
-    """``log log(1 + e^x)``, finite for every finite ``x``."""
+def _log1pexp(x):
+    """``log(1 + e^x)``, finite for every ``x`` below +inf (0 at −inf)."""
     if x > 0.0:
-        return math.log(x + math.log1p(math.exp(-x)))
-    if x > -30.0:
-        return math.log(math.log1p(math.exp(x)))
-    # log(1 + e^x) = e^x (1 − e^x / 2 + …): its logarithm is x − e^x / 2 to double precision
-    return x - 0.5 * math.exp(x)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _log_sigmoid(x):
-    """``log σ(x) = −log(1 + e^{−x})``."""
-    if x >= 0.0:
-        return -math.log1p(math.exp(-x))
-    return x - math.log1p(math.exp(x))
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _log_expm1(log_a):
-    """``(A, log(e^A − 1))`` from ``log A``, for ``A > 0``: the log-normaliser ``log Z`` of a set with ``A = Σ log(1 + e^f)``."""
-    a = math.exp(log_a)
-    if a > 0.6931471805599453:
-        return a, a + math.log1p(-math.exp(-a))
-    if a > 1e-8:
-        return a, math.log(math.expm1(a))
-    # log((e^A − 1) / A) = A / 2 + O(A²)
-    return a, log_a + 0.5 * a
+        return x + math.log1p(math.exp(-x))
+    return math.log1p(math.exp(x))
 
 
 @njit(cache=True, nogil=True)
-def log_normaliser_kernel(f):
-    """``log Σ_{∅ ≠ S ⊆ R} Π_{i ∈ S} e^{f_i} = log(Π_j (1 + e^{f_j}) − 1)`` of the scores ``f`` of a set ``R`` (−inf if empty)."""
-    log_a = -np.inf
-    for j in range(f.shape[0]):
-        log_a = _logaddexp(log_a, _log_softplus(f[j]))
-    if log_a == -np.inf:
-        return -np.inf
-    return _log_expm1(log_a)[1]
+def log_c(n):
+    """``log C = log((2^n − 1) / n)`` of a set of ``n ≥ 1`` items (eq 3.7, Appendix A); 0 for ``n = 1``."""
+    if n <= 60:
+        return math.log((2.0 ** n - 1.0) / n)
+    ln2 = 0.6931471805599453                 # log(2^n − 1) = n log 2 + log1p(−2^{−n}), for 2^n beyond 2^60
+    return n * ln2 + math.log1p(-math.exp(-n * ln2)) - math.log(n)
 
 
 @njit(cache=True, nogil=True)
-def partition_loss_grad(f, y, grad):
-    """Ordered-partition negative log-likelihood of one list and its gradient (see the module documentation).
-
-    Parameters
-    ----------
-    f : float64[n]
-        Scores (higher: chosen earlier).
-    y : float64[n]
-        Ratings (higher: better); equal ratings form a group, chosen as a whole.
-    grad : float64[n]
-        Output, ``∂L/∂f``.
-
-    Returns
-    -------
-    float
-        ``L(f, y) = Σ_t [log Z_t − Σ_{i ∈ G_t} f_i]`` (0 for an empty list).
-    """
-    n = f.shape[0]
-    if n == 0:
-        return 0.0
-    order = np.argsort(-y, kind="mergesort")   # best first; ties in stored order (irrelevant to the loss)
+def _groups(y):
+    """``(order, starts, K)``: item indices best rating first (ties in stored order), and the groups of equal
+    ratings, group ``k`` at ``order[starts[k]:starts[k + 1]]``."""
+    n = y.shape[0]
+    order = np.argsort(-y, kind="mergesort")
     starts = np.empty(n + 1, dtype=np.int64)
     n_groups = 0
     for a in range(n):
@@ -161,36 +159,108 @@ def partition_loss_grad(f, y, grad):
             starts[n_groups] = a
             n_groups += 1
     starts[n_groups] = n
-    # A_t = Σ_{j ∈ R_t} log(1 + e^{f_j}) (as log A_t), and log Z_t = log(e^{A_t} − 1), from the last group up
-    a_t = np.empty(n_groups)
-    log_z = np.empty(n_groups)
-    log_a = -np.inf
-    for g in range(n_groups - 1, -1, -1):
-        for a in range(starts[g], starts[g + 1]):
-            log_a = _logaddexp(log_a, _log_softplus(f[order[a]]))
-        a_t[g], log_z[g] = _log_expm1(log_a)
+    return order, starts, n_groups
+
+
+@njit(cache=True, nogil=True)
+def log_normaliser_kernel(f):
+    """``log Σ_{∅ ≠ S ⊆ R} Φ(S) = log C + log Σ_{x ∈ R} e^{f_x}`` of the scores ``f`` of a set ``R`` (eq 3.7; −inf if empty)."""
+    n = f.shape[0]
+    if n == 0:
+        return -np.inf
+    mx = -np.inf
+    for j in range(n):
+        if f[j] > mx:
+            mx = f[j]
+    s = 0.0
+    for j in range(n):
+        s += math.exp(f[j] - mx)
+    return log_c(n) + mx + math.log(s)
+
+
+@njit(cache=True, nogil=True)
+def partition_log_constant_kernel(y):
+    """``Σ_k log(C_k |X_k|)`` of the ordered partition given by the ratings ``y`` (eq 3.8; 0 for an empty list)."""
+    n = y.shape[0]
+    if n == 0:
+        return 0.0
+    _, starts, n_groups = _groups(y)
+    out = 0.0
+    for k in range(n_groups):
+        out += log_c(n - starts[k]) + math.log(starts[k + 1] - starts[k])
+    return out
+
+
+@njit(cache=True, nogil=True)
+def partition_loss_grad(f, y, grad):
+    """Full-decomposition ordered-partition loss of one list and its gradient (see the module documentation).
+
+    Parameters
+    ----------
+    f : float64[n]
+        Scores (higher: chosen earlier), ``φ(x) = e^{f_x}``.
+    y : float64[n]
+        Ratings (higher: better); equal ratings form a group ``X_k``, chosen as a whole.
+    grad : float64[n]
+        Output, ``∂L/∂f_x = −e^{f_x} / T_{g(x)} + Σ_{k ≤ g(x)} e^{f_x} / S_k`` (the negative of eq 3.11).
+
+    Returns
+    -------
+    float
+        ``L(f, y) = Σ_k [log S_k − log T_k] = Σ_k log(1 + S_{k+1} / T_k)``, the negative of eq 3.10: the
+        negative log-likelihood without the constant ``Σ_k log(C_k |X_k|)`` (0 for an empty list).
+    """
+    n = f.shape[0]
+    if n == 0:
+        return 0.0
+    order, starts, n_groups = _groups(y)
+    # log T_k (log-sum-exp of the group) and log S_k = log(T_k + S_{k+1}), from the last group up
+    log_t = np.empty(n_groups)
+    log_s = np.empty(n_groups + 1)
+    log_s[n_groups] = -np.inf
+    for k in range(n_groups - 1, -1, -1):
+        mx = -np.inf
+        for a in range(starts[k], starts[k + 1]):
+            if f[order[a]] > mx:
+                mx = f[order[a]]
+        t = 0.0
+        for a in range(starts[k], starts[k + 1]):
+            t += math.exp(f[order[a]] - mx)
+        log_t[k] = mx + math.log(t)
+        log_s[k] = _logaddexp(log_s[k + 1], log_t[k])
     loss = 0.0
-    log_w = -np.inf                            # log Σ_{t ≤ g} 1 / (1 − e^{−A_t}) = log Σ_{t ≤ g} e^{A_t − log Z_t}
-    for g in range(n_groups):
-        sf = 0.0
-        for a in range(starts[g], starts[g + 1]):
-            sf += f[order[a]]
-        loss += log_z[g] - sf
-        log_w = _logaddexp(log_w, a_t[g] - log_z[g])
-        for a in range(starts[g], starts[g + 1]):
-            k = order[a]
-            grad[k] = -1.0 + math.exp(_log_sigmoid(f[k]) + log_w)
+    w = 0.0                                    # W_k = Σ_{j ≤ k} S_k / S_j
+    for k in range(n_groups):
+        loss += _log1pexp(log_s[k + 1] - log_t[k])
+        if k == 0:
+            w = 1.0
+        else:
+            w = 1.0 + w * math.exp(log_s[k] - log_s[k - 1])
+        for a in range(starts[k], starts[k + 1]):
+            x = order[a]
+            grad[x] = math.exp(f[x] - log_s[k]) * w - math.exp(f[x] - log_t[k])
     return loss
 
 
 # ---------------------------------------------------------------------------------------------- NumPy
-def ordered_partition_loss(scores, ratings) -> tuple[float, np.ndarray]:
-    """``(L, ∂L/∂f)``: the ordered-partition loss of one rated list (SDM'11 model; "The rank 1 problem").
+def _check_vector(values, name: str) -> np.ndarray:
+    """``values`` as a contiguous float64 vector; ``ParameterError`` naming ``name`` if not numeric or not finite."""
+    try:
+        v = np.ascontiguousarray(np.asarray(values, dtype=np.float64).ravel())
+    except (TypeError, ValueError) as exc:
+        raise ParameterError(f"{name} must be a numeric array: {exc}") from None
+    if not np.all(np.isfinite(v)):
+        raise ParameterError(f"{name} must be finite")
+    return v
+
+
+def ordered_partition_loss(scores, ratings, exact: bool = False) -> tuple[float, np.ndarray]:
+    """``(L, ∂L/∂f)``: the full-decomposition ordered-partition loss of one rated list (Tran et al., SDM 2011).
 
     The groups of equal ratings are chosen best first, each as a whole among every non-empty subset of
-    the items left, with subset potential ``Π_{i ∈ S} e^{f_i}``:
+    the items left, with the mean potential ``Φ(S) = (1/|S|) Σ_{x ∈ S} e^{f_x}`` (eqs 3.5, 3.6):
 
-        L = Σ_t [ log(Π_{j ∈ R_t} (1 + e^{f_j}) − 1) − Σ_{i ∈ G_t} f_i ]
+        L = Σ_k [ log Σ_{x ∈ R_k} e^{f_x} − log Σ_{x ∈ X_k} e^{f_x} ]                (negative of eq 3.10)
 
     Parameters
     ----------
@@ -198,38 +268,62 @@ def ordered_partition_loss(scores, ratings) -> tuple[float, np.ndarray]:
         Predicted scores ``f`` of the list's items.
     ratings : array_like
         Their ratings; higher is better, equal ratings form a group.
+    exact : bool
+        Add the constant ``Σ_k log(C_k |X_k|)`` (:func:`partition_log_constant`, eq 3.8), giving the exact
+        negative log-likelihood ``−log p(X_1, …, X_K)``. The gradient is the same either way.
 
     Returns
     -------
     (float, numpy.ndarray)
-        The negative log-likelihood and its gradient in ``scores`` (module documentation).
+        The loss (the exact negative log-likelihood if ``exact``) and its gradient in ``scores``
+        (module documentation).
 
     Raises
     ------
     ParameterError
-        Shapes that differ or non-finite values.
+        Shapes that differ, non-finite values, or an ``exact`` that is not a bool.
     """
+    if not isinstance(exact, (bool, np.bool_)):
+        raise ParameterError(f"exact must be True or False, got {exact!r}")
     f, y = _check_list(scores, ratings)
     grad = np.empty_like(f)
-    return float(partition_loss_grad(f, y, grad)), grad
+    loss = float(partition_loss_grad(f, y, grad))
+    if exact:
+        loss += float(partition_log_constant_kernel(y))
+    return loss, grad
+
+
+def partition_log_constant(ratings) -> float:
+    """``Σ_k log(C_k |X_k|)``, ``C_k = (2^{N_k} − 1) / N_k``: the parameter-free part of the negative log-likelihood.
+
+    ``X_1 ≻ … ≻ X_K`` are the groups of equal ratings, best first, and ``N_k`` the number of items in
+    ``X_k ∪ … ∪ X_K`` (eqs 3.7, 3.8 and Appendix A). Adding it to :func:`ordered_partition_loss` gives
+    ``−log p(X_1, …, X_K)``; it depends on the group sizes only (0 for an empty list).
+
+    Raises
+    ------
+    ParameterError
+        Non-numeric or non-finite ratings.
+    """
+    return float(partition_log_constant_kernel(_check_vector(ratings, "ratings")))
 
 
 def log_subset_normaliser(scores) -> float:
-    """``log Σ_{∅ ≠ S ⊆ R} Π_{i ∈ S} e^{f_i} = log(Π_j (1 + e^{f_j}) − 1)`` for the scores of a set ``R``.
+    """``log Σ_{∅ ≠ S ⊆ R} Φ(S) = log C + log Σ_{x ∈ R} e^{f_x}`` for the scores of a set ``R`` (eq 3.7).
 
-    The sum runs over the ``2^|R| − 1`` non-empty subsets; the product form makes it linear in ``|R|``.
-    ``-inf`` for an empty set.
+    ``Φ(S) = (1/|S|) Σ_{x ∈ S} e^{f_x}`` is the mean potential (eq 3.6) and ``C = (2^N − 1)/N`` with
+    ``N = |R|`` (Appendix A): the sum over the ``2^N − 1`` non-empty subsets takes linear time. It is the
+    denominator of a stage's choice (eq 3.5); ``-inf`` for an empty set.
 
     Raises
     ------
     ParameterError
         Non-numeric or non-finite scores.
     """
-    f, _ = _check_list(scores, np.zeros(np.size(scores)))
-    return float(log_normaliser_kernel(f))
+    return float(log_normaliser_kernel(_check_vector(scores, "scores")))
 
 
 def warmup() -> None:
     """Compile (or load from numba's cache) the ordered-partition kernels."""
-    ordered_partition_loss([0.2, -0.1, 0.4], [5.0, 3.0, 5.0])
+    ordered_partition_loss([0.2, -0.1, 0.4], [5.0, 3.0, 5.0], exact=True)
     log_subset_normaliser([0.2, -0.1])

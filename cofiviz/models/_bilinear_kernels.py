@@ -16,7 +16,8 @@ The model's projected user and item vectors are ``P (m × r)`` and ``Q (n × r)`
   of equal ratings are ties (or dropped with ``use_ties = False``);
 - 8: a likelihood of the whole list read as an ordered partition, by ``pl_ties``: Plackett–Luce with
   Breslow's (0) or Efron's (1) rule (:mod:`cofiviz.losses.listwise`), or the ordered-partition model
-  that chooses each group of equal ratings as a whole (2, :mod:`cofiviz.losses.partition`);
+  that chooses each group of equal ratings as a whole (2, the full-decomposition model of Tran, Phung &
+  Venkatesh, SDM 2011, :mod:`cofiviz.losses.partition`; its loss without the parameter-free constant);
 - 9: the smoothed-rank NDCG loss (ApproxNDCG, :mod:`cofiviz.losses.smoothed_rank`), scale ``gamma``.
 
 Codes 8 and 9 skip a user whose ratings are all equal (no order to learn); code 9 also skips a user
@@ -77,7 +78,7 @@ def loss_pass(indptr, ratings, f, code, gamma, tie_param, use_ties, pl_ties, act
         Tie-aware models: use pairs of equal ratings as ties (True) or drop them.
     pl_ties : int
         Listwise likelihood of code 8: 0 Plackett–Luce with Breslow's ties, 1 with Efron's, 2 the
-        ordered-partition model.
+        ordered-partition model (full decomposition, SDM 2011).
     active : bool[m]
         Users to evaluate; the others get zero loss and gradient.
     G, user_loss, user_count : outputs

@@ -28,8 +28,9 @@ Training minimises, by full-batch gradient steps (AdaGrad by default), one of
   1970;
 - the listwise ``plackett_luce`` loss of each user's rated list (Luce 1959, Plackett 1975), ties by
   Breslow's or Efron's rule, or — ``pl_ties="partition"`` — the ordered-partition likelihood that
-  chooses each group of equal ratings as a whole among every non-empty subset of the items left
-  (the blog post's SDM'11 reference, Tran, Phung & Venkatesh; :mod:`cofiviz.losses.partition`);
+  chooses each group of equal ratings as a whole among every non-empty subset of the items left, a
+  subset's potential being the mean of its items' ``e^f`` (the full-decomposition model of the blog
+  post's reference, Tran, Phung & Venkatesh, SDM 2011; :mod:`cofiviz.losses.partition`);
 - the ``smoothed_rank`` loss: one minus the NDCG of the list with each position replaced by the smoothed
   position ``1 + Σ_{j≠i} σ(γ(f_j − f_i))`` of the blog post ("The loss functions"), i.e. ApproxNDCG (Qin,
   Liu & Li 2010; :mod:`cofiviz.losses.smoothed_rank`), scale γ = ``gamma``; non-convex, and flat where
@@ -158,8 +159,10 @@ class Bilinear(Model):
     pl_ties : {"breslow", "efron", "partition"}
         ``loss="plackett_luce"``: Plackett–Luce with Breslow's or Efron's rule for equal ratings
         (:mod:`cofiviz.losses.listwise`), or the ordered-partition model, which chooses each group of equal
-        ratings as a whole (:mod:`cofiviz.losses.partition`; not shift-invariant: the item offsets learn how
-        likely items are grouped).
+        ratings as a whole (:mod:`cofiviz.losses.partition`, Tran, Phung & Venkatesh, SDM 2011): a group
+        costs ``log Σ_{R} e^f − log Σ_{group} e^f`` (``R``: the group and every item rated lower), so it asks
+        that one of the group's items, not each of them, come before the items rated lower. Like the
+        other two it is shift-invariant and is Plackett–Luce when there are no ties.
     features : {"both", "latent", "given"}
         Latent ids plus given features; ids only (plain factorisation); given features only (a side
         with no features keeps its ids). ``"both"`` without side tables is ``"latent"``.

@@ -26,10 +26,10 @@ Side features and ties (the bilinear rank functional, :class:`cofiviz.models.Bil
     users. :func:`coldstart_experiment`: the same with 1 or 3 given ratings. :func:`ties_experiment`: the
     objectives compared on weak generalization (N = 20, 50): pairs of equal ratings used as ties or dropped
     (Rao–Kupper θ = 2, Davidson ν = 1), Plackett–Luce with Breslow's and Efron's tie rules, the
-    ordered-partition likelihood that chooses each group of equal ratings as a whole (the blog post's
-    SDM'11 reference, ``pl_ties="partition"``), and the smoothed-rank NDCG loss (ApproxNDCG, the blog post's
-    smoothed rank, γ = 0.3, 1, 3: no validation part, every γ is shown). Every fit runs a fixed number of
-    iterations (no early stopping).
+    ordered-partition likelihood that chooses each group of equal ratings as a whole (the full-decomposition
+    model of the blog post's reference, Tran, Phung & Venkatesh, SDM 2011; ``pl_ties="partition"``), and the
+    smoothed-rank NDCG loss (ApproxNDCG, the blog post's smoothed rank, γ = 0.3, 1, 3: no validation part,
+    every γ is shown). Every fit runs a fixed number of iterations (no early stopping).
 
 Each (model, setting, protocol, seed) is a cell of an :class:`~cofiviz.experiment.Experiment`, so a
 :class:`~cofiviz.store.ResultsStore` keeps finished cells and an interrupted run resumes.
