@@ -28,7 +28,9 @@ __all__ = ["PAPER", "PAPER_SETTINGS", "TABLE2", "TABLE3", "AUTHORS_CODE", "AUTHO
 
 PAPER = "cofirank-nips07"
 #: The paper's settings (§6): d = 100, λ = 10, NDCG truncation k = 10, c_i = (i+1)^-0.25, 31 iterations.
-PAPER_SETTINGS = {"rank": 100, "reg": 10.0, "k": 10, "c_exponent": -0.25, "max_iter": 31}
+#: the paper's settings, every one the model's defaults differ in pinned (CofiRank.presets["paper"] without the loss)
+PAPER_SETTINGS = {"rank": 100, "reg": 10.0, "k": 10, "c_exponent": -0.25, "max_iter": 31, "item_prior": "none",
+                  "init": "uniform"}
 
 
 def _cells(table: str, protocol: str, numbers: dict) -> list[PaperCell]:
