@@ -209,9 +209,15 @@ def test_models_datasets_warmup(capsys):
         else:
             sections[current].append(line.strip())
     assert {"itemmean", "poprec"} <= set(sections)
-    (damping,) = sections["itemmean"]  # the loop parameters are hidden: the baselines do not iterate
+    params = {name: [line for line in lines if " = " in line.split(":")[0]] for name, lines in sections.items()}
+    (damping,) = params["itemmean"]  # the loop parameters are hidden: the baselines do not iterate
     assert damping.startswith("damping = 10.0") and "[0, inf)" in damping
-    (tie,) = sections["poprec"]
+    # the search space --tune draws from and the named presets follow the parameters
+    space = [line for line in sections["cofirank"] if line.startswith("search space (--tune): ")]
+    assert len(space) == 1 and "rank integer, log scale [10, 100]" in space[0] and "init one of" in space[0]
+    paper = [line for line in sections["cofirank"] if line.startswith("preset paper (--preset paper): ")]
+    assert len(paper) == 1 and "rank=100" in paper[0] and "item_prior='none'" in paper[0]
+    (tie,) = params["poprec"]
     assert tie.startswith("tie_break = 'mean'") and "mean|none" in tie
     assert main(["datasets"]) == 0 and "movielens-100k" in capsys.readouterr().out
     assert main(["datasets", "fetch"]) == 2

@@ -17,6 +17,12 @@ from contract import ModelContract, random_ndcg
 FAST = {"rank": 8, "max_iter": 4}
 
 
+def paper_cofirank(**params) -> CofiRank:
+    """CofiRank at the paper's settings (``CofiRank.presets["paper"]``: λ = 10, no item prior, uniform initial
+    factors), whose behaviour the tests below are about; ``params`` override them."""
+    return CofiRank.from_preset("paper", **params)
+
+
 class TestCofiRankContract(ModelContract):
     bad_params = [{"seed": -1}, {"loss": "hinge"}, {"rank": 0}, {"reg": 0.0}, {"c_exponent": 0.5}, {"bias_reg": -1.0},
                   {"reference_order": "title"}, {"bmrm_max_iter": 1}, {"eru_halflife": 1.0},
@@ -69,7 +75,7 @@ def baselines(camps):
     {"loss": "eru", "reg": 1.0},
 ])
 def test_learns_two_camps_where_popularity_cannot(camps, baselines, params):
-    model = CofiRank(rank=10, max_iter=8, **params).fit(camps.train)
+    model = paper_cofirank(rank=10, max_iter=8, **params).fit(camps.train)
     got = mean_metrics(model, camps.test, ["ndcg@10"])["ndcg@10"]
     assert baselines["poprec"] < baselines["random"] + 0.05  # popularity carries no signal here
     assert got > baselines["random"] + 0.1, (params, got, baselines)
@@ -78,7 +84,7 @@ def test_learns_two_camps_where_popularity_cannot(camps, baselines, params):
 
 def test_paper_lambda_shrinks_the_factors_geometrically_but_keeps_the_ranking(camps):
     """At λ = 10 the NDCG-loss factors shrink every iteration (the original code reaches ~1e-33)."""
-    model = CofiRank(rank=10, max_iter=12).fit(camps.train)
+    model = paper_cofirank(rank=10, max_iter=12).fit(camps.train)
     norms = np.array([r["norm_U"] * r["norm_M"] for r in model.phase_log_])
     assert np.all(np.diff(np.log(norms[2:])) < 0) and norms[-1] < 1e-10
     assert mean_metrics(model, camps.test, ["ndcg@10"])["ndcg@10"] > random_ndcg(camps) + 0.1
@@ -89,9 +95,9 @@ def test_paper_lambda_shrinks_the_factors_geometrically_but_keeps_the_ranking(ca
 def test_user_weight_keeps_the_ordinal_factors_from_collapsing_at_the_paper_lambda(camps):
     """At λ = 10 the 1/M-normalised ordinal loss is too small against the penalty: the factors go to 0
     (only their direction ranks). Weighted by n_u = 12 it is the problem at λ = 10/12, which keeps them."""
-    plain = CofiRank(rank=10, max_iter=8, loss="ordinal").fit(camps.train)
-    weighted = CofiRank(rank=10, max_iter=8, loss="ordinal", user_weight="n_ratings").fit(camps.train)
-    scaled = CofiRank(rank=10, max_iter=8, loss="ordinal", reg=10.0 / 12).fit(camps.train)
+    plain = paper_cofirank(rank=10, max_iter=8, loss="ordinal").fit(camps.train)
+    weighted = paper_cofirank(rank=10, max_iter=8, loss="ordinal", user_weight="n_ratings").fit(camps.train)
+    scaled = paper_cofirank(rank=10, max_iter=8, loss="ordinal", reg=10.0 / 12).fit(camps.train)
     assert np.linalg.norm(plain.U_) * np.linalg.norm(plain.M_) < 1e-6
     assert np.linalg.norm(weighted.U_) * np.linalg.norm(weighted.M_) > 1.0
     # the same problem up to the factor 12 in the objective (BMRM's absolute gap tolerance is not
@@ -102,7 +108,7 @@ def test_user_weight_keeps_the_ordinal_factors_from_collapsing_at_the_paper_lamb
 
 
 def test_offsets_are_augmented_columns_kept_at_one(camps):
-    model = CofiRank(rank=5, max_iter=3, offsets=True, reg=1.0).fit(camps.train)
+    model = paper_cofirank(rank=5, max_iter=3, offsets=True, reg=1.0).fit(camps.train)
     U, M = model._state()["U"], model._state()["M"]
     assert U.shape[1] == M.shape[1] == 7
     np.testing.assert_array_equal(U[:, 6], 1.0)  # meets the learned item bias M[:, 6]
@@ -113,8 +119,8 @@ def test_offsets_are_augmented_columns_kept_at_one(camps):
 
 
 def test_reference_order_is_a_real_choice(camps):
-    a = CofiRank(rank=5, max_iter=3, reg=1.0).fit(camps.train)
-    b = CofiRank(rank=5, max_iter=3, reg=1.0, reference_order="item_id").fit(camps.train)
+    a = paper_cofirank(rank=5, max_iter=3, reg=1.0).fit(camps.train)
+    b = paper_cofirank(rank=5, max_iter=3, reg=1.0, reference_order="item_id").fit(camps.train)
     assert not np.allclose(a.score(camps.test.users, camps.test.items), b.score(camps.test.users, camps.test.items))
 
 
@@ -125,7 +131,7 @@ def test_fold_in_fits_new_users_with_item_factors_frozen():
     train = split.train.take(~is_new)
     given = split.train.take(is_new, name="given")
     test = split.test.take(np.isin(split.test.users, test_users))
-    model = CofiRank(rank=10, max_iter=6, reg=1.0).fit(train)
+    model = paper_cofirank(rank=10, max_iter=6, reg=1.0).fit(train)
     M_before, U_before = model.M_.copy(), model.U_.copy()
     before = mean_metrics(model, test, ["ndcg@10"])["ndcg@10"]  # new users' rows are 0: constant scores
     assert model.fold_in(given) is model
@@ -145,7 +151,7 @@ def test_strong_generalization_protocol_through_evaluate():
     split0 = two_camps(seed=2, n_users=120, per_user=40, n_train=40)
     full = split0.train
     split = cofiviz.protocols.strong_generalization(full, n_given=10, n_test_users=20, min_item_ratings=5, seed=0)
-    model = CofiRank(rank=10, max_iter=6, reg=1.0).fit(split.train)
+    model = paper_cofirank(rank=10, max_iter=6, reg=1.0).fit(split.train)
     ev = cofiviz.evaluate(model, split, metrics=["ndcg@10"])
     assert ev.info["folded_in"]
     assert float(ev.summary["mean"].iloc[0]) > 0.85
@@ -157,7 +163,13 @@ def test_parameters_are_validated_by_name():
     with pytest.raises(ParameterError, match="bmrm_max_planes"):
         CofiRank(bmrm_max_planes=1)
     model = CofiRank()
-    assert (model.rank, model.reg, model.k, model.c_exponent, model.max_iter) == (100, 10.0, 10, -0.25, 31)
+    # the defaults: the setting chosen on validation in cofirank-tuned; the paper's settings are the preset
+    assert (model.rank, model.reg, model.k, model.c_exponent, model.max_iter) == (10, 2.0, 10, -0.25, 1)
+    assert (model.item_prior, model.prior_damping, model.init, model.init_iter, model.init_reg) == (
+        "damped_mean", 10.0, "regression", 10, 10.0)
+    paper = CofiRank.from_preset("paper")
+    assert (paper.rank, paper.reg, paper.k, paper.c_exponent, paper.max_iter) == (100, 10.0, 10, -0.25, 31)
+    assert (paper.item_prior, paper.init, paper.offsets, paper.loss) == ("none", "uniform", False, "ndcg")
     assert (model.bmrm_tol, model.bmrm_rel_tol, model.bmrm_max_iter, model.bmrm_max_planes) == (0.01, 0.02, 70, 100)
 
 
@@ -175,7 +187,7 @@ def test_movielens_weak_n10_reproduces_the_original_code():
     except cofiviz.DataSourceError as exc:  # pragma: no cover - no cached copy and no network
         pytest.skip(f"MovieLens 100K unavailable: {exc}")
     split = cofiviz.protocols.cofirank_weak(ratings, n_train=10, seed=0)
-    model = CofiRank(reference_order="item_id", seed=0).fit(split.train)
+    model = paper_cofirank(reference_order="item_id", seed=0).fit(split.train)
     got = mean_metrics(model, split.test, ["ndcg@10"])["ndcg@10"]
     assert abs(got - AUTHORS_CODE["ndcg"][10]) < 0.02, got
     assert model.phase_log_[-1]["norm_U"] < 1e-25  # the degenerate, shrinking solution of λ = 10
@@ -188,7 +200,7 @@ def test_item_prior_is_the_damped_item_mean_in_a_fixed_column(camps):
     from cofiviz.models import ItemMean
 
     train = camps.train
-    model = CofiRank(rank=5, max_iter=3, reg=1.0, item_prior="damped_mean", prior_scale=2.0).fit(train)
+    model = paper_cofirank(rank=5, max_iter=3, reg=1.0, item_prior="damped_mean", prior_scale=2.0).fit(train)
     U, M = model.U_, model.M_
     assert U.shape[1] == M.shape[1] == 6
     np.testing.assert_array_equal(U[:, 5], 1.0)
@@ -200,17 +212,17 @@ def test_item_prior_is_the_damped_item_mean_in_a_fixed_column(camps):
     # the prior column is part of every score
     users, items_t = camps.test.users, camps.test.items
     np.testing.assert_allclose(model.score(users, items_t), np.einsum("ij,ij->i", U[users], M[items_t]))
-    # the default (the paper's) has no prior column and different scores
-    paper = CofiRank(rank=5, max_iter=3, reg=1.0).fit(train)
+    # the paper's model has no prior column and different scores
+    paper = paper_cofirank(rank=5, max_iter=3, reg=1.0).fit(train)
     assert paper.M_.shape[1] == 5
     assert not np.allclose(paper.score(users, items_t), model.score(users, items_t))
-    np.testing.assert_array_equal(CofiRank().item_prior_offsets(train), 0.0)
+    np.testing.assert_array_equal(paper_cofirank().item_prior_offsets(train), 0.0)
 
 
 def test_item_prior_with_collapsed_factors_ranks_like_the_item_mean(camps):
     from cofiviz.models import ItemMean
 
-    model = CofiRank(rank=5, max_iter=6, reg=1e4, item_prior="damped_mean").fit(camps.train)
+    model = paper_cofirank(rank=5, max_iter=6, reg=1e4, item_prior="damped_mean").fit(camps.train)
     assert model.phase_log_[-1]["norm_U"] * model.phase_log_[-1]["norm_M"] < 1e-6
     im = ItemMean(damping=10.0).fit(camps.train)
     got = mean_metrics(model, camps.test, ["ndcg@10"])["ndcg@10"]
@@ -219,24 +231,24 @@ def test_item_prior_with_collapsed_factors_ranks_like_the_item_mean(camps):
 
 
 def test_item_prior_still_learns_two_camps(camps, baselines):
-    model = CofiRank(rank=10, max_iter=8, reg=1.0, item_prior="damped_mean").fit(camps.train)
+    model = paper_cofirank(rank=10, max_iter=8, reg=1.0, item_prior="damped_mean").fit(camps.train)
     got = mean_metrics(model, camps.test, ["ndcg@10"])["ndcg@10"]
     assert got > baselines["poprec"] + 0.1
 
 
 def test_regression_warm_start_uses_a_regression_fit(camps, baselines):
-    warm = CofiRank(rank=5, loss="regression", offsets=True, reg=5.0, max_iter=2, seed=3).fit(camps.train)
-    model = CofiRank(rank=5, reg=1.0, max_iter=1, init="regression", init_iter=2, init_reg=5.0, seed=3)
+    warm = paper_cofirank(rank=5, loss="regression", offsets=True, reg=5.0, max_iter=2, seed=3).fit(camps.train)
+    model = paper_cofirank(rank=5, reg=1.0, max_iter=1, init="regression", init_iter=2, init_reg=5.0, seed=3)
     model.fit(camps.train)
-    cold = CofiRank(rank=5, reg=1.0, max_iter=1, seed=3).fit(camps.train)
+    cold = paper_cofirank(rank=5, reg=1.0, max_iter=1, seed=3).fit(camps.train)
     assert not np.allclose(model.M_, cold.M_)
     # one outer iteration from the warm start: the user phase starts from the regression factors, so a
     # zero-iteration comparison is the item phase's start; check the start directly
-    probe = CofiRank(rank=5, reg=1.0, max_iter=1, init="regression", init_iter=2, init_reg=5.0, seed=3)
+    probe = paper_cofirank(rank=5, reg=1.0, max_iter=1, init="regression", init_iter=2, init_reg=5.0, seed=3)
     probe._setup(camps.train, np.random.default_rng(3))
     np.testing.assert_allclose(probe.U_[:, :5], warm.U_[:, :5])
     np.testing.assert_allclose(probe.M_[:, :5], warm.M_[:, :5])
-    full = CofiRank(rank=10, reg=1.0, max_iter=8, init="regression", init_reg=1.0).fit(camps.train)
+    full = paper_cofirank(rank=10, reg=1.0, max_iter=8, init="regression", init_reg=1.0).fit(camps.train)
     assert mean_metrics(full, camps.test, ["ndcg@10"])["ndcg@10"] > baselines["poprec"] + 0.1
 
 
@@ -245,7 +257,7 @@ def test_fold_in_with_best_loss_item_factors():
     test_users = np.arange(80, 100)
     is_new = np.isin(split.train.users, test_users)
     train, given = split.train.take(~is_new), split.train.take(is_new, name="given")
-    model = CofiRank(rank=10, max_iter=6, fold_in_items="best_loss").fit(train)
+    model = paper_cofirank(rank=10, max_iter=6, fold_in_items="best_loss").fit(train)
     losses = [r["item_phase_last_loss"] for r in model.phase_log_]
     assert model.best_M_iteration_ == 1 + int(np.argmin(losses))
     best, final = model.best_M_.copy(), model.M_.copy()
@@ -255,14 +267,14 @@ def test_fold_in_with_best_loss_item_factors():
     test = split.test.take(np.isin(split.test.users, test_users))
     assert mean_metrics(model, test, ["ndcg@10"])["ndcg@10"] > 0.85
     # the default keeps the final factors and stores no copy
-    default = CofiRank(rank=10, max_iter=6).fit(train)
+    default = paper_cofirank(rank=10, max_iter=6).fit(train)
     assert default.best_M_ is None and "best_M" not in default._state()
 
 
 def test_item_reg_exponent_weights_and_objective(camps):
     train = camps.train
     assert CofiRank().item_reg_weights(train) is None
-    model = CofiRank(rank=5, max_iter=3, reg=1.0, item_reg_exponent=1.0).fit(train)
+    model = paper_cofirank(rank=5, max_iter=3, reg=1.0, item_reg_exponent=1.0).fit(train)
     counts = np.bincount(train.items, minlength=train.n_items).astype(float)
     w = model.item_reg_weights(train)
     np.testing.assert_allclose(w, np.maximum(counts, 1) / counts[counts > 0].mean())
@@ -274,9 +286,9 @@ def test_item_reg_exponent_weights_and_objective(camps):
     U, M = model.U_, model.M_
     by_hand = losses.sum() + 0.5 * (U ** 2).sum() + 0.5 * float(np.sum(w[:, None] * M ** 2))
     assert model.phase_log_[-1]["objective"] == pytest.approx(by_hand, rel=1e-9)
-    uniform = CofiRank(rank=5, max_iter=3, reg=1.0).fit(train)
+    uniform = paper_cofirank(rank=5, max_iter=3, reg=1.0).fit(train)
     assert not np.allclose(uniform.M_, model.M_)
-    same = CofiRank(rank=5, max_iter=3, reg=1.0, item_reg_exponent=0.0).fit(train)
+    same = paper_cofirank(rank=5, max_iter=3, reg=1.0, item_reg_exponent=0.0).fit(train)
     np.testing.assert_array_equal(same.M_, uniform.M_)
 
 

@@ -163,6 +163,12 @@ def test_cli_reproduce(tmp_path, capsys):
     out = capsys.readouterr().out
     for name in NAMES:
         assert name in out
+    # a reproduction whose results ship says how many cells ship
+    from cofiviz.reproductions import shipped as S
+    lines = {line.split(":")[0]: line for line in out.splitlines()}
+    for name in NAMES:
+        sh = S.load(name)
+        assert (f"[ships {sh.provenance['n_cells']} cells]" in lines[name]) if sh is not None else "[ships" not in lines[name]
     js = tmp_path / "t.json"
     code = main(["reproduce", "gapfm-table4", "--quick", "--store", str(tmp_path / "s"), "--html",
                  str(tmp_path / "g.html"), "--data", json.dumps(DATA), "--json", str(js), "--no-progress"])

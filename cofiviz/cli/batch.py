@@ -11,7 +11,7 @@ from typing import Any
 from ..experiment import Experiment
 from ..reproductions import REPRODUCTIONS, format_table, reproduce as run_reproduction
 from ..reproductions.run import ship_reproduction, verify_shipped
-from ..reproductions.shipped import shipped_dir
+from ..reproductions.shipped import load as load_shipped, shipped_dir
 from ..store import ResultsStore, default_store
 from ..sweep import sweep as run_sweep
 from .options import UsageError, print_table, write_json
@@ -94,7 +94,9 @@ def sweep(args) -> int:
 def reproduce(args) -> int:
     if args.name == "list":
         for name, rep in REPRODUCTIONS.items():
-            print(f"{name}: {rep.title}")
+            sh = load_shipped(name)
+            ships = f"  [ships {sh.provenance.get('n_cells', len(sh.keys))} cells]" if sh is not None else ""
+            print(f"{name}: {rep.title}{ships}")
         return 0
     data: Any = None
     if args.data:

@@ -19,7 +19,8 @@ def add_parsers(sub) -> None:
     d.add_argument("name", nargs="?", default=None)
     d.set_defaults(func=list_datasets)
 
-    m = sub.add_parser("models", help="list models with their parameters, defaults and bounds")
+    m = sub.add_parser("models", help="list models with their parameters, defaults and bounds, search spaces and "
+                                      "presets")
     m.set_defaults(func=list_models)
 
     w = sub.add_parser("warmup", help="compile (or load) every numba kernel once")
@@ -73,6 +74,12 @@ def list_models(args) -> int:
                 right = "]" if inc[1] and bounds[1] is not None else ")"
                 extra += f" in {left}{lo}, {hi}{right}"
             print(f"    {p} = {par.default!r} ({type(par).__name__}{extra}): {par.doc or ''}")
+        space = getattr(klass, "search_space", None) or {}
+        if space:
+            print("    search space (--tune): " + "; ".join(f"{k} {v}" for k, v in space.items()))
+        presets = getattr(klass, "presets", None) or {}
+        for preset, values in presets.items():
+            print(f"    preset {preset} (--preset {preset}): " + ", ".join(f"{k}={v!r}" for k, v in values.items()))
     return 0
 
 

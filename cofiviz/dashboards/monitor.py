@@ -517,9 +517,9 @@ class TrainingMonitor(pn.viewable.Viewer):
             if error:
                 self._show_error(error)
             n = len(self._frame)
-            self._status.object = f"Finished after **{n}** iteration(s): {reason}."
             self._table.value = self._frame.round(5).astype({"iteration": int})
             self._csv.disabled = self._parquet.disabled = n == 0
+            self._status.object = f"Finished after **{n}** iteration(s): {reason}."   # last: the data is complete
         finally:
             self._work.release()        # the next Run may start
 
