@@ -259,3 +259,16 @@ def test_without_per_user_values_the_tables_paired_tests_ship(tmp_path, shipped_
     assert pd.isna(changed.loc[row, "wilcoxon_p"]) and changed["wilcoxon_p"].notna().sum() == tested.sum() - 1
     # the cells still recompute to the last bit without per-user values to compare
     assert R.verify_shipped(name, 1, seed=0).ok
+
+
+def test_a_parameter_column_of_values_of_several_kinds_ships_as_text():
+    """Two models may name different parameters alike (GCR's numeric item_prior, CofiRank's named one): the
+    column of the concatenated results ships as text, a column of one kind as it is."""
+    frame = pd.DataFrame({"model.item_prior": [0.0, "damped_mean", float("nan"), 2.0],
+                          "model.rank": [10.0, 20.0, float("nan"), 5.0], "label": ["a", "b", "c", "d"]})
+    out = S._uniform_columns(frame)
+    texts = out["model.item_prior"]
+    assert texts.isna().tolist() == [False, False, True, False]
+    assert texts.dropna().tolist() == ["0.0", "damped_mean", "2.0"]
+    assert out["model.rank"].equals(frame["model.rank"]) and out["label"].equals(frame["label"])
+    assert frame["model.item_prior"].tolist()[1] == "damped_mean" and frame["model.item_prior"].tolist()[0] == 0.0

@@ -222,7 +222,7 @@ def ship(name: str, cells: list[tuple[Cell, str]], store, chosen: set[str], *, c
     paths = _paths(name, directory)
     for t, frame in tables.items():
         if len(frame):
-            frame.to_parquet(paths[t], index=False, compression="zstd")
+            _uniform_columns(frame).to_parquet(paths[t], index=False, compression="zstd")
         else:
             paths[t].unlink(missing_ok=True)
     provenance = {"reproduction": name, "cofiviz_version": __version__,
@@ -232,6 +232,23 @@ def ship(name: str, cells: list[tuple[Cell, str]], store, chosen: set[str], *, c
     paths["json"].write_text(json.dumps(provenance, indent=1) + "\n")
     _load.cache_clear()
     return provenance
+
+
+def _uniform_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with each column of values of several kinds (text beside numbers: two models may name different
+    parameters alike, as GCR's numeric ``item_prior`` and CofiRank's named one) as text, which Parquet can
+    store; the exact parameters of every cell are in its ``config`` column."""
+    out = frame
+    for col in frame.columns:
+        if frame[col].dtype != object:
+            continue
+        kinds = {str if isinstance(v, str) else bool if isinstance(v, (bool, np.bool_))
+                 else float if isinstance(v, (int, float, np.integer, np.floating)) else type(v)
+                 for v in frame[col] if not (isinstance(v, float) and v != v) and v is not None}
+        if len(kinds) > 1:
+            out = out.copy() if out is frame else out
+            out[col] = [None if v is None or (isinstance(v, float) and v != v) else str(v) for v in frame[col]]
+    return out
 
 
 @dataclass
