@@ -96,6 +96,43 @@ def _logaddexp(a, b):
 
 
 @njit(cache=True, nogil=True)
+def _groups(y):
+    """``(order, starts, K)``: item indices best rating first (ties in stored order), and the groups of equal
+    ratings, group ``k`` at ``order[starts[k]:starts[k + 1]]``."""
+    n = y.shape[0]
+    order = np.argsort(-y, kind="mergesort")
+    starts = np.empty(n + 1, dtype=np.int64)
+    n_groups = 0
+    for a in range(n):
+        if a == 0 or y[order[a]] != y[order[a - 1]]:
+            starts[n_groups] = a
+            n_groups += 1
+    starts[n_groups] = n
+    return order, starts, n_groups
+
+
+@njit(cache=True, nogil=True)
+def _group_log_sums(f, order, starts, n_groups):
+    """``(log T, log S)`` of the groups of :func:`_groups`: ``log T_k = log Σ_{x ∈ group k} e^{f_x}`` (its
+    maximum subtracted first) and ``log S_k = log(T_k + S_{k+1})``, the group and every lower-rated one, from
+    the last group up (``log S`` has ``K + 1`` entries, ``log S_K = −inf``)."""
+    log_t = np.empty(n_groups)
+    log_s = np.empty(n_groups + 1)
+    log_s[n_groups] = -np.inf
+    for k in range(n_groups - 1, -1, -1):
+        mx = -np.inf
+        for a in range(starts[k], starts[k + 1]):
+            if f[order[a]] > mx:
+                mx = f[order[a]]
+        t = 0.0
+        for a in range(starts[k], starts[k + 1]):
+            t += math.exp(f[order[a]] - mx)
+        log_t[k] = mx + math.log(t)
+        log_s[k] = _logaddexp(log_s[k + 1], log_t[k])
+    return log_t, log_s
+
+
+@njit(cache=True, nogil=True)
 def pl_loss_grad(f, y, ties, grad):
     """Plackett–Luce negative log-likelihood of one list and its gradient (see the module documentation).
 
@@ -121,30 +158,8 @@ def pl_loss_grad(f, y, ties, grad):
     n = f.shape[0]
     if n == 0:
         return 0.0
-    order = np.argsort(-y, kind="mergesort")   # best first; ties in stored order (irrelevant to the loss)
-    # groups of equal ratings in `order`: starts[g] .. starts[g + 1]
-    starts = np.empty(n + 1, dtype=np.int64)
-    n_groups = 0
-    for a in range(n):
-        if a == 0 or y[order[a]] != y[order[a - 1]]:
-            starts[n_groups] = a
-            n_groups += 1
-    starts[n_groups] = n
-    # log T_g (the group's sum of exp f) and log S_g (the group and every lower-rated group)
-    logT = np.empty(n_groups)
-    logS = np.empty(n_groups)
-    acc = -np.inf
-    for g in range(n_groups - 1, -1, -1):
-        mx = -np.inf
-        for a in range(starts[g], starts[g + 1]):
-            if f[order[a]] > mx:
-                mx = f[order[a]]
-        t = 0.0
-        for a in range(starts[g], starts[g + 1]):
-            t += math.exp(f[order[a]] - mx)
-        logT[g] = mx + math.log(t)
-        acc = _logaddexp(acc, logT[g])
-        logS[g] = acc
+    order, starts, n_groups = _groups(y)
+    logT, logS = _group_log_sums(f, order, starts, n_groups)
     loss = 0.0
     log_cum = -np.inf                          # log Σ_{g' < g} A_g' (Breslow: A_g = d_g / S_g)
     for g in range(n_groups):

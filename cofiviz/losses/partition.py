@@ -105,7 +105,7 @@ import numpy as np
 from numba import njit
 
 from ..errors import ParameterError
-from .listwise import PL_TIES, _check_list, _logaddexp
+from .listwise import PL_TIES, _check_list, _group_log_sums, _groups
 
 __all__ = ["LISTWISE_TIES", "listwise_ties_code", "partition_loss_grad", "ordered_partition_loss",
            "partition_log_constant", "log_subset_normaliser", "warmup"]
@@ -144,22 +144,6 @@ def log_c(n):
         return math.log((2.0 ** n - 1.0) / n)
     ln2 = 0.6931471805599453                 # log(2^n − 1) = n log 2 + log1p(−2^{−n}), for 2^n beyond 2^60
     return n * ln2 + math.log1p(-math.exp(-n * ln2)) - math.log(n)
-
-
-@njit(cache=True, nogil=True)
-def _groups(y):
-    """``(order, starts, K)``: item indices best rating first (ties in stored order), and the groups of equal
-    ratings, group ``k`` at ``order[starts[k]:starts[k + 1]]``."""
-    n = y.shape[0]
-    order = np.argsort(-y, kind="mergesort")
-    starts = np.empty(n + 1, dtype=np.int64)
-    n_groups = 0
-    for a in range(n):
-        if a == 0 or y[order[a]] != y[order[a - 1]]:
-            starts[n_groups] = a
-            n_groups += 1
-    starts[n_groups] = n
-    return order, starts, n_groups
 
 
 @njit(cache=True, nogil=True)
@@ -214,20 +198,7 @@ def partition_loss_grad(f, y, grad):
     if n == 0:
         return 0.0
     order, starts, n_groups = _groups(y)
-    # log T_k (log-sum-exp of the group) and log S_k = log(T_k + S_{k+1}), from the last group up
-    log_t = np.empty(n_groups)
-    log_s = np.empty(n_groups + 1)
-    log_s[n_groups] = -np.inf
-    for k in range(n_groups - 1, -1, -1):
-        mx = -np.inf
-        for a in range(starts[k], starts[k + 1]):
-            if f[order[a]] > mx:
-                mx = f[order[a]]
-        t = 0.0
-        for a in range(starts[k], starts[k + 1]):
-            t += math.exp(f[order[a]] - mx)
-        log_t[k] = mx + math.log(t)
-        log_s[k] = _logaddexp(log_s[k + 1], log_t[k])
+    log_t, log_s = _group_log_sums(f, order, starts, n_groups)   # log T_k, log S_k = log(T_k + S_{k+1})
     loss = 0.0
     w = 0.0                                    # W_k = Σ_{j ≤ k} S_k / S_j
     for k in range(n_groups):
