@@ -125,7 +125,7 @@ def _topn_quality(seeds, K, log, extra_rates=(), max_iter: int = 150) -> dict:
     chosen with the rule of :mod:`cofiviz.search`, and its test values are reported."""
     splits = [make_split({"name": "movielens-100k"}, "gapfm-top-n", {"n_train": 50}, s) for s in seeds]
     metrics = ["gap@5", "ndcg@5", "p@5"]
-    base = dict(rank=10, reg=0.1, learning_rate=0.02, init_scale=0.01, max_iter=max_iter, patience=0)
+    base = dict(rank=10, reg=0.1, learning_rate=0.02, user_weight="one", init_scale=0.01, max_iter=max_iter, patience=0)
     out = {}
     variants = [("full", {}), (f"adaptive K={K}", dict(selection="adaptive", n_selected=K)),
                 (f"random K={K}", dict(selection="random", n_selected=K))]

@@ -95,15 +95,16 @@ def test_score_gradient_matches_finite_differences():
         np.testing.assert_allclose(h, fd, rtol=1e-6, atol=1e-8)
 
 
-@pytest.mark.parametrize("kind, normalize", [("gap", False), ("gap", True), ("gp", False), ("gr", False)])
-def test_factor_gradients_match_finite_differences(kind, normalize):
+@pytest.mark.parametrize("kind, weight", [("gap", "one"), ("gap", "inverse_z"), ("gap", "inverse_length"),
+                                          ("gp", "one"), ("gr", "one")])
+def test_factor_gradients_match_finite_differences(kind, weight):
     """∂F/∂U (eq 10) and ∂F/∂V (eq 11 summed over users) of the whole eq 9 objective, against finite differences."""
     r = _table(seed=3)
     rng = np.random.default_rng(4)
     U = rng.normal(size=(r.n_users, 3))
     V = rng.normal(size=(r.n_items, 3))
     lam = 0.3
-    kw = dict(lam=lam, kind=kind, normalize=normalize, cutoff=2)
+    kw = dict(lam=lam, kind=kind, weight=weight, cutoff=2)
     F, gU, gV = sg.objective_grad(U, V, r, **kw)
     assert F == pytest.approx(sg.objective(U, V, r, **kw), rel=1e-12)
     np.testing.assert_allclose(gU, _numeric(lambda X: sg.objective(X, V, r, **kw), U), rtol=1e-6, atol=1e-7)
@@ -230,34 +231,38 @@ def test_selection_of_everything_equals_full_updates():
 
 
 # ---------------------------------------------------------------------------------- Algorithm 2
-def _algorithm2_numpy(model, r, U, V, order, lr, lam, item_reg=0.0):
+def _algorithm2_numpy(model, r, U, V, order, lr, lam, item_reg=0.0, weight="one"):
     """One iteration of Algorithm 2 in NumPy: users in parallel (eq 10), then items user by user (eq 11);
-    ``item_reg`` adds eq 9's once-per-item penalty, a share ``item_reg / c_i`` at each of item i's c_i updates."""
+    ``item_reg`` adds eq 9's once-per-item penalty, a share ``item_reg / c_i`` at each of item i's c_i updates;
+    ``weight="inverse_length"`` scales user m's gradient by ``1/n_m``."""
     U, V = U.copy(), V.copy()
     counts = np.bincount(r.items, minlength=r.n_items)
     newU = U.copy()
     for m in range(r.n_users):
         its, y = r.items[r.user_slice(m)], r.ratings[r.user_slice(m)].astype(int)
         _, h = sg.smoothed_gap_grad(V[its] @ U[m], y)
+        h = h / len(its) if weight == "inverse_length" else h
         newU[m] = U[m] + lr * (h @ V[its] - lam * U[m])
     for m in order:
         its, y = r.items[r.user_slice(m)], r.ratings[r.user_slice(m)].astype(int)
         _, h = sg.smoothed_gap_grad(V[its] @ newU[m], y)
+        h = h / len(its) if weight == "inverse_length" else h
         shrink = lam + item_reg / counts[its]
         V[its] = V[its] + lr * (h[:, None] * newU[m][None, :] - shrink[:, None] * V[its])
     return newU, V
 
 
-@pytest.mark.parametrize("item_reg", [0.0, 0.4])
-def test_one_iteration_is_algorithm2(item_reg):
+@pytest.mark.parametrize("item_reg, weight", [(0.0, "one"), (0.4, "one"), (0.0, "inverse_length"),
+                                              (0.4, "inverse_length")])
+def test_one_iteration_is_algorithm2(item_reg, weight):
     r = _table(seed=10)
-    model = GAPfm(rank=3, max_iter=1, learning_rate=0.3, reg=0.05, seed=4, item_reg=item_reg)
+    model = GAPfm(rank=3, max_iter=1, learning_rate=0.3, reg=0.05, seed=4, item_reg=item_reg, user_weight=weight)
     rng = np.random.default_rng(4)                    # the model's own generator, replayed
     U0 = rng.normal(0, model.init_scale, size=(r.n_users, 3))
     V0 = rng.normal(0, model.init_scale, size=(r.n_items, 3))
     order = rng.spawn(2)[0].permutation(r.n_users)
     model.fit(r)
-    U1, V1 = _algorithm2_numpy(model, r, U0, V0, order, 0.3, 0.05, item_reg)
+    U1, V1 = _algorithm2_numpy(model, r, U0, V0, order, 0.3, 0.05, item_reg, weight)
     np.testing.assert_allclose(model.U_, U1, rtol=1e-12)
     np.testing.assert_allclose(model.V_, V1, rtol=1e-12)
 
@@ -293,7 +298,7 @@ def test_item_reg_shrinks_rarely_rated_items_most():
 
     def ratio(item_reg):
         V = GAPfm(rank=4, max_iter=200, learning_rate=0.1, reg=0.1, init_scale=0.1, item_reg=item_reg,
-                  seed=3).fit(r).V_
+                  user_weight="one", seed=3).fit(r).V_
         norms = np.linalg.norm(V, axis=1)
         return norms[popular:].mean() / norms[:popular].mean()
 
@@ -407,13 +412,13 @@ def test_beats_random_and_poprec_on_top_n_where_taste_drives_choice():
 
     split = _taste_split()
     metrics = ["gap@5", "ndcg@5", "p@5"]
-    got = evaluate(GAPfm(rank=5, reg=0.05, max_iter=100).fit(split.train), split, metrics=metrics).means
+    got = evaluate(GAPfm(rank=5, max_iter=100).fit(split.train), split, metrics=metrics).means
     pop = evaluate(PopRec().fit(split.train), split, metrics=metrics).means
     rnd = evaluate(_Random().fit(split.train), split, metrics=metrics).means
     for m in metrics:
         assert got[m] > pop[m] + 0.1 and got[m] > rnd[m] + 0.1, (m, got, pop, rnd)
     # adaptive selection (K = 10 of 20) keeps most of it; random selection of 10 keeps less
-    ada = evaluate(GAPfm(rank=5, reg=0.05, max_iter=100, selection="adaptive", n_selected=10).fit(split.train),
+    ada = evaluate(GAPfm(rank=5, max_iter=100, selection="adaptive", n_selected=10).fit(split.train),
                    split, metrics=["gap@5"]).means["gap@5"]
     assert ada > pop["gap@5"] + 0.1
 
@@ -471,3 +476,78 @@ def test_adaptive_selection_matches_a_direct_implementation_of_algorithm1():
         idx = np.empty(n, np.int64)
         q = K.select_items(K.SELECT_ADAPTIVE, k_sel, f, y, keys, 5, idx)
         assert set(idx[:q].tolist()) == expect
+
+
+def _varied_table(seed=0, n_users=7, n_items=40) -> Ratings:
+    """Users with 2 to 30 rated items: the user weights differ from user to user."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(2, 31, n_users)
+    users = np.repeat(np.arange(n_users), lengths)
+    items = np.concatenate([rng.choice(n_items, k, replace=False) for k in lengths])
+    return Ratings(users, items, rng.integers(1, 6, len(users)).astype(float), user_ids=np.arange(n_users),
+                   item_ids=np.arange(n_items), scale=(1, 5))
+
+
+@pytest.mark.parametrize("weight", ["one", "inverse_z", "inverse_length"])
+def test_user_weights_against_per_user_reference(weight):
+    """Eq 9 with each user weight, against eq 8 per user (the one-list function) weighted by hand:
+    1, 1/Z_m with Z_m = Σ_i S(y_mi) (eq 3), or 1/n_m."""
+    r = _varied_table(seed=5)
+    rng = np.random.default_rng(6)
+    U, V = rng.normal(size=(r.n_users, 3)), rng.normal(size=(r.n_items, 3))
+    S = sg.cumulative_deltas(5)
+    want = 0.0
+    for m in range(r.n_users):
+        its, y = r.items[r.user_slice(m)], r.ratings[r.user_slice(m)].astype(int)
+        w = {"one": 1.0, "inverse_z": 1.0 / S[y].sum(), "inverse_length": 1.0 / len(its)}[weight]
+        want += w * _eq8(V[its] @ U[m], y, 5)
+    lam = 0.2
+    want -= 0.5 * lam * (np.sum(U * U) + np.sum(V * V))
+    assert sg.objective(U, V, r, lam=lam, weight=weight) == pytest.approx(want, rel=1e-12)
+    F, gU, gV = sg.objective_grad(U, V, r, lam=lam, weight=weight)
+    np.testing.assert_allclose(gU, _numeric(lambda X: sg.objective(X, V, r, lam=lam, weight=weight), U),
+                               rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(gV, _numeric(lambda X: sg.objective(U, X, r, lam=lam, weight=weight), V),
+                               rtol=1e-6, atol=1e-7)
+
+
+def test_unknown_user_weight_is_refused():
+    with pytest.raises(ParameterError, match="weight must be one of"):
+        sg.prepare(_table(), weight="z")
+    with pytest.raises(ParameterError):
+        GAPfm(user_weight="z")
+
+
+@pytest.mark.parametrize("update", ["sequential", "batch"])
+def test_inverse_length_weight_steps_as_one_with_step_over_n(update):
+    """Every user with n ratings: ``user_weight="inverse_length"`` with (γ, λ, λ_V) takes the steps of
+    ``"one"`` with (γ/n, nλ, nλ_V), iteration after iteration."""
+    r = _table(seed=12, n_users=8, n_items=14, per_user=7)
+    n = 7
+    kw = dict(rank=3, max_iter=5, seed=2, init_scale=0.3, item_update=update)
+    a = GAPfm(user_weight="inverse_length", learning_rate=0.4, reg=0.02, item_reg=0.05, **kw).fit(r)
+    b = GAPfm(user_weight="one", learning_rate=0.4 / n, reg=0.02 * n, item_reg=0.05 * n, **kw).fit(r)
+    np.testing.assert_allclose(a.U_, b.U_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(a.V_, b.V_, rtol=1e-9, atol=1e-12)
+
+
+def test_defaults_learn_on_long_lists_where_the_unweighted_step_diverges():
+    """MovieLens 100K's fixed-ratio split (half of each user's ratings, up to 368 per user): the step that
+    learns on lists of 10 with w_m = 1 (γ = 0.02, λ = 0.1) sends the scores hundreds apart and ranks the
+    held-out ratings below item popularity; the defaults (w_m = 1/n_m) keep them within a few units and
+    rank above popularity and a random ranking."""
+    from cofiviz import datasets, protocols
+
+    split = protocols.make("fixed-ratio", datasets.movielens_100k(), seed=0, train_ratio=0.5)
+    unweighted = GAPfm(user_weight="one", learning_rate=0.02, reg=0.1, max_iter=10, seed=0).fit(split.train)
+    weighted = GAPfm(max_iter=10, seed=0).fit(split.train)
+
+    def spread(model):
+        f = model.U_ @ model.V_.T
+        return float(np.max(f.max(axis=1) - f.min(axis=1)))
+
+    assert spread(unweighted) > 300 and spread(weighted) < 30, (spread(unweighted), spread(weighted))
+    ndcg = {name: mean_metrics(m, split.test, ["ndcg@10"])["ndcg@10"]
+            for name, m in [("one", unweighted), ("inverse_length", weighted), ("pop", PopRec().fit(split.train))]}
+    assert ndcg["inverse_length"] > ndcg["pop"] + 0.02 > ndcg["one"] + 0.02, ndcg
+    assert ndcg["inverse_length"] > random_ndcg(split) + 0.05, ndcg

@@ -34,9 +34,12 @@ Algorithm 2 uses it). Both are checked against finite differences in ``tests/tes
 
 Whole objective (eq 9 with the constant 1/M dropped, as the paper does for optimisation)::
 
-    F(U, V) = Σ_m w_m F_m − (λ/2) (‖U‖² + ‖V‖²),      w_m = 1 (paper) or 1/Z_m (``normalize``)
+    F(U, V) = Σ_m w_m F_m − (λ/2) (‖U‖² + ‖V‖²)
 
-with ``Z_m = Σ_l n_ml S(l)`` (eq 3). Appendix D's graded precision and recall objectives replace
+with the user weight ``w_m`` (``weight``, GAP only): ``1`` (``"one"``, the paper's), ``1/Z_m``
+(``"inverse_z"``, eq 3's normaliser ``Z_m = Σ_l n_ml S(l)``) or ``1/n_m`` (``"inverse_length"``, n_m the
+user's number of rated items). ``∂F_m/∂f`` sums over the list, so a step of ``w_m = 1`` grows with the
+length of the list; ``1/n_m`` makes one step size fit lists of 10 and of 1,000 items. Appendix D's graded precision and recall objectives replace
 ``I(R_mi ≤ n)`` by ``g(f_mi − c_mn)``, ``c_mn`` the grade of user m's n-th best rated item, so they
 are sums of per-item terms::
 
@@ -68,7 +71,7 @@ from numba import njit, prange
 
 from ..errors import DataError, ParameterError
 
-__all__ = ["OBJECTIVES", "logistic", "smoothed_gap", "smoothed_gap_grad",
+__all__ = ["OBJECTIVES", "WEIGHTS", "logistic", "smoothed_gap", "smoothed_gap_grad",
            "objective", "objective_grad", "prepare", "Prepared", "rank_indicator_shape", "reciprocal_rank_curve",
            "gap_terms", "thresholding_probabilities", "cumulative_deltas", "warmup"]
 
@@ -293,7 +296,7 @@ class Prepared:
     shift : float64[n_users]
         ``c_mn`` for GP / GR, 0 for GAP.
     scale : float64[n_users]
-        ``1/Z_m`` (GAP with ``normalize``, GR), ``1/n`` (GP), else 1.
+        ``w_m`` of a GAP objective (``1``, ``1/Z_m`` or ``1/n_m``), ``1/Z_m`` (GR), ``1/n`` (GP).
     code : int
         :data:`OBJECTIVES` code.
     ymax : int
@@ -332,7 +335,11 @@ def check_grades_table(ratings, ymax=None) -> tuple[np.ndarray, int]:
     return r.astype(np.int64), ymax
 
 
-def prepare(ratings, ymax=None, objective: str = "gap", cutoff: int = 5, normalize: bool = False) -> Prepared:
+#: the user weights ``w_m`` of a GAP objective (eq 9): 1 (the paper), ``1/Z_m`` (eq 3), ``1/n_m``
+WEIGHTS = ("one", "inverse_z", "inverse_length")
+
+
+def prepare(ratings, ymax=None, objective: str = "gap", cutoff: int = 5, weight: str = "one") -> Prepared:
     """Kernel arrays for ``ratings`` (a :class:`~cofiviz.Ratings`) and one objective.
 
     Parameters
@@ -343,12 +350,15 @@ def prepare(ratings, ymax=None, objective: str = "gap", cutoff: int = 5, normali
     objective : {"gap", "gp", "gr"}
     cutoff : int
         ``n`` of GP@n / GR@n.
-    normalize : bool
-        GAP only: weight user m by ``1/Z_m`` (eq 3), so each user's term approximates a GAP in [0, ~1]
-        whatever the length of the list (the paper drops ``1/Z_m``).
+    weight : {"one", "inverse_z", "inverse_length"}
+        GAP only: user m's weight ``w_m``: 1 (the paper drops eq 3's ``1/Z_m``), ``1/Z_m`` (each user's
+        term approximates a GAP in [0, ~1]) or ``1/n_m`` (each user's term is a mean over the rated
+        items). GP@n and GR@n carry their own ``1/n`` and ``1/Z_m`` (appendix D).
     """
     if objective not in OBJECTIVES:
         raise ParameterError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+    if weight not in WEIGHTS:
+        raise ParameterError(f"weight must be one of {', '.join(WEIGHTS)}, got {weight!r}")
     if isinstance(cutoff, bool) or int(cutoff) != cutoff or int(cutoff) < 1:
         raise ParameterError(f"cutoff must be a positive integer, got {cutoff!r}")
     grades, ymax = check_grades_table(ratings, ymax)
@@ -365,8 +375,10 @@ def prepare(ratings, ymax=None, objective: str = "gap", cutoff: int = 5, normali
     scale = np.ones(M)
     if code == 0:
         s = sy
-        if normalize:
+        if weight == "inverse_z":
             scale = np.where(Z > 0, 1.0 / np.where(Z > 0, Z, 1.0), 0.0)
+        elif weight == "inverse_length":
+            scale = np.where(counts > 0, 1.0 / np.maximum(counts, 1), 0.0)
     else:
         # c_mn: grade of the n-th best rated item (the lowest when fewer than n are rated)
         order = np.lexsort((-grades, users))          # by user, grades descending
@@ -451,14 +463,14 @@ def _check_factors(U, V, prepared: Prepared):
     return U, V
 
 
-def _as_prepared(ratings, ymax, objective_name, cutoff, normalize) -> Prepared:
+def _as_prepared(ratings, ymax, objective_name, cutoff, weight) -> Prepared:
     if isinstance(ratings, Prepared):
         return ratings
-    return prepare(ratings, ymax=ymax, objective=objective_name, cutoff=cutoff, normalize=normalize)
+    return prepare(ratings, ymax=ymax, objective=objective_name, cutoff=cutoff, weight=weight)
 
 
 def objective(U, V, ratings, lam: float = 0.0, ymax=None, kind: str = "gap", cutoff: int = 5,
-              normalize: bool = False) -> float:
+              weight: str = "one") -> float:
     """Eq 9 (1/M dropped): ``F(U, V) = Σ_m w_m F_m − (λ/2)(‖U‖² + ‖V‖²)`` on a ratings table.
 
     Parameters
@@ -471,8 +483,10 @@ def objective(U, V, ratings, lam: float = 0.0, ymax=None, kind: str = "gap", cut
         λ of the L2 penalty.
     kind : {"gap", "gp", "gr"}
         Smoothed GAP (eq 8) or appendix D's GP@n / GR@n.
+    weight : {"one", "inverse_z", "inverse_length"}
+        The user weight ``w_m`` of GAP (see :func:`prepare`).
     """
-    p = _as_prepared(ratings, ymax, kind, cutoff, normalize)
+    p = _as_prepared(ratings, ymax, kind, cutoff, weight)
     U, V = _check_factors(U, V, p)
     values = np.empty(len(p.indptr) - 1)
     _objective_kernel(U, V, p.indptr, p.items, p.s, p.shift, p.scale, p.code, False, np.empty(0), values)
@@ -480,9 +494,9 @@ def objective(U, V, ratings, lam: float = 0.0, ymax=None, kind: str = "gap", cut
 
 
 def objective_grad(U, V, ratings, lam: float = 0.0, ymax=None, kind: str = "gap", cutoff: int = 5,
-                   normalize: bool = False) -> tuple[float, np.ndarray, np.ndarray]:
+                   weight: str = "one") -> tuple[float, np.ndarray, np.ndarray]:
     """:func:`objective` with its gradients ``∂F/∂U`` (eq 10) and ``∂F/∂V`` (eq 11 summed over users)."""
-    p = _as_prepared(ratings, ymax, kind, cutoff, normalize)
+    p = _as_prepared(ratings, ymax, kind, cutoff, weight)
     U, V = _check_factors(U, V, p)
     values = np.empty(len(p.indptr) - 1)
     H = np.empty(len(p.items))
