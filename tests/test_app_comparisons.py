@@ -104,3 +104,19 @@ def test_comparisons_in_the_browser(server, chromium, page_errors):
     page.wait_for_function("() => !document.body.innerText.includes('not run')", timeout=30_000)
     screenshot(page, "comparisons-cofirank-computed")
     assert page_errors.errors == [], page_errors.errors
+
+
+def test_long_method_names_lie_the_bars_down(tmp_path):
+    """Method names longer than 16 characters read beside horizontal bars (upright ones overlap their neighbours'
+    names); short names keep upright bars. Both from the shipped tables, nothing computed."""
+    import holoviews as hv
+
+    def lying(name):
+        plots = Comparisons(reproduction=name, store=str(tmp_path / "store"))._plots.object
+        bars = [p for p in plots.traverse(lambda x: x, [hv.Bars])]
+        assert bars, name
+        return {bool(hv.Store.lookup_options("bokeh", b, "plot").kwargs.get("invert_axes", False)) for b in bars}
+
+    assert lying("cofirank-tuned") == {True}      # "CofiRank-NDCG at cofiviz's defaults"
+    assert lying("cofirank-table2") == {True}     # "CofiRank-Ordinal (original form)"
+    assert lying("ml1m") == {False}               # "Bilinear", "LLORMA", ...

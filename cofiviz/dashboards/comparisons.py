@@ -45,6 +45,13 @@ def _describe(cell) -> str:
     return text if len(text) < 150 else text[:147] + "…"
 
 
+def _horizontal_group_labels(plot, element):
+    """Lying grouped bars: the method names beside the axis read left to right, as the bars do."""
+    for axis in plot.state.yaxis:
+        if hasattr(axis, "group_label_orientation"):
+            axis.group_label_orientation = "horizontal"
+
+
 class Comparisons(pn.viewable.Viewer):
     """The papers' comparisons, paper beside cofiviz, from the results store; missing cells computable."""
 
@@ -187,14 +194,23 @@ class Comparisons(pn.viewable.Viewer):
         # without published numbers (the leaderboards) one bar per method; many methods: one plot per row
         with_paper = bool((df["source"] == "paper").any())
         many = df["method"].nunique() > 8
+        # long method names ("CofiRank-NDCG at cofiviz's defaults") overlap under upright bars: lie them down
+        lying = int(df["method"].str.len().max()) > 16
         style = ({"cmap": {"paper": "#999999", "cofiviz": "#c44e52"}, "color": "source"} if with_paper
                  else {"color": "#c44e52"})
+
+        def shape(g):
+            if not lying:
+                return {"height": 320, "xrotation": 45 if many else 35}
+            return {"height": 80 + 24 * len(g), "invert_axes": True, "invert_yaxis": True,
+                    "hooks": [_horizontal_group_labels]}
+
         plots = [hv.Bars(g if with_paper else g.drop(columns="source"), kdims=["method", "source"] if with_paper
                          else ["method"], vdims=("value", self.metric)).opts(
-                 title=f"{self.metric}, N = {n}", height=320, responsive=True, min_width=300,
-                 xrotation=45 if many else 35, ylim=(lo, hi), tools=["hover"], show_legend=False, **style)
+                 title=f"{self.metric}, N = {n}", responsive=True, min_width=300, ylim=(lo, hi), tools=["hover"],
+                 show_legend=False, **shape(g), **style)
                  for n, g in df.groupby("N", sort=True)]
-        return hv.Layout(plots).cols(1 if many else min(3, len(plots))).opts(shared_axes=False)
+        return hv.Layout(plots).cols(1 if many or lying else min(3, len(plots))).opts(shared_axes=False)
 
     def _figure_plot(self, st):
         """LCR figures: test curves over iterations per run; Figure 5 adds the final-value heatmap."""
