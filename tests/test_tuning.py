@@ -70,10 +70,14 @@ def test_a_seeded_search_repeats_and_refits_the_chosen_setting(parts):
     assert [t["params"] for t in a.trials] == [t["params"] for t in b.trials]
     assert [t["score"] for t in a.trials] == [t["score"] for t in b.trials]
     assert len(a.trials) == 4 and a.validation == "given"
-    # the first trial is the model as configured; the chosen one has the best validation score
+    # the first trial is the model as configured; the chosen one has the best validation score unless the
+    # cross-check keeps the configured one
     assert a.trials[0]["params"] == {k: klass.param[k].default for k in klass.search_space}
     scores = [t["score"] for t in a.trials]
-    assert a.chosen == int(np.argmax(scores)) and scores[a.chosen] >= scores[0]
+    assert a.check["best"] == int(np.argmax(scores)) and sum(a.check["users"]) == valid.n_users
+    if a.check["best"] != 0:
+        assert np.isfinite(a.check["gain"]) and a.check["kept_configured"] == (a.check["gain"] <= 0)
+    assert a.chosen == (0 if a.check["kept_configured"] else a.check["best"])
     # the model is refitted with the chosen setting: its validation score is the chosen trial's, to the bit
     model = runs[0]
     assert {k: getattr(model, k) for k in a.trials[a.chosen]["params"]} == a.trials[a.chosen]["params"]
@@ -176,3 +180,32 @@ def test_cli_tune_and_preset(tmp_path, parts, monkeypatch, capsys):
                          (["--tune", "--budget", "0"], "--budget"), (["--tune", "--trials", "0"], "--trials")):
         assert main(["run", "regsvd", *files, *bad]) == 2, bad
         assert message in capsys.readouterr().err, bad
+
+
+def test_the_cross_check_estimates_the_gain_on_the_half_the_selection_did_not_see():
+    """Half A's best is judged on B and B's best on A: a setting better only on the users it was picked on
+    gains nothing, one better on both halves gains its mean difference, NaN users are left out."""
+    from cofiviz.models.tuning import cross_checked_gain
+
+    in_a = np.array([True, True, False, False])
+    configured = np.array([0.5, 0.5, 0.5, 0.5])
+    lucky_on_a = np.array([0.9, 0.9, 0.4, 0.4])      # the best on A, worse on B
+    lucky_on_b = np.array([0.4, 0.4, 0.9, 0.9])      # the best on B, worse on A
+    assert cross_checked_gain(configured, lucky_on_a, lucky_on_b, in_a) == pytest.approx(-0.1)
+    better = np.array([0.6, 0.7, 0.6, np.nan])
+    assert cross_checked_gain(configured, better, better, in_a) == pytest.approx(0.5 * (0.1 + 0.15))
+    # a lower-is-better metric: lower values are the gain
+    assert cross_checked_gain(configured, configured - 0.2, configured - 0.1, in_a, True) == pytest.approx(0.15)
+    assert np.isnan(cross_checked_gain(configured, better, better, np.zeros(4, bool)))
+
+
+def test_a_search_that_finds_a_clearly_better_setting_chooses_it(parts, monkeypatch):
+    """A configured step size too small to move the factors against drawn ones that learn: the best trial wins
+    the cross-check on both halves and is chosen."""
+    train, valid = parts
+    klass = get_model_class("gapfm")
+    monkeypatch.setattr(klass, "search_space", {"learning_rate": S.LogUniform(0.2, 0.5)})
+    t = tune(klass(max_iter=10, learning_rate=1e-6), train, valid, budget=600, trials=3, seed=0, refit=False)
+    scores = [tr["score"] for tr in t.trials]
+    assert max(scores[1:]) > scores[0] + 0.01, scores
+    assert t.check["gain"] > 0.005 and not t.check["kept_configured"] and t.chosen == t.check["best"] != 0

@@ -55,7 +55,7 @@ def add_parser(sub) -> None:
                    help="start from a named setting of the model (paper: the paper's own settings); --set overrides")
     r.add_argument("--tune", action="store_true",
                    help="search the model's search space on the validation part (--valid, else a seeded tenth of "
-                        "train), then refit with the best setting; --set values stay fixed")
+                        "train), then refit with the chosen setting (see cofiviz.models.tuning); --set values stay fixed")
     r.add_argument("--budget", type=float, default=60.0, metavar="SECONDS", help="time the --tune search may take")
     r.add_argument("--trials", type=int, default=None, metavar="N",
                    help="at most N --tune trials (a repeatable search)")
@@ -222,6 +222,13 @@ def run(args) -> int:
             how = (f" after {len(tuned['trials'])} trials in {tuned['seconds']:.0f} s" if tuned else "")
             print("chosen on " + search["on"] + how + ": "
                   + ", ".join(f"{k}={_short(v)}" for k, v in search["chosen"].items()))
+            check = (tuned or {}).get("check", {})
+            if check.get("kept_configured"):
+                print(f"(the best trial, {check['best']}, gained {check['gain']:+.4f} over the configured setting "
+                      "in the cross-check of the two halves of the validation users: the configured one is kept)")
+            elif check.get("gain") is not None and check["gain"] == check["gain"]:
+                print(f"(cross-check on the two halves of the validation users: {check['gain']:+.4f} over the "
+                      "configured setting)")
         print_table(summary_rows, ["metric", "mean", "std", "n_users", "n_skipped"])
         if args.json:
             print(f"wrote {args.json}")

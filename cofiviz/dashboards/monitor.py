@@ -486,7 +486,7 @@ class TrainingMonitor(pn.viewable.Viewer):
                     pass
         if "max_iter" in params:
             self.max_iter = int(params["max_iter"])
-        self._status.object = f"Tuned: training **{self.model}** with the best setting …"
+        self._status.object = f"Tuned: training **{self.model}** with the chosen setting …"
 
     def _flush(self):
         with self._pending_lock:

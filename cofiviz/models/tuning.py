@@ -7,7 +7,17 @@ and scores the validation metric. Trials start while the budget lasts, and a tri
 times the budget has passed is stopped at that iteration; ``trials`` caps their number so that a search can
 be repeated exactly (the time budget alone depends on the machine). A setting is never tried twice: in a space
 of finitely many settings (choices and integers only) the search ends once it has tried them all. The setting with the best validation
-score wins (:func:`cofiviz.search.best_index`: ties go to the earlier trial).
+score wins (:func:`cofiviz.search.best_index`: ties go to the earlier trial), if a cross-check says that it beats the
+configured model.
+
+The cross-check. The best of hundreds of trials on one validation part is partly the luckiest: its score is biased
+upwards, and on short validation lists (10 ratings per user) that bias can exceed the real differences between
+settings, so that a search would replace good defaults by a worse setting. The validation users are therefore split
+at random (seeded) into two halves A and B. The trial best on A is compared with the configured model (the first
+trial) on B, where its selection did not look, and the trial best on B with it on A; the mean of the two
+differences estimates what the search gains over the configured model (a two-fold cross-validation of the
+selection). The best trial is chosen when that gain is positive, else the configured model is kept. Each trial
+early-stops on the whole validation part, the first trial as much as the others, so the comparison is level.
 
 Random search spends a budget well on spaces where a few parameters matter (Bergstra & Bengio, JMLR 2012):
 every trial tries a new value of each of them.
@@ -23,13 +33,14 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ModelFitError, ParameterError
-from ..metrics.names import check_metrics
+from ..metrics.names import check_metrics, lower_is_better
+from ..metrics.scorer import per_user_metrics
 from ..protocols.validation import carve_validation
 from ..ratings import Ratings
 from ..search import best_index
 from .space import contains, sample, size
 
-__all__ = ["Tuning", "tune", "EARLY_STOP_PATIENCE"]
+__all__ = ["Tuning", "tune", "cross_checked_gain", "EARLY_STOP_PATIENCE"]
 
 #: the patience a trial early-stops with when the model's own ``patience`` is 0
 EARLY_STOP_PATIENCE = 10
@@ -57,6 +68,11 @@ class Tuning:
         The time allowed and the time spent, in seconds.
     validation : str
         ``"given"`` or ``"carved"`` (a seeded tenth of each user's training ratings).
+    check : dict
+        The cross-check (module docstring): ``gain`` (the estimated gain of the best trial over the first, in the
+        metric's direction: positive is better; ``NaN`` when it could not be estimated), ``best`` (the trial with
+        the best validation score), ``kept_configured`` (whether the first trial was kept instead) and
+        ``users`` (validation users in halves A and B).
     """
 
     metric: str
@@ -67,6 +83,7 @@ class Tuning:
     budget: float = 0.0
     seconds: float = 0.0
     validation: str = "given"
+    check: dict = field(default_factory=dict)
 
     def frame(self) -> pd.DataFrame:
         """The trials as a table: one row per trial, one column per searched parameter."""
@@ -79,13 +96,57 @@ class Tuning:
         return {"metric": self.metric, "chosen": self.chosen, "best_params": dict(self.best_params),
                 "refit_params": dict(self.refit_params),
                 "budget": self.budget, "seconds": self.seconds, "validation": self.validation,
+                "check": dict(self.check),
                 "trials": [dict(t) for t in self.trials]}
+
+
+def cross_checked_gain(configured: np.ndarray, best_a: np.ndarray, best_b: np.ndarray, in_a: np.ndarray,
+                       lower_is_better: bool = False) -> float:
+    """Two-fold estimate of what a search gains over the configured model (module docstring).
+
+    Parameters
+    ----------
+    configured, best_a, best_b : float arrays (one value per user, NaN where not scored)
+        Per-user validation values of the configured model (the first trial), of the trial best on the
+        users of half A and of the trial best on half B.
+    in_a : bool array
+        The users of half A (the others are half B).
+    lower_is_better : bool
+        The metric's direction.
+
+    Returns
+    -------
+    float
+        ``½ [(mean_B(best_a) − mean_B(configured)) + (mean_A(best_b) − mean_A(configured))]``, its sign flipped
+        for a lower-is-better metric so that a positive gain is an improvement; NaN when a half has no scored
+        user.
+    """
+    def mean(v, mask):
+        v = v[mask]
+        v = v[~np.isnan(v)]
+        return float(v.mean()) if len(v) else float("nan")
+
+    in_b = ~in_a
+    gain = 0.5 * ((mean(best_a, in_b) - mean(configured, in_b)) + (mean(best_b, in_a) - mean(configured, in_a)))
+    return -gain if lower_is_better else gain
+
+
+def _keep_best(kept: dict, values: np.ndarray, in_a: np.ndarray, sign: float, first: bool) -> None:
+    """Keep the first trial's per-user values and those of the best trial so far on each half."""
+    if first:
+        kept["configured"] = values
+    for name, mask in (("A", in_a), ("B", ~in_a)):
+        v = values[mask]
+        v = v[~np.isnan(v)]
+        score = sign * float(v.mean()) if len(v) else -np.inf
+        if name not in kept or score > kept[name][0]:
+            kept[name] = (score, values)
 
 
 def tune(model, train: Ratings, valid: Ratings | None = None, *, budget: float = 60.0, trials: int | None = None,
          metric: str | None = None, seed: int = 0, fixed=(), refit: bool = True,
          log: Callable[[dict], Any] | None = None, stop: Callable[[], bool] | None = None) -> Tuning:
-    """Search ``model``'s ``search_space`` on validation ratings, then refit ``model`` with the best setting.
+    """Search ``model``'s ``search_space`` on validation ratings, then refit ``model`` with the chosen setting.
 
     Parameters
     ----------
@@ -135,6 +196,10 @@ def tune(model, train: Ratings, valid: Ratings | None = None, *, budget: float =
     if carved:
         search_train, search_valid = carve_validation(train, seed=seed)
     rng = np.random.default_rng(seed)
+    # the cross-check's halves, from their own stream (the draws of the settings do not depend on them)
+    in_a = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0]).random(search_valid.n_users) < 0.5
+    sign = -1.0 if lower_is_better(metric) else 1.0
+    kept: dict = {}  # per-user validation values: "configured", and the best on "A" and on "B" with their scores
     out = Tuning(metric, budget=float(budget), validation="carved" if carved else "given")
     start = time.perf_counter()
     deadline = start + budget
@@ -170,8 +235,11 @@ def tune(model, train: Ratings, valid: Ratings | None = None, *, budget: float =
         try:
             candidate = klass(**params).fit(search_train, valid=search_valid,
                                            callbacks=lambda info: time.perf_counter() > hard_stop or stopped())
-            trial["score"] = float(candidate._mean_metrics(search_valid, [metric])[metric])
+            values = per_user_metrics(candidate, search_valid, [metric], train=candidate.train_)[metric]
+            scored = values[~np.isnan(values)]
+            trial["score"] = float(scored.mean()) if len(scored) else float("nan")
             trial["iterations"] = int(candidate.best_iteration_ or len(candidate.history_))
+            _keep_best(kept, values, in_a, sign, first=not out.trials)
         except ModelFitError as exc:  # a diverging setting is a failed trial, not a failed search
             trial["error"] = str(exc)
         trial["seconds"] = time.perf_counter() - t0
@@ -183,6 +251,13 @@ def tune(model, train: Ratings, valid: Ratings | None = None, *, budget: float =
     if all(np.isnan(s) for s in scores):
         raise ModelFitError(f"every trial of the search diverged; the first: {out.trials[0]['error']}")
     out.chosen = best_index(scores, metric)
+    gain = float("nan")
+    if out.chosen != 0 and "configured" in kept:
+        gain = cross_checked_gain(kept["configured"], kept["A"][1], kept["B"][1], in_a, sign < 0)
+    out.check = {"gain": gain, "best": out.chosen, "kept_configured": bool(not gain > 0 and not np.isnan(gain)),
+                 "users": [int(np.sum(in_a)), int(search_valid.n_users - np.sum(in_a))]}
+    if out.check["kept_configured"]:
+        out.chosen = 0
     best = dict(fitted[out.chosen])
     out.best_params = {**best, "patience": base.get("patience", 0), "valid_metric": base.get("valid_metric", metric)}
     out.refit_params = dict(best)
