@@ -50,7 +50,9 @@ def choose_setting(results: pd.DataFrame, metric: str, criterion: Sequence[str],
     settings = list(dict.fromkeys(results["setting"]))
     if len(settings) > 1 and selection != "none" and (results["part"] == "valid").any():
         valid = results[(results["part"] == "valid") & results["metric"].isin(criterion)]
-        score = valid.groupby("setting")["value"].mean()
+        grouped = valid.groupby("setting")["value"]
+        # a setting with a NaN validation value (a diverged seed) scores NaN, never the best
+        score = grouped.mean().where(~grouped.apply(lambda v: bool(v.isna().any())))
         best = score.index[best_index(score.to_numpy().tolist(), list(criterion))]
     else:
         best = settings[0]

@@ -178,7 +178,7 @@ def test_file_errors(tmp_path):
         Experiment.from_file(unk)
 
 
-def test_a_diverging_cell_is_recorded_or_raised(monkeypatch, tmp_path):
+def test_a_diverging_cell_is_a_stored_result_that_is_never_chosen(monkeypatch, tmp_path):
     from cofiviz.errors import ModelFitError
     from cofiviz.models.base import Model
     from cofiviz.models.registry import MODEL_REGISTRY
@@ -202,11 +202,31 @@ def test_a_diverging_cell_is_recorded_or_raised(monkeypatch, tmp_path):
             pass
 
     monkeypatch.setitem(MODEL_REGISTRY, "diverge", Diverge)
+    from cofiviz import datasets
+
+    with pytest.raises(ModelFitError):                       # the model itself still raises
+        Diverge(max_iter=2).fit(datasets.tiny())
     exp = small(models=["itemmean", {"model": "diverge", "params": {"max_iter": 2}}], seeds=[0])
-    with pytest.raises(ModelFitError):
-        exp.run()
-    res = exp.run(store=tmp_path, errors="record")
-    assert set(res.results["label"]) == {"itemmean"}
-    assert len(res.failed) == 1 and "diverge" in res.failed[0][1] and "infinite" in res.failed[0][2]
+    res = exp.run(store=tmp_path)
+    assert not res.failed and set(res.results["label"]) == {"itemmean", "diverge"}
+    div = res.results[res.results["label"] == "diverge"]
+    assert div["value"].isna().all() and (div["n_users"] == 0).all() and set(div["part"]) >= {"test"}
+    assert div["stopped_reason"].str.startswith("diverged: ").all() and div["stopped_reason"].str.contains("infinite").all()
+    assert set(div["metric"]) == set(res.results.loc[res.results["label"] == "itemmean", "metric"])
+    # stored: a second run reads it back instead of fitting again
+    again = exp.run(store=tmp_path)
+    assert again.results[again.results["label"] == "diverge"]["stopped_reason"].tolist() == div["stopped_reason"].tolist()
     with pytest.raises(ParameterError, match="errors"):
         exp.run(errors="ignore")
+
+
+def test_a_setting_with_a_diverged_seed_is_never_chosen():
+    from cofiviz.selection import choose_setting
+
+    rows = []
+    for setting, valid in (("a", [0.5, 0.6]), ("b", [0.9, float("nan")]), ("c", [0.55, 0.56])):
+        for seed, v in enumerate(valid):
+            rows += [{"setting": setting, "part": "valid", "metric": "ndcg@10", "value": v, "seed": seed},
+                     {"setting": setting, "part": "test", "metric": "ndcg@10", "value": v, "seed": seed}]
+    chosen, best = choose_setting(pd.DataFrame(rows), "ndcg@10", ["ndcg@10"])
+    assert best == "c" and chosen["value"].tolist() == [0.55, 0.56]

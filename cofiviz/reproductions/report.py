@@ -90,9 +90,13 @@ def compare(rep: Reproduction, results: Results, missing: list, quick: bool) -> 
                     continue
                 chosen, setting = choose_setting(sub, metric, criterion, rep.selection)
                 vals = chosen["value"].astype(float)
+                diverged = bool(len(vals)) and bool(vals.isna().any())
                 row.update(cofiviz=float(vals.mean()), cofiviz_std=float(vals.std(ddof=1)) if len(vals) > 1 else math.nan,
-                           seeds=int(len(vals)), setting=setting, status="ok",
+                           seeds=int(len(vals)), setting=setting,
+                           status="diverged at every setting" if diverged else "ok",
                            cells=",".join(dict.fromkeys(chosen["cell"])) if "cell" in chosen.columns else "")
+                if diverged:
+                    row.update(cofiviz=math.nan, cofiviz_std=math.nan, cells="")
                 row["diff"] = row["cofiviz"] - pv
                 rows.append(row)
     return add_paired_tests(pd.DataFrame(rows), results)
