@@ -571,9 +571,10 @@ class Experiment:
         on_cell : callable, optional
             Called as ``on_cell(cell, key, results)`` after each cell that ran.
         errors : {"raise", "record"}
-            What a cell that fails with a :class:`~cofiviz.errors.CofivizError` (a diverging fit, say)
-            does: stop the run, or be listed in ``results.failed`` as ``(key, description, error)``
-            while the other cells run (a failed cell is not stored: it runs again next time).
+            What a cell that fails with a :class:`~cofiviz.errors.CofivizError` (data that cannot be
+            loaded or split, say) does: stop the run, or be listed in ``results.failed`` as ``(key,
+            description, error)`` while the other cells run (a failed cell is not stored: it runs again next
+            time). A diverging fit is not a failure but a stored result (:func:`run_cell`).
         """
         if errors not in ("raise", "record"):
             raise ParameterError(f"errors must be 'raise' or 'record', got {errors!r}")
