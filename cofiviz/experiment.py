@@ -256,33 +256,12 @@ def _identity_columns(cell: Cell, key: str) -> dict:
     return out
 
 
-def _diverged(cell: Cell, split: Split, ident: dict, trace: Trace, model, fit_seconds: float, threshold: float,
-              message: str) -> Results:
-    """A cell whose fit diverged: its metrics NaN (no user scored), its stopping reason ``"diverged: ..."`` and
-    the curves traced up to the divergence."""
-    parts = ["test"] + (["valid"] if split.valid is not None and len(split.valid) else [])
-    metrics = check_metrics(list(cell.metrics))
-    n = len(parts) * len(metrics)
-    res = pd.DataFrame({**{k: [v] * n for k, v in ident.items()},
-                        "part": [p for p in parts for _ in metrics], "metric": metrics * len(parts),
-                        "value": np.full(n, np.nan), "std": np.full(n, np.nan),
-                        "n_users": np.zeros(n, dtype=np.int64), "n_skipped": np.zeros(n, dtype=np.int64),
-                        "threshold": float(threshold), "fit_seconds": fit_seconds,
-                        "iterations": len(model.history_), "best_iteration": -1,
-                        "stopped_reason": f"diverged: {message}"})
-    traces = trace.tidy()
-    for k, v in reversed(list(ident.items())):
-        traces.insert(0, k, [v] * len(traces))
-    return Results(res, traces, pd.DataFrame())
-
-
 def run_cell(cell: Cell, key: str | None = None, expected_version: str | None = None) -> Results:
     """Run one cell in this process: data, split, fit with a trace, evaluate.
 
-    A fit that diverges (:class:`~cofiviz.errors.ModelFitError`) is an outcome of its setting, not a failure
-    of the run: the cell's metrics are NaN, its ``stopped_reason`` is ``"diverged: "`` and the model's message,
-    and it is stored like any other cell, so that a grid that contains diverging settings completes (a setting
-    with a NaN validation value is never chosen, :func:`cofiviz.selection.choose_setting`).
+    A fit that diverges (:class:`~cofiviz.errors.ModelFitError`) is an outcome of its setting, not a failure:
+    :meth:`Results.diverged`, stored like any other cell, so that a grid with diverging settings completes (a
+    setting with a NaN validation value is never chosen, :func:`cofiviz.selection.choose_setting`).
 
     Parameters
     ----------
@@ -322,7 +301,10 @@ def run_cell(cell: Cell, key: str | None = None, expected_version: str | None = 
     try:
         model.fit(split.train, valid=split.valid, callbacks=[trace])
     except ModelFitError as exc:
-        return _diverged(cell, split, ident, trace, model, time.perf_counter() - t0, threshold, str(exc))
+        parts = ["test"] + (["valid"] if split.valid is not None and len(split.valid) else [])
+        return Results.diverged(ident, parts, check_metrics(list(cell.metrics)), trace.tidy(), threshold=float(threshold),
+                                fit_seconds=time.perf_counter() - t0, iterations=len(model.history_),
+                                best_iteration=-1, stopped_reason=f"diverged: {exc}")
     fit_seconds = time.perf_counter() - t0
     final = {"fit_seconds": fit_seconds, "iterations": len(model.history_),
              "best_iteration": model.best_iteration_ if model.best_iteration_ is not None else -1,

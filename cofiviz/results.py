@@ -46,6 +46,22 @@ class Results:
             return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
         return cls(cat("results"), cat("traces"), cat("per_user"))
 
+    @classmethod
+    def diverged(cls, ident: dict, parts: list[str], metrics: list[str], traces: pd.DataFrame, **final) -> "Results":
+        """One cell whose fit diverged: a row per (part, metric) with NaN values and no user scored, ``ident``'s
+        columns, ``final``'s columns (``threshold``, ``fit_seconds``, ``iterations``, ``best_iteration``,
+        ``stopped_reason``), and the curves traced until the divergence."""
+        n = len(parts) * len(metrics)
+        res = pd.DataFrame({**{k: [v] * n for k, v in ident.items()},
+                            "part": [p for p in parts for _ in metrics], "metric": list(metrics) * len(parts),
+                            "value": np.full(n, np.nan), "std": np.full(n, np.nan),
+                            "n_users": np.zeros(n, dtype=np.int64), "n_skipped": np.zeros(n, dtype=np.int64),
+                            **{k: [v] * n for k, v in final.items()}})
+        traces = traces.copy()
+        for k, v in reversed(list(ident.items())):
+            traces.insert(0, k, [v] * len(traces))
+        return cls(res, traces, pd.DataFrame())
+
     @property
     def cells(self) -> list[str]:
         return [] if self.results.empty else list(dict.fromkeys(self.results["cell"]))
