@@ -91,7 +91,9 @@ class Comparisons(pn.viewable.Viewer):
         self._plots = pn.pane.HoloViews(None, sizing_mode="stretch_width", min_height=320)
         self._table = pn.widgets.Tabulator(pd.DataFrame(columns=_TABLE_COLUMNS), disabled=True, show_index=False,
                                            height=300, sizing_mode="stretch_width", pagination=None,
-                                           layout="fit_data_stretch", widths={"run": 240, "method": 320})
+                                           layout="fit_data_stretch", widths={"run": 240, "method": 320},
+                                           # long method names wrap within their column instead of being cut
+                                           formatters={"method": {"type": "textarea"}})
         self._notes = pn.pane.Markdown("", sizing_mode="stretch_width")
         self._pending_select = pn.widgets.Select(label="Missing cells", options={}, sizing_mode="stretch_width")
         self._compute = pn.widgets.Button(label="Compute selected", color="primary", width=160)
