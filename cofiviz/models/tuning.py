@@ -121,14 +121,16 @@ def cross_checked_gain(configured: np.ndarray, best_a: np.ndarray, best_b: np.nd
         for a lower-is-better metric so that a positive gain is an improvement; NaN when a half has no scored
         user.
     """
-    def mean(v, mask):
-        v = v[mask]
-        v = v[~np.isnan(v)]
-        return float(v.mean()) if len(v) else float("nan")
-
-    in_b = ~in_a
+    in_b, mean = ~in_a, _scored_mean
     gain = 0.5 * ((mean(best_a, in_b) - mean(configured, in_b)) + (mean(best_b, in_a) - mean(configured, in_a)))
     return -gain if lower_is_better else gain
+
+
+def _scored_mean(values: np.ndarray, mask: np.ndarray) -> float:
+    """The mean of ``values[mask]`` over its scored (non-NaN) users; NaN when there is none."""
+    v = values[mask]
+    v = v[~np.isnan(v)]
+    return float(v.mean()) if len(v) else float("nan")
 
 
 def _keep_best(kept: dict, values: np.ndarray, in_a: np.ndarray, sign: float, first: bool) -> None:
@@ -136,9 +138,8 @@ def _keep_best(kept: dict, values: np.ndarray, in_a: np.ndarray, sign: float, fi
     if first:
         kept["configured"] = values
     for name, mask in (("A", in_a), ("B", ~in_a)):
-        v = values[mask]
-        v = v[~np.isnan(v)]
-        score = sign * float(v.mean()) if len(v) else -np.inf
+        mean = _scored_mean(values, mask)
+        score = -np.inf if np.isnan(mean) else sign * mean
         if name not in kept or score > kept[name][0]:
             kept[name] = (score, values)
 
