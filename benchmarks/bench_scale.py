@@ -12,7 +12,13 @@ convergence test ends the fit early; no validation data), on two data sets (``ml
               ``train_ratio=0.5``).
 
 and ``lcr-q50-r20``: LCR with q = 50 local models of rank 20 (``n_local=50, rank=20``) on the
-``ratio0.5`` splits, against the goal of at most 1.5 s per iteration on ML-1M on 2 cores.
+``ratio0.5`` splits, against the goal of at most 1.5 s per iteration on ML-1M on 2 cores; and
+``cofirank-λ/user``: CofiRank with its λ scaled with the number of training users, ``λ = 2 · users / 943``
+(its default λ = 2 on MovieLens 100K's 943 users). CofiRank's loss is a sum over users, so at a fixed λ the
+penalty weighs about six times less against the loss on ML-1M and the bundle method of each phase needs more
+oracle calls to reach its tolerance: a harder optimisation problem, not more work per call. This case
+keeps the problem's balance between loss and penalty and measures the code's scaling; every CofiRank row
+notes its λ and the bundle method's oracle calls per iteration (item phase; mean over users).
 
 Measured per (model, data, split)
 ---------------------------------
@@ -72,12 +78,16 @@ DATASETS = {"ml100k": "MovieLens 100K", "ml1m": "MovieLens 1M"}
 SPLITS = {"weak50": ("cofirank-weak", {"n_train": 50}), "ratio0.5": ("fixed-ratio", {"train_ratio": 0.5})}
 LCR_GOAL = "lcr-q50-r20"
 #: extra cases: name -> (registered model, parameters, the splits it runs on)
-EXTRA = {LCR_GOAL: ("lcr", {"n_local": 50, "rank": 20}, ("ratio0.5",))}
+COFIRANK_PER_USER = "cofirank-λ/user"
+#: the number of users CofiRank's default λ is set for (MovieLens 100K's)
+COFIRANK_REF_USERS = 943
+EXTRA = {LCR_GOAL: ("lcr", {"n_local": 50, "rank": 20}, ("ratio0.5",)),
+         COFIRANK_PER_USER: ("cofirank", {"reg_per_user": True}, tuple(SPLITS))}
 LCR_GOAL_SECONDS = 1.5
 MEMORY_GOAL_MB = 2048.0
 #: the order of a default run, quickest first; registered models missing here run after these
 ORDER = ("poprec", "itemmean", "regsvd", "svdpp", "nmf", "bpmf", "mmmf", "bilinear", "gcr", "lcr", LCR_GOAL,
-         "llorma", "gapfm", "cofirank", "gpr", "gpor", "cgpr", "cgpor")
+         "llorma", "gapfm", "cofirank", COFIRANK_PER_USER, "gpr", "gpor", "cgpr", "cgpor")
 #: the unit of work of the models that do not work per rating (see the module documentation)
 UNITS = {"gcr": "pairs", "lcr": "pairs", "gapfm": "item pairs", "cofirank": "Σn²", "gpr": "Σn³+nnz·I", "gpor": "Σn³+nnz·I",
          "cgpr": "Σn³+nnz·I+I³", "cgpor": "Σn³+nnz·I+I³"}
@@ -124,6 +134,19 @@ def work_of(model: str, counts: dict) -> float:
 
 
 # ---------------------------------------------------------------------------------------------- child
+def fit_params(klass, case_params: dict, iterations: int, train) -> dict:
+    """The parameters a case fits ``klass`` with on ``train``: ``iterations`` iterations, no early stopping
+    (``patience=0``, ``tol=0``), the case's parameters; ``reg_per_user`` becomes ``reg = default · users /
+    COFIRANK_REF_USERS`` (``users``: those with training ratings)."""
+    params = {"max_iter": iterations, "patience": 0, **case_params}
+    if params.pop("reg_per_user", False):
+        users = int(np.count_nonzero(np.diff(train.indptr)))
+        params["reg"] = float(klass.param["reg"].default) * users / COFIRANK_REF_USERS
+    if "tol" in klass.param_names():
+        params["tol"] = 0.0
+    return params
+
+
 def _load(dataset: str):
     from cofiviz import datasets
 
@@ -169,9 +192,7 @@ def child(spec: dict, out: str) -> None:
             warm()
         rec["warmup_seconds"] = time.perf_counter() - t0
         rec["rss_before_fit_mb"] = _rss_mb()
-        params = {"max_iter": spec["iterations"], "patience": 0, **spec["params"]}
-        if "tol" in klass.param_names():
-            params["tol"] = 0.0
+        params = fit_params(klass, spec["params"], spec["iterations"], split.train)
         model = klass(**params)
         budget = spec["budget"]
         model.fit(split.train, callbacks=[lambda info: info.elapsed > budget])
@@ -181,6 +202,9 @@ def child(spec: dict, out: str) -> None:
                     "seconds_per_iteration": statistics.median(secs[1:]) if len(secs) > 1 else secs[0],
                     "fit_seconds": model.fit_seconds_, "setup_seconds": model.fit_seconds_ - sum(secs),
                     "stopped": model.stopped_reason_, "cofiviz": cofiviz.__version__})
+        if getattr(model, "phase_log_", None):  # CofiRank: oracle calls of the bundle method per phase
+            rec["item_bmrm_calls"] = [p["item_bmrm_iter"] for p in model.phase_log_]
+            rec["user_bmrm_calls_mean"] = [p["user_bmrm_iter_mean"] for p in model.phase_log_]
     rec["peak_mb"] = _peak_rss_mb()
     with open(out, "w") as fh:
         json.dump(rec, fh)
@@ -236,7 +260,7 @@ def _fmt(x, spec):
 
 
 def _row_text(r: dict) -> str:
-    head = f"{r['case']:<12} {r['dataset']:<6} {r['split']:<8}"
+    head = f"{r['case']:<15} {r['dataset']:<6} {r['split']:<8}"
     if r.get("skipped") or r.get("error"):
         what = f"skipped: {r['skipped']}" if r.get("skipped") else f"FAILED: {r['error']}"
         return f"{head} {what} [load {r['load']:.2f}]"
@@ -249,7 +273,7 @@ def _row_text(r: dict) -> str:
     return f"{head} " + " ".join(cols) + note
 
 
-HEADER = (f"{'model':<12} {'data':<6} {'split':<8} {'it':>2} {'s/iter':>9} {'setup s':>7} {'ratings':>9} "
+HEADER = (f"{'model':<15} {'data':<6} {'split':<8} {'it':>2} {'s/iter':>9} {'setup s':>7} {'ratings':>9} "
           f"{'work':>15} {'unit':<12} {'s/M work':>10} {'t ×':>6} {'w ×':>6} {'lin':>4} {'peak MB':>7} "
           f"{'Δ MB':>6} {'load':>5}")
 
@@ -356,6 +380,11 @@ def main(argv=None) -> dict:
                             notes.append(res["stopped"])
                         elif res["iterations"] == 1:
                             notes.append("the only iteration")
+                        if model == "cofirank" and "reg" in res["params"]:
+                            notes.append(f"λ {res['params']['reg']:.3g}")
+                        if res.get("item_bmrm_calls"):
+                            notes.append("BMRM calls per iteration: item " + "/".join(map(str, res["item_bmrm_calls"]))
+                                         + ", user mean " + "/".join(f"{x:.1f}" for x in res["user_bmrm_calls_mean"]))
                         row["note"] = "; ".join(notes) or None
                         if small is not None and not small.get("error") and not small.get("skipped"):
                             row["time_ratio"] = row["seconds_per_iteration"] / small["seconds_per_iteration"]
