@@ -219,7 +219,7 @@ class Cell:
     def model_defaults(self) -> dict:
         """The model's defaults of the parameters the cell does not set (JSON-ready)."""
         klass = resolve_model(self.model)
-        return jsonable({p: klass.param[p].default for p in klass.param_names() if p not in self.params})
+        return jsonable(klass.key_defaults(self.params))
 
     def key(self, data_version: str) -> str:
         """Stable hash of (configuration, the model's defaults it relies on, data version, cofiviz version).

@@ -230,3 +230,25 @@ def test_a_setting_with_a_diverged_seed_is_never_chosen():
                      {"setting": setting, "part": "test", "metric": "ndcg@10", "value": v, "seed": seed}]
     chosen, best = choose_setting(pd.DataFrame(rows), "ndcg@10", ["ndcg@10"])
     assert best == "c" and chosen["value"].tolist() == [0.55, 0.56]
+
+
+def test_a_late_feature_stays_out_of_keys_while_it_is_off(monkeypatch):
+    """GAPfm's item-mean offset came after results of GAPfm shipped: while ``item_prior`` is 0 neither it nor
+    ``prior_damping`` enters a key, so those results keep theirs; switched on, the damping's default counts.
+    GCR and LCR had the offset from the start, and its parameters are in every key of theirs."""
+    from cofiviz.models import LCR, GAPfm
+
+    off = GAPfm.key_defaults({})
+    assert "item_prior" not in off and "prior_damping" not in off and "rank" in off
+    assert "prior_damping" not in GAPfm.key_defaults({"item_prior": 0.0})
+    assert GAPfm.key_defaults({"item_prior": 1.0})["prior_damping"] == 10.0
+    assert {"item_prior", "prior_damping"} <= set(LCR.key_defaults({}))
+    base = dict(protocol="lcr-weak", protocol_params={"n_train": 10}, seed=0, data={"name": "tiny"}, metrics=("ndcg@10",))
+    plain = Cell(model="gapfm", params={"max_iter": 2}, **base)
+    k = plain.key("v1")
+    monkeypatch.setattr(GAPfm.param["prior_damping"], "default", 20.0)
+    assert plain.key("v1") == k                       # off: the damping does not matter
+    on = Cell(model="gapfm", params={"max_iter": 2, "item_prior": 1.0}, **base)
+    k_on = on.key("v1")
+    monkeypatch.setattr(GAPfm.param["prior_damping"], "default", 10.0)
+    assert on.key("v1") != k_on                       # on: it does

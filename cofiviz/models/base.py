@@ -128,6 +128,25 @@ class Model(param.Parameterized):
     search_space: ClassVar[dict] = {}
     #: Named settings for :meth:`from_preset`; ``"paper"`` holds the paper's own settings.
     presets: ClassVar[dict[str, dict]] = {}
+    #: Features added after results were computed without them: ``{switch: (off value, its other
+    #: parameters)}``. While the switch is off, the model computes exactly what it did before the feature
+    #: existed, and :meth:`key_defaults` leaves the switch and its other parameters out of result keys, so
+    #: those results keep their keys (the verification of the shipped results checks the bits).
+    late_features: ClassVar[dict[str, tuple]] = {}
+
+    @classmethod
+    def key_defaults(cls, params: dict) -> dict:
+        """The defaults of the parameters ``params`` does not set, as a result's key records them.
+
+        Every parameter's default counts (a result computed before a default changed is never read as
+        one of the new default), except those of a :attr:`late_features` switch that is off.
+        """
+        out = {p: cls.param[p].default for p in cls.param_names() if p not in params}
+        for switch, (off, others) in cls.late_features.items():
+            if params.get(switch, cls.param[switch].default) == off:
+                for p in (switch, *others):
+                    out.pop(p, None)
+        return out
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
