@@ -57,11 +57,11 @@ def _time_steps(train, iterations: int, **params) -> dict:
     user_t, item_t = [], []
     for _ in range(iterations):
         t0 = time.perf_counter()
-        K.user_step(model.U_, model.V_, p.indptr, p.items, p.s, p.shift, p.scale, p.code, lr, lam, model._values)
+        K.user_step(model.U_, model.V_, model.prior_, p.indptr, p.items, p.s, p.shift, p.scale, p.code, lr, lam, model._values)
         t1 = time.perf_counter()
         keys = model._key_rng.random(len(p.items)) if mode else np.zeros(len(p.items))
         order = model._order_rng.permutation(len(p.indptr) - 1).astype(np.int64)
-        K.item_step_sequential(model.U_, model.V_, p.indptr, p.items, p.grades, p.s, p.shift, p.scale, p.code,
+        K.item_step_sequential(model.U_, model.V_, model.prior_, p.indptr, p.items, p.grades, p.s, p.shift, p.scale, p.code,
                                order, mode, int(model.n_selected), keys, p.ymax, lr, lam, model._lam_items)
         t2 = time.perf_counter()
         user_t.append(t1 - t0)

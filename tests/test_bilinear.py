@@ -106,7 +106,8 @@ def _small_featured() -> Ratings:
                                          ("plackett_luce", {"pl_ties": "partition"}),
                                          ("smoothed_rank", {"gamma": 1.7}), ("rao_kupper", {"theta": 1.7}), ("davidson", {"nu": 0.6}),
                                          ("rao_kupper", {"ties": "drop"}), ("log_m", {"margin": 0.3}),
-                                         ("log_a", {}), ("exp_a", {})])
+                                         ("log_a", {}), ("exp_a", {}), ("plackett_luce", {"item_prior": 1.5}),
+                                         ("log_m", {"item_prior": 2.0, "prior_damping": 3.0})])
 @pytest.mark.parametrize("features", ["both", "latent", "given"])
 def test_gradient_by_central_differences(loss, extra, features):
     train = _small_featured()
@@ -320,3 +321,24 @@ def test_cli_runs_bilinear_with_each_new_loss(tmp_path, loss):
     assert res["model"] == "bilinear" and res["params"]["loss"] == loss and res["params"]["theta"] == 1.5
     assert 0.0 < res["metrics"]["ndcg@10"] <= 1.0
     assert len(res["iterations"]) >= 1
+
+
+# ---------------------------------------------------------------------------------------------- item-mean offset
+def test_item_offsets_are_the_damped_item_mean_and_shrunk_parts_leave_its_ranking(tmp_path):
+    """``item_prior=β`` adds β·(m̃_i − μ) to every score (m̃: the item mean damped by ``prior_damping``). Under
+    heavy penalties the learned parts vanish and the scores are the offsets; the offsets are saved and loaded."""
+    from cofiviz.models import ItemMean
+
+    train = _small_featured()
+    items = np.arange(train.n_items)
+    want = 1.5 * (ItemMean(damping=4.0).fit(train).score(np.zeros(train.n_items, int), items) - train.global_mean)
+    heavy = dict(rank=2, reg=1000.0, reg_bias=1000.0, solver="gd", lr=5e-4, max_iter=60, tol=0.0)
+    m = Bilinear(item_prior=1.5, prior_damping=4.0, **heavy).fit(train)
+    np.testing.assert_allclose(m.prior_, want, rtol=1e-12, atol=1e-12)
+    for u in range(train.n_users):
+        np.testing.assert_allclose(m.score(np.full(train.n_items, u), items), want, atol=5e-3)
+    off = Bilinear(**heavy).fit(train)
+    assert np.max(np.abs(off.score(np.zeros(train.n_items, int), items))) < 5e-3
+    back = Bilinear.load(m.save(tmp_path / "bilinear"))
+    np.testing.assert_array_equal(back.score(np.zeros(train.n_items, int), items),
+                                  m.score(np.zeros(train.n_items, int), items))

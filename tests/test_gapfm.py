@@ -551,3 +551,77 @@ def test_defaults_learn_on_long_lists_where_the_unweighted_step_diverges():
             for name, m in [("one", unweighted), ("inverse_length", weighted), ("pop", PopRec().fit(split.train))]}
     assert ndcg["inverse_length"] > ndcg["pop"] + 0.02 > ndcg["one"] + 0.02, ndcg
     assert ndcg["inverse_length"] > random_ndcg(split) + 0.05, ndcg
+
+
+# ---------------------------------------------------------------------------------------------- item-mean offset
+def _offset_columns(U, V, prior):
+    """The offsets as one more factor column: ones for the users, the offsets for the items."""
+    return np.column_stack([U, np.ones(len(U))]), np.column_stack([V, prior])
+
+
+def test_steps_with_item_offsets_follow_the_gradient_at_the_offset_scores():
+    """With offsets p the scores are U_m·V_i + p_i. The user step and the batch item step move U and V by lr
+    times the gradient of eq 9 at those scores (computed by ``objective_grad`` with the offsets as a factor
+    column, itself checked against central differences above); on a one-user table the sequential item step
+    (Algorithm 2) is the batch step."""
+    r = _varied_table(seed=8)
+    p = sg.prepare(r, weight="inverse_length")
+    rng = np.random.default_rng(9)
+    U, V, prior = rng.normal(size=(r.n_users, 3)), rng.normal(size=(r.n_items, 3)), rng.normal(size=r.n_items)
+    lr, lam = 0.3, 0.05
+    _, gU, gV = sg.objective_grad(*_offset_columns(U, V, prior), r, lam=lam, weight="inverse_length")
+    U1 = U.copy()
+    K.user_step(U1, V, prior, p.indptr, p.items, p.s, p.shift, p.scale, p.code, lr, lam, np.empty(r.n_users))
+    np.testing.assert_allclose(U1, U + lr * gU[:, :3], rtol=1e-12, atol=1e-13)
+    assert not np.allclose(U1, U + lr * sg.objective_grad(U, V, r, lam=lam, weight="inverse_length")[1])
+    V1, counts = V.copy(), np.bincount(p.items, minlength=r.n_items)
+    K.item_step_batch(U, V1, prior, p.indptr, p.users, p.items, p.grades, p.s, p.shift, p.scale, p.code,
+                      K.SELECT_ALL, 20, np.zeros(len(p.items)), p.ymax, lr, lam, counts)
+    rated = counts > 0
+    np.testing.assert_allclose(V1[rated], (V + lr * gV[:, :3])[rated], rtol=1e-12, atol=1e-13)
+    one = r.take(r.users == 0)
+    q = sg.prepare(one, weight="inverse_length")
+    Vb, Vs = V.copy(), V.copy()
+    K.item_step_batch(U, Vb, prior, q.indptr, q.users, q.items, q.grades, q.s, q.shift, q.scale, q.code,
+                      K.SELECT_ALL, 20, np.zeros(len(q.items)), q.ymax, lr, lam, np.bincount(q.items, minlength=r.n_items))
+    K.item_step_sequential(U, Vs, prior, q.indptr, q.items, q.grades, q.s, q.shift, q.scale, q.code,
+                           np.arange(r.n_users, dtype=np.int64), K.SELECT_ALL, 20, np.zeros(len(q.items)), q.ymax,
+                           lr, lam, np.zeros(r.n_items))
+    np.testing.assert_allclose(Vs, Vb, rtol=1e-12, atol=1e-13)
+    assert not np.allclose(Vb, V)
+
+
+def test_item_offsets_are_the_damped_item_mean_and_shrunk_factors_leave_its_ranking():
+    """``item_prior=β`` adds β·(m̃_i − μ) to every score (m̃: the item mean damped by ``prior_damping``); under a
+    heavy penalty the factors vanish and GAPfm scores every item by the damped item mean, as ItemMean does."""
+    from cofiviz.models import ItemMean
+
+    r = _varied_table(seed=3)
+    m = GAPfm(item_prior=2.0, prior_damping=5.0, reg=4.0, learning_rate=0.2, max_iter=30, rank=3).fit(r)
+    want = 2.0 * (ItemMean(damping=5.0).fit(r).score(np.zeros(r.n_items, int), np.arange(r.n_items)) - r.global_mean)
+    np.testing.assert_allclose(m.prior_, want, rtol=1e-12, atol=1e-12)
+    for u in range(r.n_users):
+        np.testing.assert_allclose(m.score(np.full(r.n_items, u), np.arange(r.n_items)), want, atol=1e-6)
+    off = GAPfm(reg=4.0, learning_rate=0.2, max_iter=30, rank=3).fit(r)
+    assert np.all(off.prior_ == 0.0) and np.max(np.abs(off.score(np.zeros(r.n_items, int), np.arange(r.n_items)))) < 1e-6
+
+
+def test_the_objective_with_item_offsets_against_per_user_reference():
+    r = _varied_table(seed=4)
+    m = GAPfm(item_prior=1.5, rank=3, max_iter=3, init_scale=0.3, reg=0.2, item_reg=0.1).fit(r)
+    want = 0.0
+    for u in range(r.n_users):
+        its, y = r.items[r.user_slice(u)], r.ratings[r.user_slice(u)].astype(int)
+        want += _eq8(m.V_[its] @ m.U_[u] + m.prior_[its], y, 5) / len(its)
+    want -= 0.5 * 0.2 * (np.sum(m.U_ ** 2) + np.sum(m.V_ ** 2)) + 0.5 * 0.1 * np.sum(m.V_ ** 2)
+    assert m.smoothed_objective() == pytest.approx(want, rel=1e-10)
+    assert np.any(m.prior_ != 0.0)
+
+
+def test_item_offsets_are_saved_and_loaded(tmp_path):
+    r = _varied_table(seed=2)
+    m = GAPfm(item_prior=1.0, rank=3, max_iter=3).fit(r)
+    back = GAPfm.load(m.save(tmp_path / "gapfm"))
+    users, items = np.repeat(np.arange(r.n_users), r.n_items), np.tile(np.arange(r.n_items), r.n_users)
+    np.testing.assert_array_equal(back.score(users, items), m.score(users, items))
+    np.testing.assert_array_equal(back.prior_, m.prior_)

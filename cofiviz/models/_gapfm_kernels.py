@@ -1,6 +1,7 @@
 """numba kernels of GAPfm's learning algorithm (Shi et al., CIKM 2013, Algorithms 1 and 2).
 
-They take CSR arrays (``indptr``, ``items``) and the per-rating / per-user arrays of
+They take the factors ``U`` and ``V``, the fixed item offsets ``prior`` (zeros for the paper's model: a
+score is ``U_m · V_i + prior_i``), CSR arrays (``indptr``, ``items``) and the per-rating / per-user arrays of
 :class:`cofiviz.losses.smoothed_gap.Prepared`; the per-user objective and its score gradient come from
 :func:`cofiviz.losses.smoothed_gap._user_value_grad`. Nothing here knows about models or tables.
 
@@ -19,14 +20,15 @@ SELECT_ALL, SELECT_ADAPTIVE, SELECT_RANDOM = 0, 1, 2
 
 
 @njit(cache=True, nogil=True)
-def _scores_of(U, V, m, items, lo, n, f):
+def _scores_of(U, V, prior, m, items, lo, n, f):
+    """User m's scores ``U_m · V_i + prior_i`` of its ``n`` items ``items[lo:lo + n]``, into ``f``."""
     D = U.shape[1]
     for k in range(n):
         i = items[lo + k]
         acc = 0.0
         for d in range(D):
             acc += U[m, d] * V[i, d]
-        f[k] = acc
+        f[k] = acc + prior[i]
 
 
 @njit(cache=True, nogil=True)
@@ -102,7 +104,7 @@ def select_items(mode, K, f, grades, keys, ymax, idx):
 
 
 @njit(parallel=True, cache=True)
-def user_step(U, V, indptr, items, s, shift, scale, code, lr, lam, values):
+def user_step(U, V, prior, indptr, items, s, shift, scale, code, lr, lam, values):
     """Eq 10 for every user in parallel: ``U_m += lr (Σ_i h_mi V_i − λ U_m)`` with V fixed.
 
     ``values[m]`` receives user m's objective term at the *start* of the step.
@@ -119,7 +121,7 @@ def user_step(U, V, indptr, items, s, shift, scale, code, lr, lam, values):
             continue
         f = np.empty(n)
         h = np.empty(n)
-        _scores_of(U, V, m, items, lo, n, f)
+        _scores_of(U, V, prior, m, items, lo, n, f)
         values[m] = _user_value_grad(code, f, s[lo:lo + n], shift[m], scale[m], h)
         g = np.empty(D)
         for d in range(D):
@@ -133,7 +135,7 @@ def user_step(U, V, indptr, items, s, shift, scale, code, lr, lam, values):
 
 
 @njit(cache=True)
-def item_step_sequential(U, V, indptr, items, grades, s, shift, scale, code, order, mode, K, keys, ymax, lr, lam,
+def item_step_sequential(U, V, prior, indptr, items, grades, s, shift, scale, code, order, mode, K, keys, ymax, lr, lam,
                          lam_items):
     """Algorithm 2's item loop: for each user m in ``order``, select ``T_m`` (Algorithm 1) and apply
     eq 11 of that user to the selected items, ``V_i += lr (h_mi U_m − (λ + λ_i) V_i)``, before the next user.
@@ -161,7 +163,7 @@ def item_step_sequential(U, V, indptr, items, grades, s, shift, scale, code, ord
         n = indptr[m + 1] - lo
         if n == 0:
             continue
-        _scores_of(U, V, m, items, lo, n, f)
+        _scores_of(U, V, prior, m, items, lo, n, f)
         q = select_items(mode, K, f[:n], grades[lo:lo + n], keys[lo:lo + n], ymax, idx)
         for a in range(q):
             fs[a] = f[idx[a]]
@@ -177,7 +179,7 @@ def item_step_sequential(U, V, indptr, items, grades, s, shift, scale, code, ord
 
 
 @njit(parallel=True, cache=True)
-def _selected_gradients(U, V, indptr, items, grades, s, shift, scale, code, mode, K, keys, ymax, H):
+def _selected_gradients(U, V, prior, indptr, items, grades, s, shift, scale, code, mode, K, keys, ymax, H):
     """``H[k] = ∂F_m/∂f_mk`` of each user's objective restricted to its selection (0 elsewhere)."""
     M = indptr.shape[0] - 1
     for m in prange(M):
@@ -190,7 +192,7 @@ def _selected_gradients(U, V, indptr, items, grades, s, shift, scale, code, mode
         ss = np.empty(n)
         h = np.empty(n)
         idx = np.empty(n, np.int64)
-        _scores_of(U, V, m, items, lo, n, f)
+        _scores_of(U, V, prior, m, items, lo, n, f)
         q = select_items(mode, K, f, grades[lo:lo + n], keys[lo:lo + n], ymax, idx)
         for a in range(q):
             fs[a] = f[idx[a]]
@@ -220,11 +222,11 @@ def _scatter_items(U, V, users, items, H, lr, lam, counts_selected):
                 V[i, d] += lr * (G[i, d] - lam * V[i, d])
 
 
-def item_step_batch(U, V, indptr, users, items, grades, s, shift, scale, code, mode, K, keys, ymax, lr, lam,
+def item_step_batch(U, V, prior, indptr, users, items, grades, s, shift, scale, code, mode, K, keys, ymax, lr, lam,
                     counts_selected):
     """All users' eq 11 gradients at once (computed in parallel with V fixed), then one step on V."""
     H = np.empty(len(items))
-    _selected_gradients(U, V, indptr, items, grades, s, shift, scale, code, mode, K, keys, ymax, H)
+    _selected_gradients(U, V, prior, indptr, items, grades, s, shift, scale, code, mode, K, keys, ymax, H)
     if mode != SELECT_ALL:
         counts_selected = np.bincount(items[H != 0.0], minlength=V.shape[0])
     _scatter_items(U, V, users, items, H, lr, lam, counts_selected)
@@ -232,7 +234,7 @@ def item_step_batch(U, V, indptr, users, items, grades, s, shift, scale, code, m
 
 
 @njit(parallel=True, cache=True)
-def user_values(U, V, indptr, items, s, shift, scale, code, values):
+def user_values(U, V, prior, indptr, items, s, shift, scale, code, values):
     """Each user's objective term (value only, in parallel)."""
     M = indptr.shape[0] - 1
     for m in prange(M):
@@ -242,7 +244,7 @@ def user_values(U, V, indptr, items, s, shift, scale, code, values):
             values[m] = 0.0
             continue
         f = np.empty(n)
-        _scores_of(U, V, m, items, lo, n, f)
+        _scores_of(U, V, prior, m, items, lo, n, f)
         values[m] = _user_value(code, f, s[lo:lo + n], shift[m], scale[m])
 
 

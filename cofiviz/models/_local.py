@@ -25,7 +25,7 @@ from ..losses.surrogates import SURROGATES, surrogate_code
 from ..ratings import Ratings
 from . import _local_kernels as lk
 from .base import Model
-from .popularity import damped_item_mean
+from .prior import ItemPriorParams
 from .regsvd import regsvd_factors
 
 __all__ = ["anchor_points", "local_kernels", "PairwiseFactorModel", "LocalParams"]
@@ -77,7 +77,7 @@ class LocalParams(param.Parameterized):
     svd_rank = param.Integer(default=10, bounds=(1, 1000), doc="Rank of the RegSVD whose factors define distances.")
 
 
-class PairwiseFactorModel(Model):
+class PairwiseFactorModel(Model, ItemPriorParams):
     """Pairwise collaborative ranking by gradient steps on eq (9) (GCR) or eq (14) (LCR).
 
     Objective (eqs 7, 9, 14 with L2 regularisation):
@@ -101,6 +101,8 @@ class PairwiseFactorModel(Model):
 
     __abstract = True
     divergence_hint = (("lr", "lower"), ("reg", "raise"))
+    #: GCR and LCR had the item-mean offset from their first results: ``item_prior`` is in every key
+    late_features = {}
 
     rank = param.Integer(default=10, bounds=(1, 2000), doc="Rank r of each factorisation.")
     loss = param.Selector(default="log_a", objects=list(SURROGATES), doc="Pairwise surrogate loss (Table 1).")
@@ -111,11 +113,6 @@ class PairwiseFactorModel(Model):
     reg_bias = param.Number(default=0.1, bounds=(0.0, None), doc="L2 penalty of the item offsets.")
     item_bias = param.Selector(default="none", objects=["none", "local", "global"],
                                doc="Item offsets: none (the paper), one per local model, or one shared.")
-    item_prior = param.Number(default=0.0, bounds=(0.0, None),
-                              doc="Weight β of a fixed item offset β·(damped item mean − μ) added to every score "
-                                  "(0: the paper's model).")
-    prior_damping = param.Number(default=10.0, bounds=(0.0, None),
-                                 doc="Damping of the item-mean offset (pseudo-ratings at the global mean).")
     solver = param.Selector(default="gd", objects=["gd", "adagrad"],
                             doc="Plain gradient steps (Algorithm 1) or AdaGrad's per-coordinate step sizes.")
     init = param.Selector(default="uniform", objects=["uniform", "normal"],
@@ -148,7 +145,7 @@ class PairwiseFactorModel(Model):
             self.V_ = rng.normal(0.0, self.init_scale, (q, n, r))
         self.B_ = np.zeros((q, n))
         self.c_ = np.zeros(n)
-        self.prior_ = self._item_prior(train)
+        self.prior_ = self.item_prior_offsets(train)
         self._indptr = np.ascontiguousarray(train.indptr, dtype=np.int64)
         self._users = np.ascontiguousarray(train.users, dtype=np.int32)
         self._items = np.ascontiguousarray(train.items, dtype=np.int32)
@@ -181,14 +178,6 @@ class PairwiseFactorModel(Model):
         if not np.any(self._upairs > 0):
             raise DataError(f"{type(self).__name__}: no user has two training ratings of different value, so "
                             "there is no preference pair to learn from")
-
-    def _item_prior(self, train: Ratings) -> np.ndarray:
-        """``β · (s_i + d μ) / (n_i + d) − β μ``: the damped item mean, centred, times ``item_prior``."""
-        n = train.n_items
-        beta = float(self.item_prior)
-        if beta == 0.0:
-            return np.zeros(n)
-        return beta * (damped_item_mean(train, self.prior_damping) - train.global_mean)
 
     def _step_scales(self) -> np.ndarray:
         """``s_t``: the inverse of local model t's mean combination weight over the entries it reaches.

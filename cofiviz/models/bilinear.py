@@ -60,6 +60,7 @@ from ..ratings import Ratings
 from . import _bilinear_kernels as bk
 from ._local_kernels import apply_adagrad
 from .base import Model
+from .prior import LATE_PRIOR, ItemPriorParams
 from .space import Choice, IntLogUniform, LogUniform
 
 __all__ = ["Bilinear", "encode_features", "BILINEAR_LOSSES", "warmup"]
@@ -134,7 +135,7 @@ def encode_features(info: pd.DataFrame | None, spec: str = "auto", bins: int = 5
     return np.ascontiguousarray(np.hstack(blocks)), names
 
 
-class Bilinear(Model):
+class Bilinear(Model, ItemPriorParams):
     """Bilinear rank functional ``f(u, i) = w_uᵀ Bᵀ C v_i`` with latent and/or given features.
 
     Parameters
@@ -171,6 +172,10 @@ class Bilinear(Model):
         (``age+gender``; see :func:`encode_features`).
     item_bias : bool
         Learn item offsets ``c_i`` (latent) and ``dᵀ z_i`` (from item features).
+    item_prior, prior_damping : float
+        A fixed item offset ``β·(m̃_i − μ)`` added to every score (:mod:`cofiviz.models.prior`): β =
+        ``item_prior`` (0, the default: none) times the item's training mean damped by ``prior_damping``
+        pseudo-ratings at the global mean ``μ``; learned by no step and not penalised.
     lr : float
         Step size (AdaGrad's base rate, or the plain gradient step).
     reg, reg_bias : float
@@ -193,10 +198,13 @@ class Bilinear(Model):
     ``user_feature_names_``, ``item_feature_names_``; ``sides_``: what each side uses.
     """
 
+    late_features = LATE_PRIOR
     #: what :meth:`tune` searches (see :mod:`cofiviz.models.space`); ``presets``: named settings
     search_space = {"loss": Choice(("plackett_luce", "log_a", "rao_kupper", "smoothed_rank")),
                     "rank": IntLogUniform(5, 50), "lr": LogUniform(0.01, 0.5), "reg": LogUniform(0.01, 1.0),
-                    "gamma": LogUniform(0.3, 10.0)}
+                    "gamma": LogUniform(0.3, 10.0), "features": Choice(("both", "latent")),
+                    "item_bias": Choice((True, False)), "item_prior": Choice((0.0, 1.0, 2.0)),
+                    "prior_damping": Choice((5.0, 10.0, 25.0, 50.0))}
 
     rank = param.Integer(default=10, bounds=(1, 2000), doc="Rank of the association matrix A = B'C.")
     loss = param.Selector(default="plackett_luce", objects=list(BILINEAR_LOSSES),
@@ -275,6 +283,7 @@ class Bilinear(Model):
         self.H_ = rng.normal(0.0, s, (q, r))
         self.c_ = np.zeros(n)
         self.d_ = np.zeros(q)
+        self.prior_ = self.item_prior_offsets(train)
         self._bind(train)
         self._acc = {k: np.zeros_like(v) for k, v in self._params().items()}
         self._objective: list[float] = []
@@ -304,8 +313,10 @@ class Bilinear(Model):
     def _projected(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         P = np.ascontiguousarray(self.U_ + self.X_ @ self.W_)
         Q = np.ascontiguousarray(self.V_ + self.Z_ @ self.H_)
-        b = np.ascontiguousarray(self.c_ + self.Z_ @ self.d_)
-        return P, Q, b
+        b = self.c_ + self.Z_ @ self.d_
+        if self.item_prior != 0.0:
+            b = b + self.prior_
+        return P, Q, np.ascontiguousarray(b)
 
     def _data_term(self, P, Q, b, active) -> tuple[float, int]:
         """Scores, per-user losses and ``G`` of the bound table; ``(Σ_u loss_u, users with a loss)``."""
@@ -370,7 +381,10 @@ class Bilinear(Model):
         return out
 
     def _state(self) -> dict[str, np.ndarray]:
-        return {**self._params(), "X": self.X_, "Z": self.Z_}
+        state = {**self._params(), "X": self.X_, "Z": self.Z_}
+        if self.item_prior != 0.0:
+            state["prior"] = self.prior_
+        return state
 
     def _set_state(self, state: dict[str, np.ndarray]) -> None:
         arr = {k: np.ascontiguousarray(state[k], dtype=np.float64) for k in ("U", "V", "W", "H", "c", "d", "X", "Z")}
@@ -383,13 +397,18 @@ class Bilinear(Model):
                             ", ".join(f"{k} {v.shape}" for k, v in arr.items()))
         self.U_, self.V_, self.W_, self.H_, self.c_, self.d_, self.X_, self.Z_ = (
             arr[k] for k in ("U", "V", "W", "H", "c", "d", "X", "Z"))
+        self.prior_ = (np.ascontiguousarray(state["prior"], dtype=np.float64) if self.item_prior != 0.0
+                       else np.zeros(V.shape[0]))
         self.sides_ = self._sides()
 
     def _state_spec(self, n_users: int, n_items: int) -> dict[str, tuple[int | None, ...]]:
         # the numbers of user and item features (None) are checked against X and Z by _set_state
         r = int(self.rank)
-        return {"U": (n_users, r), "V": (n_items, r), "W": (None, r), "H": (None, r), "c": (n_items,), "d": (None,),
+        spec = {"U": (n_users, r), "V": (n_items, r), "W": (None, r), "H": (None, r), "c": (n_items,), "d": (None,),
                 "X": (n_users, None), "Z": (n_items, None)}
+        if self.item_prior != 0.0:
+            spec["prior"] = (n_items,)
+        return spec
 
     def _extra_meta(self) -> dict:
         return {"user_feature_names": list(getattr(self, "user_feature_names_", [])),

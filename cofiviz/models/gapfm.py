@@ -50,6 +50,7 @@ from ..losses.smoothed_gap import warmup as loss_warmup
 from ..ratings import Ratings
 from . import _gapfm_kernels as K
 from .base import Model
+from .prior import LATE_PRIOR, ItemPriorParams
 from .space import Choice, IntLogUniform, LogUniform
 
 __all__ = ["GAPfm", "warmup"]
@@ -57,7 +58,7 @@ __all__ = ["GAPfm", "warmup"]
 _SELECTION = {"all": K.SELECT_ALL, "adaptive": K.SELECT_ADAPTIVE, "random": K.SELECT_RANDOM}
 
 
-class GAPfm(Model):
+class GAPfm(Model, ItemPriorParams):
     """GAPfm (Shi et al. 2013): latent factors trained by gradient ascent on smoothed GAP.
 
     Parameters
@@ -81,6 +82,12 @@ class GAPfm(Model):
         of n ratings each, ``"inverse_length"`` with ``(γ, λ)`` takes the steps of ``"one"`` with
         ``(γ/n, nλ)`` (and ``item_reg`` n·λ_V): on lists of 10 the defaults step as ``"one"`` with γ = 0.02,
         λ = 0.1, a setting that learns there.
+    item_prior, prior_damping : float
+        A fixed item offset ``β·(m̃_i − μ)`` added to every score, ``f_mi = U_m · V_i + β·(m̃_i − μ)``
+        (:mod:`cofiviz.models.prior`): β = ``item_prior`` (0, the default: the paper's model) times the item's
+        training mean damped by ``prior_damping`` pseudo-ratings at the global mean ``μ``. Learned by no step
+        and not penalised, it starts the ranking at the damped item mean, and the factors learn what each
+        user adds to it: on short training lists, where that baseline is hard to beat.
     item_reg : float
         λ_V: an extra penalty ``(λ_V/2)‖V_i‖²`` on every item, counted once per iteration whatever the
         number of users who rated it (default 0: the paper's Algorithm 2). Eq 11 applies ``λ`` at each
@@ -139,7 +146,8 @@ class GAPfm(Model):
 
     #: what :meth:`tune` searches (see :mod:`cofiviz.models.space`); ``presets``: named settings
     search_space = {"rank": IntLogUniform(5, 30), "reg": LogUniform(0.001, 0.3), "learning_rate": LogUniform(0.02, 2.0),
-                    "init_scale": LogUniform(0.01, 0.3), "item_reg": Choice((0.0, 0.01, 0.03, 0.1, 0.3))}
+                    "init_scale": LogUniform(0.01, 0.3), "item_reg": Choice((0.0, 0.01, 0.03, 0.1, 0.3)),
+                    "item_prior": Choice((0.0, 1.0, 2.0, 4.0)), "prior_damping": Choice((5.0, 10.0, 25.0, 50.0))}
     presets = {"paper": {"rank": 10, "reg": 0.001, "learning_rate": 1e-5, "item_reg": 0.0, "objective": "gap",
                          "user_weight": "one", "selection": "all", "item_update": "sequential"}}
 
@@ -167,6 +175,7 @@ class GAPfm(Model):
     valid_metric = param.String(default="ndcg@10", doc="Metric watched by early stopping.")
 
     divergence_hint = (("learning_rate", "lower"), ("reg", "raise"))
+    late_features = LATE_PRIOR
 
     # ------------------------------------------------------------------ training
     def _setup(self, train: Ratings, rng: np.random.Generator) -> None:
@@ -175,6 +184,7 @@ class GAPfm(Model):
         D = int(self.rank)
         self.U_ = rng.normal(0.0, self.init_scale, size=(train.n_users, D))
         self.V_ = rng.normal(0.0, self.init_scale, size=(train.n_items, D))
+        self.prior_ = self.item_prior_offsets(train)
         # separate streams: the user order does not depend on whether selection keys are drawn
         self._order_rng, self._key_rng = rng.spawn(2)
         self._item_counts = np.bincount(p.items, minlength=train.n_items)
@@ -187,21 +197,21 @@ class GAPfm(Model):
     def _step(self, iteration: int) -> float:
         p = self._data
         lr, lam = float(self.learning_rate), float(self.reg)
-        K.user_step(self.U_, self.V_, p.indptr, p.items, p.s, p.shift, p.scale, p.code, lr, lam, self._values)
+        K.user_step(self.U_, self.V_, self.prior_, p.indptr, p.items, p.s, p.shift, p.scale, p.code, lr, lam, self._values)
         start_value = float(self._values.sum())
         mode = _SELECTION[self.selection]
         keys = self._key_rng.random(len(p.items)) if mode != K.SELECT_ALL else np.zeros(len(p.items))
         if self.item_update == "sequential":
             order = self._order_rng.permutation(len(p.indptr) - 1).astype(np.int64)
             self.item_updates_ = int(K.item_step_sequential(
-                self.U_, self.V_, p.indptr, p.items, p.grades, p.s, p.shift, p.scale, p.code, order, mode,
+                self.U_, self.V_, self.prior_, p.indptr, p.items, p.grades, p.s, p.shift, p.scale, p.code, order, mode,
                 int(self.n_selected), keys, p.ymax, lr, lam, self._lam_items))
         else:
             self.item_updates_ = K.item_step_batch(
-                self.U_, self.V_, p.indptr, p.users, p.items, p.grades, p.s, p.shift, p.scale, p.code, mode,
+                self.U_, self.V_, self.prior_, p.indptr, p.users, p.items, p.grades, p.s, p.shift, p.scale, p.code, mode,
                 int(self.n_selected), keys, p.ymax, lr, lam + float(self.item_reg), self._item_counts)
         if self.monitor_loss:
-            K.user_values(self.U_, self.V_, p.indptr, p.items, p.s, p.shift, p.scale, p.code, self._values)
+            K.user_values(self.U_, self.V_, self.prior_, p.indptr, p.items, p.s, p.shift, p.scale, p.code, self._values)
             value = float(self._values.sum())
         else:
             value = start_value
@@ -214,10 +224,15 @@ class GAPfm(Model):
     def _scores(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
         out = np.empty(len(users))
         K.dot_pairs(self.U_, self.V_, users.astype(np.int64), items.astype(np.int64), out)
+        if self.item_prior != 0.0:
+            out += self.prior_[items]
         return out
 
     def _state(self) -> dict[str, np.ndarray]:
-        return {"U": self.U_, "V": self.V_}
+        state = {"U": self.U_, "V": self.V_}
+        if self.item_prior != 0.0:
+            state["prior"] = self.prior_
+        return state
 
     def _set_state(self, state: dict[str, np.ndarray]) -> None:
         U = np.ascontiguousarray(state["U"], dtype=np.float64)
@@ -225,18 +240,30 @@ class GAPfm(Model):
         if U.ndim != 2 or V.ndim != 2 or U.shape[1] != V.shape[1]:
             raise ParameterError(f"GAPfm state needs U and V with one number of columns, got {U.shape}, {V.shape}")
         self.U_, self.V_ = U, V
+        self.prior_ = (np.ascontiguousarray(state["prior"], dtype=np.float64) if self.item_prior != 0.0
+                       else np.zeros(V.shape[0]))
 
     def _state_spec(self, n_users: int, n_items: int) -> dict[str, tuple[int | None, ...]]:
-        return {"U": (n_users, int(self.rank)), "V": (n_items, int(self.rank))}
+        spec = {"U": (n_users, int(self.rank)), "V": (n_items, int(self.rank))}
+        if self.item_prior != 0.0:
+            spec["prior"] = (n_items,)
+        return spec
 
     def smoothed_objective(self, ratings: Ratings | None = None) -> float:
         """Eq 9 (1/M dropped) of the current factors on ``ratings`` (default: the training table), with
         ``item_reg``'s penalty ``(λ_V/2)‖V‖²``."""
         self._require_fitted()
         r = self.train_ if ratings is None else ratings
-        value = smoothed_gap_objective(self.U_, self.V_, r, lam=float(self.reg), ymax=self.ymax_,
-                                       kind=self.objective, cutoff=self.cutoff, weight=self.user_weight)
-        return value - 0.5 * float(self.item_reg) * float(np.sum(self.V_ * self.V_))
+        U, V, lam = self.U_, self.V_, float(self.reg)
+        penalty = 0.5 * float(self.item_reg) * float(np.sum(V * V))
+        if self.item_prior != 0.0:  # the offset as one more factor column: ones for the users, the offsets for items
+            penalty += 0.5 * lam * (float(np.sum(U * U)) + float(np.sum(V * V)))
+            U = np.column_stack([U, np.ones(len(U))])
+            V = np.column_stack([V, self.prior_])
+            lam = 0.0
+        value = smoothed_gap_objective(U, V, r, lam=lam, ymax=self.ymax_, kind=self.objective, cutoff=self.cutoff,
+                                       weight=self.user_weight)
+        return value - penalty
 
     def _extra_meta(self) -> dict:
         return {"ymax": int(getattr(self, "ymax_", 0) or 0)}
