@@ -231,6 +231,18 @@ def _titles(page, name):
     return page.locator(f".cofiviz-top-{name} td").all_inner_texts()
 
 
+#: the computed font size of every h4 on the page, inside the panes' shadow roots too
+_HEADING_SIZES = """() => {
+  const sizes = [];
+  const walk = root => root.querySelectorAll('*').forEach(el => {
+    if (el.tagName === 'H4') sizes.push(getComputedStyle(el).fontSize);
+    if (el.shadowRoot) walk(el.shadowRoot);
+  });
+  walk(document);
+  return sizes;
+}"""
+
+
 @pytest.mark.browser
 def test_the_page_fills_in_every_model_with_plots_and_follows_the_user(server, chromium, page_errors):
     page = page_errors(chromium.new_page(viewport={"width": 1500, "height": 1200}))
@@ -253,6 +265,8 @@ def test_the_page_fills_in_every_model_with_plots_and_follows_the_user(server, c
     while _titles(page, "itemmean") == before and time.monotonic() < deadline:
         time.sleep(0.2)
     assert _titles(page, "itemmean") != before
+    # every card's heading keeps one size after its text changed (Bootstrap's h4 reaches a changed pane)
+    assert len(set(page.evaluate(_HEADING_SIZES))) == 1, page.evaluate(_HEADING_SIZES)
     screenshot(page, "recommendations-user2")
     box.fill("99999")
     box.press("Enter")

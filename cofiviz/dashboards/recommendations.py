@@ -35,6 +35,10 @@ __all__ = ["Recommendations", "popularity_lean", "list_overlap", "top_n", "POLL_
 #: how often the page looks for newly trained models (milliseconds)
 POLL_MS = 2000
 PLOT_WIDTH = 520
+#: the headings of the panes whose text changes while the page is open: the Bootstrap template's stylesheet reaches
+#: a Markdown pane's headings once its text has changed (h4 at 1.5rem) but not at its first render, so that a card
+#: just trained would stand out; ``:host h4`` outranks Bootstrap's ``h4`` whatever the order of the stylesheets
+HEADINGS_CSS = ":host h3 { font-size: 1.4em; } :host h4 { font-size: 1.2em; }"
 
 
 def popularity_lean(model, user: int, items: np.ndarray, counts: np.ndarray,
@@ -127,7 +131,7 @@ class Recommendations(pn.viewable.Viewer):
         self._error = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
         self._progress = pn.pane.Markdown("", css_classes=["cofiviz-recommenders-progress"],
                                           sizing_mode="stretch_width")
-        self._ratings_title = pn.pane.Markdown("")
+        self._ratings_title = pn.pane.Markdown("", stylesheets=[HEADINGS_CSS])
         self._ratings_table = pn.pane.DataFrame(pd.DataFrame(), index=False, sizing_mode="stretch_width", max_rows=25,
                                                 css_classes=["cofiviz-user-ratings"])
         # the plots are drawn anew at each refresh (not streamed into): the number of models shown falls when the
@@ -173,7 +177,7 @@ class Recommendations(pn.viewable.Viewer):
         # set changes, and only the cards' contents are updated
         for name in models.names:
             if name not in self._cards:
-                head = pn.pane.Markdown(f"#### {name}\n*waiting to be trained…*", width=330)
+                head = pn.pane.Markdown(f"#### {name}\n*waiting to be trained…*", width=330, stylesheets=[HEADINGS_CSS])
                 table = pn.pane.DataFrame(pd.DataFrame(), index=False, css_classes=[f"cofiviz-top-{name}"],
                                           width=330, visible=False)
                 self._cards[name] = (head, table)
