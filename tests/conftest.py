@@ -144,6 +144,19 @@ def count_canvases(page) -> int:
     return page.evaluate(_CANVASES_JS)
 
 
+def heading_sizes(page, tag: str = "h4") -> list[str]:
+    """The computed font size of every ``tag`` heading in the page, shadow roots included."""
+    return page.evaluate("""tag => {
+      const sizes = [];
+      const walk = root => root.querySelectorAll('*').forEach(el => {
+        if (el.tagName === tag.toUpperCase()) sizes.push(getComputedStyle(el).fontSize);
+        if (el.shadowRoot) walk(el.shadowRoot);
+      });
+      walk(document);
+      return sizes;
+    }""", tag)
+
+
 def wait_for_canvases(page, n: int = 1, timeout: float = 30_000) -> int:
     """Wait until the page has drawn at least ``n`` canvases; returns how many it has."""
     page.wait_for_function(f"() => ({_CANVASES_JS})() >= {int(n)}", timeout=timeout)

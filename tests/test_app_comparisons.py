@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from conftest import PanelServer, count_canvases, screenshot
+from conftest import PanelServer, count_canvases, heading_sizes, screenshot
 from cofiviz import reproduce as R
 from cofiviz.dashboards.comparisons import Comparisons
 from cofiviz.store import ResultsStore
@@ -92,12 +92,14 @@ def test_comparisons_in_the_browser(server, chromium, page_errors):
     assert count_canvases(page) > 0, "no plot canvas rendered"
     page.get_by_text("rank=10").first.wait_for(timeout=30_000)
     screenshot(page, "comparisons-lcr-figures")
+    title_size = heading_sizes(page, "h3")
     # CofiRank's losses against the paper: cached rows at once, one missing cell computed from the page
     page.locator(".bk-input-group").filter(has_text="Reproduction").locator("select").first.select_option(
         label=next(k for k in (f"{r.name} — {r.title}" for r in R.REPRODUCTIONS.values())
                    if k.startswith("cofirank-table2")))
     page.get_by_text("CofiRank-Ordinal").first.wait_for(timeout=30_000)
     page.get_by_text("1 missing").first.wait_for(timeout=30_000)
+    assert heading_sizes(page, "h3") == title_size    # the changed title keeps its size (Bootstrap's h3 is larger)
     screenshot(page, "comparisons-cofirank-cached")
     page.get_by_role("button", name="Compute selected").click()
     page.get_by_text("Every cell is there").first.wait_for(timeout=120_000)

@@ -14,7 +14,7 @@ from cofiviz.dashboards.recommenders import (COFIRANK_PER_USER, DATA, ML1M, ML1M
                                              ordered, quick_subset, recipe, recommenders_dir, train_one,
                                              user_sample)
 from cofiviz.models import available_models, get_model_class
-from conftest import PanelServer, screenshot
+from conftest import PanelServer, heading_sizes, screenshot
 
 
 def test_training_order_puts_the_quick_baselines_first_and_keeps_every_model():
@@ -231,18 +231,6 @@ def _titles(page, name):
     return page.locator(f".cofiviz-top-{name} td").all_inner_texts()
 
 
-#: the computed font size of every h4 on the page, inside the panes' shadow roots too
-_HEADING_SIZES = """() => {
-  const sizes = [];
-  const walk = root => root.querySelectorAll('*').forEach(el => {
-    if (el.tagName === 'H4') sizes.push(getComputedStyle(el).fontSize);
-    if (el.shadowRoot) walk(el.shadowRoot);
-  });
-  walk(document);
-  return sizes;
-}"""
-
-
 @pytest.mark.browser
 def test_the_page_fills_in_every_model_with_plots_and_follows_the_user(server, chromium, page_errors):
     page = page_errors(chromium.new_page(viewport={"width": 1500, "height": 1200}))
@@ -266,7 +254,7 @@ def test_the_page_fills_in_every_model_with_plots_and_follows_the_user(server, c
         time.sleep(0.2)
     assert _titles(page, "itemmean") != before
     # every card's heading keeps one size after its text changed (Bootstrap's h4 reaches a changed pane)
-    assert len(set(page.evaluate(_HEADING_SIZES))) == 1, page.evaluate(_HEADING_SIZES)
+    assert len(set(heading_sizes(page, "h4"))) == 1, heading_sizes(page, "h4")
     screenshot(page, "recommendations-user2")
     box.fill("99999")
     box.press("Enter")

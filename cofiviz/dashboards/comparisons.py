@@ -31,6 +31,7 @@ from ..reproductions.report import p_text
 from ..reproductions.run import shipped_note
 from ..store import default_store
 from ._shared import KERNEL_LOCK, SessionWorker, kernels_need_lock
+from .theme import HEADINGS_CSS
 
 __all__ = ["Comparisons", "default_store"]
 
@@ -86,7 +87,7 @@ class Comparisons(pn.viewable.Viewer):
             params["store"] = str(default_store())
         super().__init__(**params)
         self._error = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
-        self._summary = pn.pane.Markdown("", css_classes=["cofiviz-comparisons-status"],
+        self._summary = pn.pane.Markdown("", css_classes=["cofiviz-comparisons-status"], stylesheets=[HEADINGS_CSS],
                                          sizing_mode="stretch_width")
         self._plots = pn.pane.HoloViews(None, sizing_mode="stretch_width", min_height=320)
         self._table = pn.widgets.Tabulator(pd.DataFrame(columns=_TABLE_COLUMNS), disabled=True, show_index=False,

@@ -29,16 +29,13 @@ import param
 
 from ._shared import load_dataset
 from .recommenders import DATA, ML1M, OFFERED, QUICK_ITEMS, QUICK_PER_USER, TUNE_USERS, RecommenderPool, pool
+from .theme import HEADINGS_CSS
 
 __all__ = ["Recommendations", "popularity_lean", "list_overlap", "top_n", "POLL_MS"]
 
 #: how often the page looks for newly trained models (milliseconds)
 POLL_MS = 2000
 PLOT_WIDTH = 520
-#: the headings of the panes whose text changes while the page is open: the Bootstrap template's stylesheet reaches
-#: a Markdown pane's headings once its text has changed (h4 at 1.5rem) but not at its first render, so that a card
-#: just trained would stand out; ``:host h4`` outranks Bootstrap's ``h4`` whatever the order of the stylesheets
-HEADINGS_CSS = ":host h3 { font-size: 1.4em; } :host h4 { font-size: 1.2em; }"
 
 
 def popularity_lean(model, user: int, items: np.ndarray, counts: np.ndarray,

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import panel as pn
 
-__all__ = ["page"]
+__all__ = ["page", "HEADINGS_CSS"]
+
+#: the stylesheet of a Markdown pane whose text changes while the page is open: the template's Bootstrap stylesheet
+#: reaches the pane's headings once its text has changed (h3 and h4 at 1.5rem and more) but not at its first render,
+#: so that the pane just updated would stand out; ``:host h4`` outranks Bootstrap's ``h4`` whatever the order of
+#: the stylesheets
+HEADINGS_CSS = ":host h3 { font-size: 1.4em; } :host h4 { font-size: 1.2em; }"
 
 ABOUT = ("cofiviz — a lab for collaborative ranking: models that learn to rank items per user, "
          "evaluated with NDCG, AP and GAP.")
