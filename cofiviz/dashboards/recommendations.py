@@ -135,7 +135,7 @@ class Recommendations(pn.viewable.Viewer):
         # data set changes, and bars streamed fewer rows than before failed in the browser ("Size mismatch")
         self._lean_pane = pn.pane.HoloViews(self._lean_plot(self._lean_frame()), linked_axes=False)
         self._overlap_pane = pn.pane.HoloViews(self._overlap_plot(list_overlap({})), linked_axes=False)
-        self._plots = pn.Row(self._lean_pane, self._overlap_pane)
+        self._plots = pn.FlexBox(self._lean_pane, self._overlap_pane, sizing_mode="stretch_width")  # wraps when narrow
         self._cards: dict[str, tuple] = {}      # model name -> (heading, table): shared by the data sets
         self._lists = pn.FlexBox(sizing_mode="stretch_width")
         self._shown: tuple = ()
