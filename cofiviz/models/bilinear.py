@@ -314,7 +314,7 @@ class Bilinear(Model, ItemPriorParams):
         P = np.ascontiguousarray(self.U_ + self.X_ @ self.W_)
         Q = np.ascontiguousarray(self.V_ + self.Z_ @ self.H_)
         b = self.c_ + self.Z_ @ self.d_
-        if self.item_prior != 0.0:
+        if np.any(self.prior_):  # the offsets of the fit (zeros without item_prior), whatever item_prior says now
             b = b + self.prior_
         return P, Q, np.ascontiguousarray(b)
 

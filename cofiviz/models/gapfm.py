@@ -224,7 +224,7 @@ class GAPfm(Model, ItemPriorParams):
     def _scores(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
         out = np.empty(len(users))
         K.dot_pairs(self.U_, self.V_, users.astype(np.int64), items.astype(np.int64), out)
-        if self.item_prior != 0.0:
+        if np.any(self.prior_):  # the offsets of the fit (zeros without item_prior), whatever item_prior says now
             out += self.prior_[items]
         return out
 
@@ -256,7 +256,7 @@ class GAPfm(Model, ItemPriorParams):
         r = self.train_ if ratings is None else ratings
         U, V, lam = self.U_, self.V_, float(self.reg)
         penalty = 0.5 * float(self.item_reg) * float(np.sum(V * V))
-        if self.item_prior != 0.0:  # the offset as one more factor column: ones for the users, the offsets for items
+        if np.any(self.prior_):  # the offsets as one more factor column: ones for the users, the offsets for items
             penalty += 0.5 * lam * (float(np.sum(U * U)) + float(np.sum(V * V)))
             U = np.column_stack([U, np.ones(len(U))])
             V = np.column_stack([V, self.prior_])
