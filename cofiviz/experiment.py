@@ -218,16 +218,16 @@ class Cell:
 
     def model_defaults(self) -> dict:
         """The model's defaults of the parameters the cell does not set (JSON-ready)."""
-        klass = resolve_model(self.model)
-        return jsonable(klass.key_defaults(self.params))
+        return jsonable(resolve_model(self.model).key_defaults(self.params))
 
     def key(self, data_version: str) -> str:
         """Stable hash of (configuration, the model's defaults it relies on, data version, cofiviz version).
 
         The defaults are part of the key so that a cell computed before a default changed is never read as
-        a result of the new default.
+        a result of the new default; parameters at a ``key_neutral`` value are not (:meth:`Model.key_params`).
         """
-        return cell_key({**self.config(), "defaults": self.model_defaults()}, data_version)
+        params = jsonable(resolve_model(self.model).key_params(dict(sorted(self.params.items()))))
+        return cell_key({**self.config(), "params": params, "defaults": self.model_defaults()}, data_version)
 
     def describe(self) -> str:
         shown = ", ".join(f"{k}={v}" for k, v in self.params.items() if k != "seed")

@@ -72,16 +72,17 @@ def test_every_registered_model_is_a_case_in_order():
     assert names.index("poprec") < names.index("cgpor")
 
 
-def test_cofirank_per_user_case_scales_lambda_with_the_training_users():
+def test_cofirank_fixed_case_keeps_lambda_as_given():
     from cofiviz.models import CofiRank
 
     r = Ratings([0, 0, 1, 1, 2], [0, 1, 0, 2, 1], [5, 3, 4, 1, 2], user_ids=[0, 1, 2], item_ids=[0, 1, 2])
-    name, model, params, splits = next(c for c in bench._cases(None) if c[0] == bench.COFIRANK_PER_USER)
+    name, model, params, splits = next(c for c in bench._cases(None) if c[0] == bench.COFIRANK_FIXED)
     got = bench.fit_params(CofiRank, params, 4, r)
     assert model == "cofirank" and set(splits) == set(bench.SPLITS)
-    assert got["reg"] == CofiRank.param["reg"].default * 3 / 943
-    assert got["max_iter"] == 4 and got["patience"] == 0 and "reg_per_user" not in got
-    assert "reg" not in bench.fit_params(CofiRank, {}, 4, r)
+    assert got == {"max_iter": 4, "patience": 0, "reg_users": None}
+    assert bench.fit_params(CofiRank, {}, 4, r) == {"max_iter": 4, "patience": 0}
+    fixed = CofiRank(**got).fit(r)
+    assert fixed.reg_effective_ == CofiRank.param["reg"].default
 
 
 def test_help_runs():

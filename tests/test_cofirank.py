@@ -308,3 +308,32 @@ def test_cli_runs_cofirank_with_the_beyond_the_paper_options(tmp_path, camps):
     assert main(argv) == 0
     res = json.loads(out.read_text())
     assert res["model"] == "cofirank" and 0 < res["metrics"]["ndcg@10"] <= 1
+
+
+# ---------------------------------------------------------------------- λ stated per number of users
+def test_reg_users_scales_every_lambda_with_the_users_who_have_ratings(camps, tmp_path):
+    """At ``reg_users=160`` the 80 users of ``camps`` halve reg, bias_reg and init_reg: the fit is, bit for bit,
+    the one at half of each with λ fixed; a user without training ratings does not count; the λ of the fit
+    survives save and load, and fold_in uses it."""
+    common = {"rank": 4, "max_iter": 2, "init_iter": 2, "offsets": True, "seed": 3}
+    scaled = CofiRank(reg=3.0, bias_reg=0.5, init_reg=8.0, reg_users=160, **common).fit(camps.train)
+    fixed = CofiRank(reg=1.5, bias_reg=0.25, init_reg=4.0, reg_users=None, **common).fit(camps.train)
+    assert scaled.reg_factor_ == 0.5 and scaled.reg_effective_ == 1.5 and fixed.reg_effective_ == 1.5
+    np.testing.assert_array_equal(scaled.U_, fixed.U_)
+    np.testing.assert_array_equal(scaled.M_, fixed.M_)
+    assert [p["objective"] for p in scaled.phase_log_] == [p["objective"] for p in fixed.phase_log_]
+    assert [p["reg"] for p in scaled.phase_log_] == [1.5, 1.5]
+    unrated = camps.train.take(camps.train.users != 0)  # user 0 keeps its index but has no ratings
+    assert CofiRank(reg_users=160).reg_factor(unrated) == 79 / 160
+    assert CofiRank(reg_users=None).reg_factor(unrated) == 1.0
+    # the default: λ stated for 500 users
+    assert CofiRank(**FAST).fit(camps.train).reg_effective_ == 2.0 * (80 / 500)
+
+    scaled.save(tmp_path / "m")
+    loaded = CofiRank.load(tmp_path / "m")
+    assert loaded.reg_factor_ == 0.5 and loaded.reg_effective_ == 1.5
+    given = camps.train.take(camps.train.users < 10, name="given")
+    np.testing.assert_array_equal(loaded.fold_in(given).U_, scaled.fold_in(given).U_)
+    old = CofiRank(reg=3.0, reg_users=160)
+    old._set_extra_meta({})  # a save from before reg_users: its fit used reg as given
+    assert old.reg_effective_ == 3.0

@@ -252,3 +252,20 @@ def test_a_late_feature_stays_out_of_keys_while_it_is_off(monkeypatch):
     k_on = on.key("v1")
     monkeypatch.setattr(GAPfm.param["prior_damping"], "default", 10.0)
     assert on.key("v1") != k_on                       # on: it does
+
+
+def test_a_parameter_at_its_key_neutral_value_keeps_the_key_it_had_before_it_existed():
+    """CofiRank's ``reg_users`` came after results of CofiRank shipped, with a default that is not the old
+    behaviour: a cell that sets it to None (λ as given, what CofiRank computed before) hashes as the cell
+    without it did then; one relying on the new default gets a new key."""
+    from cofiviz.models import CofiRank
+
+    assert CofiRank.key_params({"reg": 10.0, "reg_users": None}) == {"reg": 10.0}
+    assert CofiRank.key_params({"reg": 10.0, "reg_users": 500}) == {"reg": 10.0, "reg_users": 500}
+    base = dict(model="cofirank", protocol="lcr-weak", protocol_params={"n_train": 10}, seed=0,
+                data={"name": "tiny"}, metrics=("ndcg@10",))
+    pinned = Cell(params={"reg": 10.0, "reg_users": None}, **base)
+    before = Cell(params={"reg": 10.0}, **base)   # the cell as it was written before reg_users existed
+    defaults_then = {k: v for k, v in before.model_defaults().items() if k != "reg_users"}
+    assert pinned.key("v1") == cell_key({**before.config(), "defaults": defaults_then}, "v1")
+    assert before.key("v1") != pinned.key("v1")   # the new default scales λ: a new result

@@ -200,6 +200,20 @@ def test_what_ships_is_current_and_recomputes_to_the_last_bit(name, monkeypatch)
     assert result.ok, result
 
 
+def test_a_cell_shipped_before_a_key_neutral_parameter_existed_recomputes_at_its_neutral_value(monkeypatch):
+    """lcr-table2's CofiRank cells shipped before CofiRank's reg_users (default: λ scaled with the users) existed;
+    their configurations lack it, and verification recomputes them at λ fixed (reg_users=None), as the key says
+    and as the reproduction now sets, not at the new default."""
+    monkeypatch.delenv("COFIVIZ_SHIPPED", raising=False)
+    shipped = S.load("lcr-table2", S.SHIPPED_DIR)
+    res = shipped.results[shipped.results["model"] == "cofirank"]
+    key = res.groupby("cell")["fit_seconds"].max().idxmin()
+    assert "reg_users" not in shipped.config(key)["params"]
+    cell = S._shipped_cell(shipped, key, shipped.provenance["data_version"])
+    assert cell.params["reg_users"] is None
+    assert S.verify(shipped, 1, keys=[key]).ok
+
+
 def test_cofirank_defaults_beat_the_damped_item_mean_in_the_shipped_tuning_table(tmp_path, monkeypatch):
     """CofiRank's defaults are the setting chosen in cofirank-tuned: its shipped table (recomputed bit for bit
     above) ranks the row at the defaults above the damped item mean at every N."""

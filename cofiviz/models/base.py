@@ -86,6 +86,11 @@ class IterationInfo:
 Callback = Callable[[IterationInfo], Any]
 
 
+
+def _same(value, neutral) -> bool:
+    """Whether a parameter value is a :attr:`Model.key_neutral` value (``None`` only by identity)."""
+    return value is None if neutral is None else (value is not None and value == neutral)
+
 class Model(param.Parameterized):
     """Abstract collaborative ranking model.
 
@@ -147,6 +152,19 @@ class Model(param.Parameterized):
                 for p in (switch, *others):
                     out.pop(p, None)
         return out
+
+    #: Parameters added after results were computed without them whose default is not the old behaviour:
+    #: ``{parameter: the value that computes what the model computed before the parameter existed}``. A
+    #: result that sets the parameter to that value keeps the key it had before (:meth:`key_params`); one
+    #: that relies on the new default gets a new key.
+    key_neutral: ClassVar[dict[str, Any]] = {}
+
+    @classmethod
+    def key_params(cls, params: dict) -> dict:
+        """``params`` as a result's key records them: without the :attr:`key_neutral` ones set to their
+        neutral value."""
+        return {k: v for k, v in params.items()
+                if not (k in cls.key_neutral and _same(v, cls.key_neutral[k]))}
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

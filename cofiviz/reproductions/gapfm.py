@@ -103,7 +103,7 @@ register(TopNReproduction(
              {"reg": [0.01, 0.03, 0.1, 0.3], "learning_rate": [0.005, 0.01, 0.02, 0.05], "item_reg": [1.0, 3.0, 10.0]}],
             quick={"max_iter": 3}),
      Method("CofiRank", "cofirank", "CofiRank", {"rank": 10, "loss": "ndcg", "max_iter": 31, "item_prior": "none",
-                                                 "init": "uniform", **_best_gap5(31)},
+                                                 "init": "uniform", "reg_users": None, **_best_gap5(31)},
             TOPN_COFIRANK_GRID, quick={"max_iter": 2},
             original=AUTHORS_CODE_TOPN),
      Method("PopRec", "poprec", "PopRec"),

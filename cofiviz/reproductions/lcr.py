@@ -51,7 +51,8 @@ TABLE2 = _cells("ap", {
 })
 
 METHODS = [
-    Method("CofiRank", "cofirank", "CofiRank", {"loss": "ndcg", "rank": 10, "max_iter": 31, "item_prior": "none", "init": "uniform"},
+    Method("CofiRank", "cofirank", "CofiRank", {"loss": "ndcg", "rank": 10, "max_iter": 31, "item_prior": "none",
+                                          "init": "uniform", "reg_users": None},
            {"reg": [1.0, 10.0, 100.0]}, quick={"max_iter": 2}),
     Method("RegSVD", "regsvd", "RegSVD", {"max_iter": 60, "tol": 0.0},
            {"rank": [10, 20, 50], "reg": [0.02, 0.05, 0.1, 0.2]}, quick={"rank": 10, "max_iter": 5}),

@@ -53,7 +53,8 @@ DIMS = (1, 2, 5, 10, 20, 50, 100)
 #: defaults; RegSVD: SGD with the library's defaults.
 MODELS = {
     "cofirank": {"label": "CofiRank", "params": {"loss": "ndcg", "reg": 10.0, "max_iter": 10,
-                                                       "item_prior": "none", "init": "uniform"}},
+                                                       "item_prior": "none", "init": "uniform",
+                                                       "reg_users": None}},
     "gcr": {"label": "GCR", "params": {"loss": "log_m", "lr": 0.1, "reg": 0.1, "max_iter": 100, "patience": 0}},
     "regsvd": {"label": "RegSVD", "params": {"max_iter": 30}},
 }

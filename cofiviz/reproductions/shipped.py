@@ -27,7 +27,7 @@ import platform
 import random
 import socket
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -36,7 +36,7 @@ import pandas as pd
 
 from .._version import __version__
 from ..errors import DataError
-from ..experiment import Cell, run_cell
+from ..experiment import Cell, resolve_model, run_cell
 from ..results import Results
 from ..store import ResultsStore
 from .spec import Reproduction
@@ -281,6 +281,18 @@ def _same(a: pd.DataFrame, b: pd.DataFrame, columns: list[str]) -> str | None:
     return None
 
 
+def _shipped_cell(shipped: Shipped, key: str, version: str | None) -> Cell:
+    """The cell of a shipped ``key``. A configuration written before its model gained a ``key_neutral``
+    parameter lacks it, and the cell it describes is then the one with that parameter at its neutral value
+    (what the model computed then, and what the key says), not at the parameter's new default."""
+    cell = Cell.from_config(shipped.config(key), experiment=shipped.name)
+    neutral = {p: v for p, v in resolve_model(cell.model).key_neutral.items() if p not in cell.params}
+    if not neutral or version is None:
+        return cell
+    then = replace(cell, params={**cell.params, **neutral})
+    return then if cell.key(version) != key and then.key(version) == key else cell
+
+
 def verify(shipped: Shipped, k: int, *, seed: int | None = None, keys: list[str] | None = None,
            log=None) -> Verification:
     """Recompute ``k`` randomly chosen shipped cells (or ``keys``) and compare them with what ships, bit for bit.
@@ -294,8 +306,8 @@ def verify(shipped: Shipped, k: int, *, seed: int | None = None, keys: list[str]
         keys = random.Random(seed).sample(pool, min(int(k), len(pool)))
     mismatches = []
     for key in keys:
-        cell = Cell.from_config(shipped.config(key), experiment=shipped.name)
         version = shipped.provenance.get("data_version")
+        cell = _shipped_cell(shipped, key, version)
         got = run_cell(cell, key, expected_version=version)
         want = shipped.read(key)
         problem = _same(want.results.sort_values(["part", "metric"]), got.results.sort_values(["part", "metric"]),
