@@ -83,6 +83,7 @@ def test_cofirank_fixed_case_keeps_lambda_as_given():
     assert bench.fit_params(CofiRank, {}, 4, r) == {"max_iter": 4, "patience": 0}
     fixed = CofiRank(**got).fit(r)
     assert fixed.reg_effective_ == CofiRank.param["reg"].default
+    assert bench.CONTRAST == {name}  # shown beside the defaults, not counted in the linearity goal
 
 
 def test_help_runs():

@@ -51,6 +51,10 @@ def test_every_model_has_a_valid_search_space_and_presets(name):
     rng = np.random.default_rng(0)
     for _ in range(50):          # every draw is a setting the constructor accepts
         klass(**S.sample(klass.search_space, rng))
+    for anchor in klass.tune_anchors:  # anchors name parameters, and the constructor accepts them
+        assert anchor and set(anchor) <= set(klass.param_names()), anchor
+        model = klass(**anchor)
+        assert all(getattr(model, k) == v for k, v in anchor.items()), anchor
     for preset, params in klass.presets.items():
         model = klass.from_preset(preset)
         assert all(getattr(model, k) == v for k, v in params.items()), preset
@@ -70,14 +74,16 @@ def test_a_seeded_search_repeats_and_refits_the_chosen_setting(parts):
     assert [t["params"] for t in a.trials] == [t["params"] for t in b.trials]
     assert [t["score"] for t in a.trials] == [t["score"] for t in b.trials]
     assert len(a.trials) == 4 and a.validation == "given"
-    # the first trial is the model as configured; the chosen one has the best validation score unless the
-    # cross-check keeps the configured one
+    # the first trial is the model as configured (RegSVD has no anchors: it is the reference); the chosen one has
+    # the best validation score unless the cross-check keeps the reference
+    assert not klass.tune_anchors and a.check["reference"] == 0
     assert a.trials[0]["params"] == {k: klass.param[k].default for k in klass.search_space}
     scores = [t["score"] for t in a.trials]
     assert a.check["best"] == int(np.argmax(scores)) and sum(a.check["users"]) == valid.n_users
     if a.check["best"] != 0:
-        assert np.isfinite(a.check["gain"]) and a.check["kept_configured"] == (a.check["gain"] <= 0)
-    assert a.chosen == (0 if a.check["kept_configured"] else a.check["best"])
+        gains = a.check["gains"]
+        assert np.all(np.isfinite(gains)) and a.check["kept_reference"] == (min(gains) <= 0)
+    assert a.chosen == (0 if a.check["kept_reference"] else a.check["best"])
     # the model is refitted with the chosen setting: its validation score is the chosen trial's, to the bit
     model = runs[0]
     assert {k: getattr(model, k) for k in a.trials[a.chosen]["params"]} == a.trials[a.chosen]["params"]
@@ -115,7 +121,9 @@ def test_a_finite_space_is_searched_without_repeats_and_ends_once_every_setting_
     gcr = get_model_class("gcr")
     monkeypatch.setattr(gcr, "search_space", {"rank": S.IntUniform(2, 3)})
     t = tune(gcr(max_iter=2, rank=7), train, valid, budget=600, seed=0, refit=False)
-    assert [tr["params"]["rank"] for tr in t.trials] in ([7, 2, 3], [7, 3, 2])
+    # (its anchor, the configured rank on the item-mean offset, is outside the space too)
+    assert [tr["params"]["rank"] for tr in t.trials] in ([7, 7, 2, 3], [7, 7, 3, 2])
+    assert [tr["params"]["item_prior"] for tr in t.trials] == [0.0, 2.0, 0.0, 0.0]
 
 
 def test_fixed_parameters_are_not_searched(parts):
@@ -131,6 +139,7 @@ def test_a_diverging_setting_is_a_failed_trial(parts, monkeypatch):
     train, valid = parts
     klass = get_model_class("gcr")
     monkeypatch.setattr(klass, "search_space", {"lr": S.LogUniform(1e6, 1e7)})
+    monkeypatch.setattr(klass, "tune_anchors", ())  # every trial after the first is a diverging draw
     model = klass(max_iter=20, tol=0.0)
     model.tune(train, valid, budget=600, trials=3, seed=0)
     t = model.tuning_
@@ -185,13 +194,15 @@ def test_cli_tune_and_preset(tmp_path, parts, monkeypatch, capsys):
 def test_the_cross_check_estimates_the_gain_on_the_half_the_selection_did_not_see():
     """Half A's best is judged on B and B's best on A: a setting better only on the users it was picked on
     gains nothing, one better on both halves gains its mean difference, NaN users are left out."""
-    from cofiviz.models.tuning import cross_checked_gain
+    from cofiviz.models.tuning import cross_checked_gain, cross_checked_gains
 
     in_a = np.array([True, True, False, False])
     configured = np.array([0.5, 0.5, 0.5, 0.5])
     lucky_on_a = np.array([0.9, 0.9, 0.4, 0.4])      # the best on A, worse on B
     lucky_on_b = np.array([0.4, 0.4, 0.9, 0.9])      # the best on B, worse on A
     assert cross_checked_gain(configured, lucky_on_a, lucky_on_b, in_a) == pytest.approx(-0.1)
+    assert cross_checked_gains(configured, lucky_on_a, lucky_on_b, in_a) == pytest.approx((-0.1, -0.1))
+    assert cross_checked_gains(configured, configured + 0.1, lucky_on_b, in_a) == pytest.approx((0.1, -0.1))
     better = np.array([0.6, 0.7, 0.6, np.nan])
     assert cross_checked_gain(configured, better, better, in_a) == pytest.approx(0.5 * (0.1 + 0.15))
     # a lower-is-better metric: lower values are the gain
@@ -205,7 +216,35 @@ def test_a_search_that_finds_a_clearly_better_setting_chooses_it(parts, monkeypa
     train, valid = parts
     klass = get_model_class("gapfm")
     monkeypatch.setattr(klass, "search_space", {"learning_rate": S.LogUniform(0.2, 0.5)})
+    monkeypatch.setattr(klass, "tune_anchors", ())
     t = tune(klass(max_iter=10, learning_rate=1e-6), train, valid, budget=600, trials=3, seed=0, refit=False)
     scores = [tr["score"] for tr in t.trials]
     assert max(scores[1:]) > scores[0] + 0.01, scores
-    assert t.check["gain"] > 0.005 and not t.check["kept_configured"] and t.chosen == t.check["best"] != 0
+    assert min(t.check["gains"]) > 0.005 and not t.check["kept_reference"] and t.chosen == t.check["best"] != 0
+
+
+def test_anchors_are_tried_after_the_configured_model_and_the_best_of_them_is_the_reference(parts, monkeypatch):
+    """GAPfm's anchor (the configured model on the damped item-mean offset) is the second trial; the reference
+    the cross-check measures drawn trials against is the better of the two on validation, and it is what is
+    chosen unless the best drawn trial gains on both halves. An anchor the configured model already is gives way
+    to a draw, and fixing a parameter an anchor sets leaves that anchor out."""
+    train, valid = parts
+    klass = get_model_class("gapfm")
+    monkeypatch.setattr(klass, "search_space", {"learning_rate": S.LogUniform(0.05, 0.5),
+                                                "item_prior": S.Choice((0.0, 1.0, 2.0))})
+    assert klass.tune_anchors == ({"item_prior": 1.0},)
+    t = tune(klass(max_iter=5), train, valid, budget=600, trials=4, seed=0, refit=False)
+    params = [tr["params"] for tr in t.trials]
+    assert params[0]["item_prior"] == 0.0 and params[1] == {**params[0], "item_prior": 1.0}
+    scores = [tr["score"] for tr in t.trials]
+    assert t.check["reference"] == (1 if scores[1] > scores[0] else 0)
+    if t.check["best"] in (0, 1):
+        assert t.chosen == t.check["best"] and t.check["kept_reference"]
+    else:
+        assert t.chosen == (t.check["reference"] if min(t.check["gains"]) <= 0 else t.check["best"])
+    already = tune(klass(max_iter=5, item_prior=1.0), train, valid, budget=600, trials=3, seed=0, refit=False)
+    assert [tr["params"]["item_prior"] for tr in already.trials][0] == 1.0
+    assert already.trials[1]["params"] != already.trials[0]["params"] and already.check["reference"] == 0
+    fixed = tune(klass(max_iter=5), train, valid, budget=600, trials=2, seed=0, refit=False, fixed={"item_prior"})
+    assert fixed.trials[1]["params"]["learning_rate"] != fixed.trials[0]["params"]["learning_rate"]
+    assert "item_prior" not in fixed.trials[1]["params"]

@@ -131,6 +131,10 @@ class Model(param.Parameterized):
     #: What :meth:`tune` searches: parameter name -> a distribution of :mod:`cofiviz.models.space`, ranges drawn
     #: from the settings the reproductions found to matter. Empty: tuning fits the model as configured.
     search_space: ClassVar[dict] = {}
+    #: Settings :meth:`tune` tries right after the configured model, before its random draws, each over the
+    #: configured values (the configured model on the damped item-mean offset, say): safe starting points that a
+    #: drawn setting must beat on both halves of the validation users to be chosen instead.
+    tune_anchors: ClassVar[tuple[dict, ...]] = ()
     #: Named settings for :meth:`from_preset`; ``"paper"`` holds the paper's own settings.
     presets: ClassVar[dict[str, dict]] = {}
     #: Features added after results were computed without them: ``{switch: (off value, its other

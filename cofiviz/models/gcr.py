@@ -61,6 +61,8 @@ class GCR(PairwiseFactorModel):
     search_space = {"loss": Choice(("log_m", "log_a", "hinge_a")), "rank": IntLogUniform(5, 50),
                     "lr": LogUniform(0.01, 1.0), "reg": LogUniform(0.03, 3.0),
                     "item_prior": Choice((0.0, 1.0, 2.0))}
+    #: the configured model on the damped item mean (on MovieLens 100K at N = 10 its defaults rank below it)
+    tune_anchors = ({"item_prior": 2.0},)
     presets = {"paper": {"margin": 0.0, "tol": 0.001, "item_bias": "none", "item_prior": 0.0, "solver": "gd"}}
 
     rank = param.Integer(default=10, bounds=(1, 2000), doc="Rank r of the factorisation.")

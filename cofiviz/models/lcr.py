@@ -93,6 +93,8 @@ class LCR(PairwiseFactorModel, LocalParams):
                     "lr": LogUniform(0.05, 1.0), "reg": LogUniform(0.03, 1.0), "bandwidth": Uniform(0.6, 1.2),
                     "n_local": IntLogUniform(8, 50),
                     "item_prior": Choice((0.0, 1.0, 2.0))}
+    #: the configured model on the damped item mean (on MovieLens 100K at N = 10 its defaults rank below it)
+    tune_anchors = ({"item_prior": 2.0},)
     presets = {"paper": {"n_local": 50, "bandwidth": 0.8, "kernel": "epanechnikov", "margin": 0.0, "tol": 0.001,
                          "item_bias": "none", "item_prior": 0.0, "solver": "gd"}}
 

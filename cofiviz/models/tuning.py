@@ -1,23 +1,25 @@
 """Tuning a model on validation ratings: a seeded random search of its search space within a time budget.
 
-The first trial is the model as configured (its defaults, or the preset or values it was given); every later
-trial draws the parameters of the model's ``search_space`` with a generator seeded by ``seed`` (the other
+The first trial is the model as configured (its defaults, or the preset or values it was given), the next ones
+its ``tune_anchors`` (settings that are safe starting points, such as the configured model on the damped item-mean
+offset; each overrides the configured values it names); every later trial draws the parameters of the model's ``search_space`` with a generator seeded by ``seed`` (the other
 parameters stay as configured), fits on the training ratings with early stopping on the validation ratings,
 and scores the validation metric. Trials start while the budget lasts, and a trial still running when 1.5
 times the budget has passed is stopped at that iteration; ``trials`` caps their number so that a search can
 be repeated exactly (the time budget alone depends on the machine). A setting is never tried twice: in a space
 of finitely many settings (choices and integers only) the search ends once it has tried them all. The setting with the best validation
 score wins (:func:`cofiviz.search.best_index`: ties go to the earlier trial), if a cross-check says that it beats the
-configured model.
+reference: the best of the configured model and its anchors.
 
 The cross-check. The best of hundreds of trials on one validation part is partly the luckiest: its score is biased
 upwards, and on short validation lists (10 ratings per user) that bias can exceed the real differences between
 settings, so that a search would replace good defaults by a worse setting. The validation users are therefore split
-at random (seeded) into two halves A and B. The trial best on A is compared with the configured model (the first
-trial) on B, where its selection did not look, and the trial best on B with it on A; the mean of the two
-differences estimates what the search gains over the configured model (a two-fold cross-validation of the
-selection). The best trial is chosen when that gain is positive, else the configured model is kept. Each trial
-early-stops on the whole validation part, the first trial as much as the others, so the comparison is level.
+at random (seeded) into two halves A and B. The trial best on A is compared with the reference on B, where its
+selection did not look, and the trial best on B with it on A (a two-fold cross-validation of the selection). The
+best trial is chosen only when it gains on both halves, else the reference is kept; the mean of the two differences
+is the estimated gain. Each trial early-stops on the whole validation part, the reference as much as the others,
+so the comparison is level. The reference itself is chosen among a few settings fixed before the search, so its
+own selection is hardly biased.
 
 Random search spends a budget well on spaces where a few parameters matter (Bergstra & Bengio, JMLR 2012):
 every trial tries a new value of each of them.
@@ -40,7 +42,7 @@ from ..ratings import Ratings
 from ..search import best_index
 from .space import contains, sample, size
 
-__all__ = ["Tuning", "tune", "cross_checked_gain", "EARLY_STOP_PATIENCE"]
+__all__ = ["Tuning", "tune", "cross_checked_gain", "cross_checked_gains", "EARLY_STOP_PATIENCE"]
 
 #: the patience a trial early-stops with when the model's own ``patience`` is 0
 EARLY_STOP_PATIENCE = 10
@@ -69,10 +71,11 @@ class Tuning:
     validation : str
         ``"given"`` or ``"carved"`` (a seeded tenth of each user's training ratings).
     check : dict
-        The cross-check (module docstring): ``gain`` (the estimated gain of the best trial over the first, in the
-        metric's direction: positive is better; ``NaN`` when it could not be estimated), ``best`` (the trial with
-        the best validation score), ``kept_configured`` (whether the first trial was kept instead) and
-        ``users`` (validation users in halves A and B).
+        The cross-check (module docstring): ``reference`` (the best of the configured trial, 0, and the anchors'),
+        ``best`` (the trial with the best validation score), ``gains`` (what the trial best on A gains over the
+        reference on B, and the one best on B on A, in the metric's direction: positive is better; ``NaN`` when
+        it could not be estimated), ``gain`` (their mean), ``kept_reference`` (whether the reference was kept
+        instead of the best trial) and ``users`` (validation users in halves A and B).
     """
 
     metric: str
@@ -100,15 +103,15 @@ class Tuning:
                 "trials": [dict(t) for t in self.trials]}
 
 
-def cross_checked_gain(configured: np.ndarray, best_a: np.ndarray, best_b: np.ndarray, in_a: np.ndarray,
-                       lower_is_better: bool = False) -> float:
-    """Two-fold estimate of what a search gains over the configured model (module docstring).
+def cross_checked_gains(reference: np.ndarray, best_a: np.ndarray, best_b: np.ndarray, in_a: np.ndarray,
+                        lower_is_better: bool = False) -> tuple[float, float]:
+    """What a search gains over the reference on each half it did not select on (module docstring).
 
     Parameters
     ----------
-    configured, best_a, best_b : float arrays (one value per user, NaN where not scored)
-        Per-user validation values of the configured model (the first trial), of the trial best on the
-        users of half A and of the trial best on half B.
+    reference, best_a, best_b : float arrays (one value per user, NaN where not scored)
+        Per-user validation values of the reference (the configured model or an anchor), of the trial best
+        on the users of half A and of the trial best on half B.
     in_a : bool array
         The users of half A (the others are half B).
     lower_is_better : bool
@@ -116,14 +119,19 @@ def cross_checked_gain(configured: np.ndarray, best_a: np.ndarray, best_b: np.nd
 
     Returns
     -------
-    float
-        ``½ [(mean_B(best_a) − mean_B(configured)) + (mean_A(best_b) − mean_A(configured))]``, its sign flipped
-        for a lower-is-better metric so that a positive gain is an improvement; NaN when a half has no scored
+    (float, float)
+        ``mean_B(best_a) − mean_B(reference)`` and ``mean_A(best_b) − mean_A(reference)``, their signs flipped
+        for a lower-is-better metric so that a positive gain is an improvement; NaN where a half has no scored
         user.
     """
-    in_b, mean = ~in_a, _scored_mean
-    gain = 0.5 * ((mean(best_a, in_b) - mean(configured, in_b)) + (mean(best_b, in_a) - mean(configured, in_a)))
-    return -gain if lower_is_better else gain
+    in_b, mean, sign = ~in_a, _scored_mean, -1.0 if lower_is_better else 1.0
+    return (sign * (mean(best_a, in_b) - mean(reference, in_b)), sign * (mean(best_b, in_a) - mean(reference, in_a)))
+
+
+def cross_checked_gain(reference: np.ndarray, best_a: np.ndarray, best_b: np.ndarray, in_a: np.ndarray,
+                       lower_is_better: bool = False) -> float:
+    """The mean of :func:`cross_checked_gains`: the two-fold estimate of what a search gains over the reference."""
+    return float(np.mean(cross_checked_gains(reference, best_a, best_b, in_a, lower_is_better)))
 
 
 def _scored_mean(values: np.ndarray, mask: np.ndarray) -> float:
@@ -133,10 +141,11 @@ def _scored_mean(values: np.ndarray, mask: np.ndarray) -> float:
     return float(v.mean()) if len(v) else float("nan")
 
 
-def _keep_best(kept: dict, values: np.ndarray, in_a: np.ndarray, sign: float, first: bool) -> None:
-    """Keep the first trial's per-user values and those of the best trial so far on each half."""
-    if first:
-        kept["configured"] = values
+def _keep_best(kept: dict, values: np.ndarray, in_a: np.ndarray, sign: float, index: int | None) -> None:
+    """Keep the per-user values of a reference trial (``index`` not None) and of the best trial so far on each
+    half."""
+    if index is not None:
+        kept.setdefault("references", {})[index] = values
     for name, mask in (("A", in_a), ("B", ~in_a)):
         mean = _scored_mean(values, mask)
         score = -np.inf if np.isnan(mean) else sign * mean
@@ -192,6 +201,8 @@ def tune(model, train: Ratings, valid: Ratings | None = None, *, budget: float =
     if unknown:
         raise ParameterError(f"{klass.model_name()} has no parameter(s) {', '.join(unknown)} to fix")
     space = {k: v for k, v in (getattr(klass, "search_space", {}) or {}).items() if k not in fixed}
+    anchors = [dict(a) for a in getattr(klass, "tune_anchors", ()) if not set(a) & fixed]
+    shown = list(space) + sorted({k for a in anchors for k in a} - set(space))  # what a trial's params show
     base = model.get_params()
     search_valid, search_train, carved = valid, train, valid is None or len(valid) == 0
     if carved:
@@ -200,7 +211,7 @@ def tune(model, train: Ratings, valid: Ratings | None = None, *, budget: float =
     # the cross-check's halves, from their own stream (the draws of the settings do not depend on them)
     in_a = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0]).random(search_valid.n_users) < 0.5
     sign = -1.0 if lower_is_better(metric) else 1.0
-    kept: dict = {}  # per-user validation values: "configured", and the best on "A" and on "B" with their scores
+    kept: dict = {}  # per-user validation values: the "references", and the best on "A" and on "B" with their scores
     out = Tuning(metric, budget=float(budget), validation="carved" if carved else "given")
     start = time.perf_counter()
     deadline = start + budget
@@ -213,15 +224,19 @@ def tune(model, train: Ratings, valid: Ratings | None = None, *, budget: float =
     tried_in_space = 0
 
     def key(params: dict) -> str:
-        return repr([params[k] for k in space])
+        return repr([params[k] for k in shown])
 
     def exhausted() -> bool:
         return n_settings is not None and tried_in_space >= n_settings
 
     while ((limit is None or len(out.trials) < limit) and (not out.trials or time.perf_counter() < deadline)
            and not (out.trials and (stopped() or exhausted()))):
-        drawn = {}
-        if out.trials:
+        drawn, reference = {}, len(out.trials) <= len(anchors)
+        if anchors and 0 < len(out.trials) <= len(anchors):
+            drawn = anchors[len(out.trials) - 1]
+            if key({**base, **drawn}) in tried:  # an anchor the configured model already is: one more draw
+                drawn, reference = {}, False
+        if out.trials and not drawn:
             drawn = sample(space, rng)
             while key({**base, **drawn}) in tried:
                 drawn = sample(space, rng)
@@ -231,7 +246,7 @@ def tune(model, train: Ratings, valid: Ratings | None = None, *, budget: float =
         if klass.iterative and params.get("patience", 0) == 0:
             params["patience"] = EARLY_STOP_PATIENCE
         t0 = time.perf_counter()
-        trial = {"trial": len(out.trials), "params": {k: params[k] for k in space} if space else {},
+        trial = {"trial": len(out.trials), "params": {k: params[k] for k in shown},
                  "score": float("nan"), "iterations": 0, "seconds": 0.0, "error": ""}
         try:
             candidate = klass(**params).fit(search_train, valid=search_valid,
@@ -240,7 +255,7 @@ def tune(model, train: Ratings, valid: Ratings | None = None, *, budget: float =
             scored = values[~np.isnan(values)]
             trial["score"] = float(scored.mean()) if len(scored) else float("nan")
             trial["iterations"] = int(candidate.best_iteration_ or len(candidate.history_))
-            _keep_best(kept, values, in_a, sign, first=not out.trials)
+            _keep_best(kept, values, in_a, sign, len(out.trials) if reference else None)
         except ModelFitError as exc:  # a diverging setting is a failed trial, not a failed search
             trial["error"] = str(exc)
         trial["seconds"] = time.perf_counter() - t0
@@ -252,13 +267,17 @@ def tune(model, train: Ratings, valid: Ratings | None = None, *, budget: float =
     if all(np.isnan(s) for s in scores):
         raise ModelFitError(f"every trial of the search diverged; the first: {out.trials[0]['error']}")
     out.chosen = best_index(scores, metric)
-    gain = float("nan")
-    if out.chosen != 0 and "configured" in kept:
-        gain = cross_checked_gain(kept["configured"], kept["A"][1], kept["B"][1], in_a, sign < 0)
-    out.check = {"gain": gain, "best": out.chosen, "kept_configured": bool(not gain > 0 and not np.isnan(gain)),
+    refs = sorted(kept.get("references", {}))
+    reference = refs[best_index([scores[i] for i in refs], metric)] if refs else 0
+    gains = (float("nan"), float("nan"))
+    if out.chosen not in refs and refs:
+        gains = cross_checked_gains(kept["references"][reference], kept["A"][1], kept["B"][1], in_a, sign < 0)
+    kept_reference = bool(refs) and (out.chosen in refs or not (gains[0] > 0 and gains[1] > 0))
+    out.check = {"reference": reference, "best": out.chosen, "gains": list(gains), "gain": float(np.mean(gains)),
+                 "kept_reference": kept_reference,
                  "users": [int(np.sum(in_a)), int(search_valid.n_users - np.sum(in_a))]}
-    if out.check["kept_configured"]:
-        out.chosen = 0
+    if kept_reference:
+        out.chosen = reference
     best = dict(fitted[out.chosen])
     out.best_params = {**best, "patience": base.get("patience", 0), "valid_metric": base.get("valid_metric", metric)}
     out.refit_params = dict(best)
