@@ -411,8 +411,8 @@ def _summary(rows: list[dict]) -> None:
              for r in scaled if not r["linear"]]
     print(f"  time at most linear in the work: held for {len(scaled) - len(above)} of {len(scaled)} (model, split)"
           + (f"; not for {', '.join(above)}" if above else "")
-          + (f"; not counted: {', '.join(sorted(CONTRAST))}, shown for contrast" if CONTRAST & {r["case"] for r in measured}
-             else ""))
+          + (f"; not counted: {', '.join(sorted(CONTRAST))}, shown for contrast"
+             if CONTRAST & {r["case"] for r in measured} else ""))
     big = [f"{r['case']} {r['dataset']} {r['split']} ({r['peak_mb']:.0f} MB)" for r in measured
            if r["peak_mb"] >= MEMORY_GOAL_MB]
     print(f"  peak memory under {MEMORY_GOAL_MB / 1024:.0f} GB: held for {len(measured) - len(big)} of {len(measured)} fits"

@@ -8,8 +8,8 @@ For each split (``lcr-weak``: N training ratings per user, 10 for validation, th
 ``Model.tune(train, valid, budget=B, seed=seed)`` (the model's search space, a seeded random search, the refit
 with the chosen setting: the best drawn trial, or the reference, the best of the configured model and its anchors,
 when the cross-check of :mod:`cofiviz.models.tuning` finds no gain on both halves; the row says which), then
-NDCG@10 per test user beside ItemMean's (damping tuned on the same validation part with the same method), the mean per-user difference and its p-values (scipy's paired t-test and Wilcoxon
-signed-rank test). Prints one row per (model, N, seed) and the means over seeds; ``--json`` keeps every row.
+NDCG@10 per test user beside ItemMean's (damping tuned on the same validation part with the same method), the
+mean per-user difference and its p-values (scipy's paired t-test and Wilcoxon signed-rank test). Prints one row per (model, N, seed) and the means over seeds; ``--json`` keeps every row.
 """
 
 from __future__ import annotations

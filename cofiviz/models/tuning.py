@@ -2,13 +2,14 @@
 
 The first trial is the model as configured (its defaults, or the preset or values it was given), the next ones
 its ``tune_anchors`` (settings that are safe starting points, such as the configured model on the damped item-mean
-offset; each overrides the configured values it names); every later trial draws the parameters of the model's ``search_space`` with a generator seeded by ``seed`` (the other
-parameters stay as configured), fits on the training ratings with early stopping on the validation ratings,
-and scores the validation metric. Trials start while the budget lasts, and a trial still running when 1.5
-times the budget has passed is stopped at that iteration; ``trials`` caps their number so that a search can
-be repeated exactly (the time budget alone depends on the machine). A setting is never tried twice: in a space
-of finitely many settings (choices and integers only) the search ends once it has tried them all. The setting with the best validation
-score wins (:func:`cofiviz.search.best_index`: ties go to the earlier trial), if a cross-check says that it beats the
+offset; each overrides the configured values it names); every later trial draws the parameters of the model's
+``search_space`` with a generator seeded by ``seed`` (the other parameters stay as configured), fits on the
+training ratings with early stopping on the validation ratings, and scores the validation metric. Trials start
+while the budget lasts, and a trial still running when 1.5 times the budget has passed is stopped at that
+iteration; ``trials`` caps their number so that a search can be repeated exactly (the time budget alone depends
+on the machine). A setting is never tried twice: in a space of finitely many settings (choices and integers only)
+the search ends once it has tried them all. The setting with the best validation score wins
+(:func:`cofiviz.search.best_index`: ties go to the earlier trial), if a cross-check says that it beats the
 reference: the best of the configured model and its anchors.
 
 The cross-check. The best of hundreds of trials on one validation part is partly the luckiest: its score is biased
