@@ -10,6 +10,7 @@ from cofiviz import protocols
 from cofiviz.datasets import synthetic
 from cofiviz.evaluation import mean_metrics
 from cofiviz.models import ItemMean
+from cofiviz.models import _local_kernels as lk
 from cofiviz.models.regsvd import RegSVD, regsvd_factors
 
 from contract import ModelContract, planted
@@ -96,3 +97,37 @@ def test_uniform_init_starts_in_the_toolkit_range_and_still_fits(low_rank):
     assert losses[-1] < 0.2 * losses[0]
     assert mean_metrics(m, s.test, "ndcg@10")["ndcg@10"] > mean_metrics(ItemMean().fit(s.train), s.test,
                                                                        "ndcg@10")["ndcg@10"]
+
+
+def plain_sgd_epoch(users, items, ratings, order, P, Q, bu, bi, mu, lr, reg, reg_bias):
+    """The Funk update, entry by entry in ``order``, in plain Python (the same operations in the same order)."""
+    sse = 0.0
+    for p in order:
+        u, i = users[p], items[p]
+        f = mu + (bu[u] + bi[i])
+        for c in range(P.shape[1]):
+            f += P[u, c] * Q[i, c]
+        e = ratings[p] - f
+        sse += e * e
+        bu[u] += lr * (e - reg_bias * bu[u])
+        bi[i] += lr * (e - reg_bias * bi[i])
+        for c in range(P.shape[1]):
+            pu, qi = P[u, c], Q[i, c]
+            P[u, c] += lr * (e * qi - reg * pu)
+            Q[i, c] += lr * (e * pu - reg * qi)
+    return sse
+
+
+@pytest.mark.parametrize("n", [5, lk.SGD_CHUNK, 2 * lk.SGD_CHUNK + 37])
+def test_sgd_epoch_reads_ahead_in_chunks_without_changing_an_update(n):
+    rng = np.random.default_rng(n)
+    users = rng.integers(0, 40, n).astype(np.int32)
+    items = rng.integers(0, 30, n).astype(np.int32)
+    ratings = rng.integers(1, 6, n).astype(np.float64)
+    order = rng.permutation(n).astype(np.int64)
+    start = [rng.normal(0, 0.1, (40, 3)), rng.normal(0, 0.1, (30, 3)), rng.normal(0, 0.1, 40), rng.normal(0, 0.1, 30)]
+    got, want = [a.copy() for a in start], [a.copy() for a in start]
+    sse = lk.sgd_epoch(users, items, ratings, order, *got, 3.5, 0.01, 0.05, 0.02, True)
+    assert sse == plain_sgd_epoch(users, items, ratings, order, *want, 3.5, 0.01, 0.05, 0.02)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)

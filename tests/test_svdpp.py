@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from cofiviz import Ratings, Split, evaluate, protocols
 from cofiviz.datasets import synthetic
@@ -173,3 +174,16 @@ def test_the_implicit_term_finds_what_regsvd_cannot_see():
     assert svdpp > 0.85, svdpp
     assert regsvd < rnd + 0.1, (regsvd, rnd)        # RegSVD has only the marks' uninformative values
     assert svdpp > regsvd + 0.3, (svdpp, regsvd)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 6), min_size=0, max_size=12), st.data())
+def test_block_order_is_the_order_of_user_then_key(counts, data):
+    """Each user's block sorted by its keys, stably (equal keys keep the table's order): ``np.lexsort``."""
+    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    users = np.repeat(np.arange(len(counts)), counts)
+    keys = np.array(data.draw(st.lists(st.sampled_from([0.0, 0.25, 0.5, 0.75]), min_size=len(users),
+                                       max_size=len(users))), dtype=np.float64)
+    within = np.full(len(users), -1, dtype=np.int64)
+    K.block_order(indptr, keys, within)
+    np.testing.assert_array_equal(within, np.lexsort((keys, users)))

@@ -21,7 +21,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["sgd_epoch", "implicit_sums", "predict", "warmup"]
+__all__ = ["sgd_epoch", "block_order", "implicit_sums", "predict", "warmup"]
 
 
 @njit(cache=True)
@@ -97,6 +97,21 @@ def sgd_epoch(indptr, items, ratings, user_order, within, P, Q, Y, bu, bi, mu, l
 
 
 @njit(cache=True, parallel=True)
+def block_order(indptr, keys, within):
+    """Each user's block of positions ``indptr[u]:indptr[u + 1]`` sorted by ``keys`` (stably), into ``within``.
+
+    With ``keys`` drawn at random this shuffles every block within itself; for a table sorted by user it
+    equals ``np.lexsort((keys, users))``, and costs ``O(Σ n_u log n_u)``, in parallel over users.
+    """
+    for u in prange(indptr.shape[0] - 1):
+        a0 = indptr[u]
+        a1 = indptr[u + 1]
+        idx = np.argsort(keys[a0:a1], kind="mergesort")
+        for t in range(a1 - a0):
+            within[a0 + t] = a0 + idx[t]
+
+
+@njit(cache=True, parallel=True)
 def implicit_sums(indptr, items, Y, Z):
     """``Z[u] = |N(u)|^{-1/2} Σ_{j ∈ N(u)} Y[j]`` for every user (zero without ratings), in parallel over users.
 
@@ -145,6 +160,7 @@ def warmup() -> None:
     bu, bi = np.zeros(2), np.zeros(3)
     sgd_epoch(indptr, items, ratings, np.array([1, 0], dtype=np.int64), np.arange(5, dtype=np.int64), P, Q, Y,
               bu, bi, 3.0, 0.01, 0.05, 0.05)
+    block_order(indptr, rng.random(5), np.empty(5, dtype=np.int64))
     Z = np.empty((2, 2))
     implicit_sums(indptr, items, Y, Z)
     predict(users, items, P, Q, Z, bu, bi, 3.0, np.empty(5))

@@ -106,6 +106,9 @@ class RegSVD(Model):
         self._ratings = np.ascontiguousarray(train.ratings, dtype=np.float64)
         self._rng = rng
         self._rmse: list[float] = []
+        # the step's predictions and residuals, reused by every iteration
+        self._pred = np.empty(len(self._ratings))
+        self._residual = np.empty(len(self._ratings))
         if self.solver == "als":
             self._indptr = train.indptr
             self._upos = np.arange(len(train), dtype=np.int64)
@@ -116,7 +119,7 @@ class RegSVD(Model):
     def _step(self, iteration: int) -> float:
         mu = float(self.mu_[0])
         if self.solver == "sgd":
-            order = self._rng.permutation(len(self._ratings)).astype(np.int64)
+            order = self._rng.permutation(len(self._ratings)).astype(np.int64, copy=False)
             lk.sgd_epoch(self._users, self._items, self._ratings, order, self.P_, self.Q_, self.bu_, self.bi_,
                          mu, float(self.lr), float(self.reg), float(self.reg_bias), bool(self.biased))
         else:
@@ -127,9 +130,9 @@ class RegSVD(Model):
                          bu, bi, mu, float(self.reg), float(self.reg_bias), b, b)
             lk.wals_half(self._iptr, self._ipos, self._users, self._ratings, self._ones_i, self._ones_u, Q, P,
                          bi, bu, mu, float(self.reg), float(self.reg_bias), b, b)
-        pred = np.empty(len(self._ratings))
-        lk.predict_mf(self._users, self._items, self.P_, self.Q_, self.bu_, self.bi_, mu, pred)
-        mse = float(np.mean((self._ratings - pred) ** 2))
+        lk.predict_mf(self._users, self._items, self.P_, self.Q_, self.bu_, self.bi_, mu, self._pred)
+        np.subtract(self._ratings, self._pred, out=self._residual)
+        mse = float(np.mean(np.square(self._residual, out=self._residual)))
         self._rmse.append(np.sqrt(mse))
         return mse
 
