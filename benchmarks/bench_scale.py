@@ -31,13 +31,20 @@ Measured per (model, data, split)
   whose pair pass visits each of them; all pairs of a user's training items for GAPfm (the smoothed
   GAP sums over every pair, ties included); for CofiRank (its default NDCG loss), the sum over users of
   ``n_u²``: each call of its loss oracle assigns a user's ``n_u`` items to the list positions, which
-  ``cofiviz.solvers.lap.lap_rank2`` solves in ``O(k · n_u²)`` (for the truncation ``k``); for the Gaussian-process models, the sum over users of
-  ``n_u³`` (the Cholesky factorisation and inverse of each user's ``n_u × n_u`` kernel) plus
+  ``cofiviz.solvers.lap.lap_rank2`` solves in ``O(k · n_u²)`` (for the truncation ``k``); for WLT
+  also ``Σ n_u²``: its LambdaRank pass visits every ordered pair of each training list (a user's
+  items dealt into ``folds`` lists, so ``Σ n_u² / folds`` pairs: the same ratio); for the
+  Gaussian-process models, the sum over users of ``n_u³`` (the Cholesky factorisation and inverse of
+  each user's ``n_u × n_u`` kernel) plus
   ``nnz · I`` (each user's posterior mean on all ``I`` items of the index space: ``n_u · I`` per
   user), plus ``I³`` for the collaborative ones, whose EM step multiplies and factorises
   ``I × I`` matrices;
 * seconds per million units of work, and on the ML-1M rows the ratios ML-1M / ML-100K of the time per
-  iteration and of the work. Goal: time grows at most linearly with the work (time ratio ≤ work ratio);
+  iteration and of the work. Goal: time grows at most linearly with the work (time ratio ≤ work ratio).
+  A model that reports ``passes_`` (WLT: one pass with the Hessian, then one per length its line
+  search tries, so its iterations differ in work) is compared by its time per pass, the median of
+  each iteration's seconds over its passes; its seconds per million units of work are per pass too,
+  and the note gives the passes of every iteration;
 * peak memory: each fit runs in a child process, which reports its peak resident set size at its end
   (``VmHWM`` of ``/proc/self/status``: the high-water mark of the process's own memory since it
   started; ``ru_maxrss`` is not used, since Linux carries the parent's peak into a child's across the
@@ -90,7 +97,8 @@ MEMORY_GOAL_MB = 2048.0
 ORDER = ("poprec", "itemmean", "regsvd", "svdpp", "nmf", "bpmf", "mmmf", "bilinear", "gcr", "lcr", LCR_GOAL,
          "llorma", "gapfm", "cofirank", COFIRANK_FIXED, "gpr", "gpor", "cgpr", "cgpor")
 #: the unit of work of the models that do not work per rating (see the module documentation)
-UNITS = {"gcr": "pairs", "lcr": "pairs", "gapfm": "item pairs", "cofirank": "Σn²", "gpr": "Σn³+nnz·I", "gpor": "Σn³+nnz·I",
+UNITS = {"gcr": "pairs", "lcr": "pairs", "gapfm": "item pairs", "cofirank": "Σn²", "wlt": "Σn²",
+         "gpr": "Σn³+nnz·I", "gpor": "Σn³+nnz·I",
          "cgpr": "Σn³+nnz·I+I³", "cgpor": "Σn³+nnz·I+I³"}
 
 
@@ -132,6 +140,14 @@ def work_of(model: str, counts: dict) -> float:
         cubes = counts["user_cubes"] + float(counts["ratings"]) * counts["index_items"]
         return cubes + float(counts["index_items"]) ** 3 if unit.endswith("I³") else cubes
     return float(counts["ratings"])
+
+
+def time_ratio(row: dict, small: dict) -> float:
+    """``row``'s time over ``small``'s: per pass when both report passes (iterations that differ in their
+    number of passes differ in work), else per iteration."""
+    per_pass = bool(row.get("seconds_per_pass") and small.get("seconds_per_pass"))
+    key = "seconds_per_pass" if per_pass else "seconds_per_iteration"
+    return row[key] / small[key]
 
 
 # ---------------------------------------------------------------------------------------------- child
@@ -202,6 +218,11 @@ def child(spec: dict, out: str) -> None:
         if getattr(model, "phase_log_", None):  # CofiRank: oracle calls of the bundle method per phase
             rec["item_bmrm_calls"] = [p["item_bmrm_iter"] for p in model.phase_log_]
             rec["user_bmrm_calls_mean"] = [p["user_bmrm_iter_mean"] for p in model.phase_log_]
+        passes = getattr(model, "passes_", None)  # WLT: passes over the data per iteration (line search)
+        if passes and len(passes) == len(secs):
+            rec["passes"] = [int(p) for p in passes]
+            per_pass = [t / p for t, p in zip(secs, passes)]
+            rec["seconds_per_pass"] = statistics.median(per_pass[1:]) if len(secs) > 1 else per_pass[0]
         if getattr(model, "reg_effective_", None) is not None:  # CofiRank: its λ, scaled with the users or not
             rec["reg"] = float(model.reg_effective_)
     rec["peak_mb"] = _peak_rss_mb()
@@ -371,7 +392,8 @@ def main(argv=None) -> dict:
                     row.update(res)
                     if not res.get("error"):
                         row["delta_mb"] = res["peak_mb"] - baselines[ds, sp]["peak_mb"]
-                        row["seconds_per_million"] = row["seconds_per_iteration"] / (row["work"] / 1e6)
+                        row["seconds_per_million"] = (row.get("seconds_per_pass") or row["seconds_per_iteration"]) / (
+                            row["work"] / 1e6)
                         notes = [note] if note else []
                         if not res["iterative"]:
                             notes.append("one pass")
@@ -381,12 +403,15 @@ def main(argv=None) -> dict:
                             notes.append("the only iteration")
                         if res.get("reg") is not None:
                             notes.append(f"λ {res['reg']:.3g}")
+                        if res.get("passes"):
+                            notes.append(f"{res['seconds_per_pass']:.4g} s per pass; passes per iteration "
+                                         + "/".join(map(str, res["passes"])))
                         if res.get("item_bmrm_calls"):
                             notes.append("BMRM calls per iteration: item " + "/".join(map(str, res["item_bmrm_calls"]))
                                          + ", user mean " + "/".join(f"{x:.1f}" for x in res["user_bmrm_calls_mean"]))
                         row["note"] = "; ".join(notes) or None
                         if small is not None and not small.get("error") and not small.get("skipped"):
-                            row["time_ratio"] = row["seconds_per_iteration"] / small["seconds_per_iteration"]
+                            row["time_ratio"] = time_ratio(row, small)
                             row["work_ratio"] = row["work"] / small["work"]
                             row["linear"] = bool(row["time_ratio"] <= row["work_ratio"])
                 row["load"] = os.getloadavg()[0]

@@ -55,6 +55,7 @@ def test_work_counts_match_a_pair_by_pair_count(table):
     assert got["user_cubes"] == want["user_cubes"]
     assert got["user_squares"] == want["user_squares"]
     assert bench.work_of("cofirank", got) == want["user_squares"]
+    assert bench.work_of("wlt", got) == want["user_squares"]
     assert got["ratings"] == len(table)
     assert got["users"] == int(np.count_nonzero(table.user_counts()))
 
@@ -84,6 +85,13 @@ def test_cofirank_fixed_case_keeps_lambda_as_given():
     fixed = CofiRank(**got).fit(r)
     assert fixed.reg_effective_ == CofiRank.param["reg"].default
     assert bench.CONTRAST == {name}  # shown beside the defaults, not counted in the linearity goal
+
+
+def test_models_with_passes_compare_time_per_pass():
+    small = {"seconds_per_iteration": 0.04, "seconds_per_pass": 0.02}
+    big = {"seconds_per_iteration": 2.0, "seconds_per_pass": 0.25}  # its median iteration made 8 passes
+    assert bench.time_ratio(big, small) == pytest.approx(12.5)
+    assert bench.time_ratio({"seconds_per_iteration": 0.3}, {"seconds_per_iteration": 0.1}) == pytest.approx(3.0)
 
 
 def test_help_runs():

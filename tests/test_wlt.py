@@ -206,6 +206,29 @@ def test_newton_steps_lower_the_objective_and_stop_at_a_stationary_point(small):
     assert model.stopped_reason_.startswith("converged")
 
 
+def test_passes_count_every_evaluation_of_the_objective(small):
+    model = WLT(n_neighbors=4, reg=0.01, max_iter=6, tol=0.0, lr=8.0)  # a long first step: the search halves it
+    calls = []
+    objective = model.objective
+
+    def counted(w, hessian=False):
+        calls.append(hessian)
+        return objective(w, hessian)
+
+    model.objective = counted
+    model.fit(small.train_)
+    per_step, run = [], None
+    for hessian in calls[1:]:  # the first evaluation is the set-up's
+        if hessian:
+            run = [1]
+            per_step.append(run)
+        else:
+            run[0] += 1
+    assert model.passes_ == [r[0] for r in per_step]
+    assert len(model.passes_) == len(model.history_)
+    assert max(model.passes_) > 2  # the line search shortened some step
+
+
 # ------------------------------------------------------------------------------------------------ learning
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_wlt_ranks_planted_test_items_better_than_random_and_poprec(seed):

@@ -295,6 +295,8 @@ class WLT(Model):
         self.w_ = np.zeros(3 * (len(self.levels_) + 1))
         self._stalled = False
         self._trace = [self.objective(self.w_)[0]]
+        #: passes over the training lists per iteration: the Hessian's, then each length the line search tried
+        self.passes_: list[int] = []
 
     def objective(self, w: np.ndarray, hessian: bool = False):
         """``(C(w), ∇C(w))`` on the training lists (the module notes give both); with ``hessian``, also
@@ -323,27 +325,35 @@ class WLT(Model):
 
     def _step(self, iteration: int) -> float:
         """One Newton step with ``|ΔNDCG|`` held fixed, shortened by halving from ``lr`` until the objective
-        decreases enough (Armijo); when no length does, ``w`` stays and the fit has converged."""
+        decreases enough (Armijo); when no length does, ``w`` stays and the fit has converged. Each
+        objective evaluation is a pass over every pair of every training list; ``passes_`` counts them."""
         f, g, H = self.objective(self.w_, hessian=True)
+        passes = 1
         F = len(g)
         ridge = _RIDGE * (float(np.trace(H)) / F + 1.0)
         direction = -np.linalg.solve(H + ridge * np.eye(F), g)
         slope = float(g @ direction)
         if not slope < 0.0:  # a stationary point: no direction of descent
-            self._stalled = True
-            self._trace.append(f)
-            return f
+            return self._stall(f, passes)
         t = float(self.lr)
         for _ in range(_MAX_HALVINGS):
             w_new = self.w_ + t * direction
-            f_new = self.objective(w_new)[0] if np.all(np.isfinite(w_new)) else float("nan")
+            finite = bool(np.all(np.isfinite(w_new)))
+            f_new = self.objective(w_new)[0] if finite else float("nan")
+            passes += finite
             if np.isfinite(f_new) and f_new <= f + _ARMIJO * t * slope:
                 self.w_ = w_new
                 self._trace.append(f_new)
+                self.passes_.append(passes)
                 return f_new
             t *= 0.5
+        return self._stall(f, passes)
+
+    def _stall(self, f: float, passes: int) -> float:
+        """No step decreases the objective: ``w`` stays and the fit ends after this iteration."""
         self._stalled = True
         self._trace.append(f)
+        self.passes_.append(passes)
         return f
 
     def _converged(self, iteration: int) -> bool:
