@@ -97,6 +97,11 @@ class PairwiseFactorModel(Model, ItemPriorParams):
 
     The loss reported per iteration is ``E / |U|`` (``|U|``: users with at least one pair), a mean
     per-user loss.
+
+    The factors and kernel weights read as ``U_`` (q, m, r), ``V_`` (q, n, r), ``B_`` (q, n), ``Ku_``
+    (q, m) and ``Ki_`` (q, n), local model first; they are views of arrays stored by user or item first,
+    the layout the kernels read (:mod:`cofiviz.models._local_kernels`). Assigning one stores it in that
+    layout.
     """
 
     __abstract = True
@@ -125,6 +130,33 @@ class PairwiseFactorModel(Model, ItemPriorParams):
     max_iter = param.Integer(default=200, bounds=(1, 100_000), doc="Iterations at most (paper: 200).")
     patience = param.Integer(default=20, bounds=(0, None),
                              doc="Early stopping on validation: iterations without improvement (0: off).")
+
+    # ------------------------------------------------------------------ layout
+    #: the stored arrays (by user or item first) behind ``U_``, ``V_``, ``B_``, ``Ku_``, ``Ki_``
+    _Ue = _Ve = _Be = _Kue = _Kie = None
+
+    @staticmethod
+    def _model_first(a):
+        """The view of an array stored by user or item first with the local model first."""
+        return None if a is None else np.swapaxes(a, 0, 1)
+
+    @staticmethod
+    def _entity_first(a) -> np.ndarray:
+        """An array given local model first, stored by user or item first (a contiguous copy)."""
+        return np.ascontiguousarray(np.swapaxes(np.asarray(a, dtype=np.float64), 0, 1))
+
+    U_ = property(lambda self: self._model_first(self._Ue), lambda self, a: setattr(self, "_Ue", self._entity_first(a)),
+                  doc="(q, m, r) user factors of the local models.")
+    V_ = property(lambda self: self._model_first(self._Ve), lambda self, a: setattr(self, "_Ve", self._entity_first(a)),
+                  doc="(q, n, r) item factors of the local models.")
+    B_ = property(lambda self: self._model_first(self._Be), lambda self, a: setattr(self, "_Be", self._entity_first(a)),
+                  doc="(q, n) item offsets of the local models.")
+    Ku_ = property(lambda self: self._model_first(self._Kue),
+                   lambda self, a: setattr(self, "_Kue", self._entity_first(a)),
+                   doc="(q, m) kernel weights K(u_t, u) of the users.")
+    Ki_ = property(lambda self: self._model_first(self._Kie),
+                   lambda self, a: setattr(self, "_Kie", self._entity_first(a)),
+                   doc="(q, n) kernel weights K(i_t, i) of the items.")
 
     # ------------------------------------------------------------------ hook for subclasses
     def _kernels(self, train: Ratings, rng: np.random.Generator):
@@ -158,12 +190,12 @@ class PairwiseFactorModel(Model, ItemPriorParams):
         self._uloss = np.empty(m)
         self._uerr = np.empty(m)
         self._upairs = np.empty(m, dtype=np.int64)
-        self._gU = np.empty_like(self.U_)
-        self._gV = np.empty_like(self.V_)
-        self._gB = np.empty_like(self.B_)
-        self._hU = np.zeros_like(self.U_)
-        self._hV = np.zeros_like(self.V_)
-        self._hB = np.zeros_like(self.B_)
+        self._gU = np.empty_like(self._Ue)
+        self._gV = np.empty_like(self._Ve)
+        self._gB = np.empty_like(self._Be)
+        self._hU = np.zeros_like(self._Ue)
+        self._hV = np.zeros_like(self._Ve)
+        self._hB = np.zeros_like(self._Be)
         self._hc = np.zeros_like(self.c_)
         self.train_log_: list[dict] = []
         self._objective: list[float] = []
@@ -189,7 +221,7 @@ class PairwiseFactorModel(Model, ItemPriorParams):
         """
         q = self.Ku_.shape[0]
         total, count = np.empty(q), np.empty(q, dtype=np.int64)
-        lk.model_weights(self._users, self._items, self.Ku_, self.Ki_, self._w, total, count)
+        lk.model_weights(self._users, self._items, self._Kue, self._Kie, self._w, total, count)
         return np.where(total > 0, count / np.where(total > 0, total, 1.0), 1.0)
 
     def _penalties(self) -> tuple[np.ndarray, np.ndarray]:
@@ -203,13 +235,13 @@ class PairwiseFactorModel(Model, ItemPriorParams):
         active = self._upairs > 0
         n_active = max(int(active.sum()), 1)
         lam, lam_b = self._penalties()
-        reg = 0.5 * float(lam @ (lk.sq_norms(self.U_) + lk.sq_norms(self.V_)))
-        reg += 0.5 * float(lam_b @ lk.sq_norms(self.B_)) + 0.5 * float(self.reg_bias) * float(self.c_ @ self.c_)
+        reg = 0.5 * float(lam @ (lk.sq_norms(self._Ue) + lk.sq_norms(self._Ve)))
+        reg += 0.5 * float(lam_b @ lk.sq_norms(self._Be)) + 0.5 * float(self.reg_bias) * float(self.c_ @ self.c_)
         return (float(self._uloss[active].sum()) + reg) / n_active
 
     def _estimate(self) -> None:
         """Estimation step: combined predictions, pairwise loss and ``G = ∂E/∂f̂`` (frozen for the update)."""
-        lk.combine(self._users, self._items, self.Ku_, self.Ki_, self.U_, self.V_, self.B_, 0.0, self._f, self._w)
+        lk.combine(self._users, self._items, self._Kue, self._Kie, self._Ue, self._Ve, self._Be, 0.0, self._f, self._w)
         self._f += self.c_[self._items] + self.prior_[self._items]
         lk.pair_pass(self._indptr, self._ratings, self._f, self._code, float(self.margin), self._G, self._uloss,
                      self._uerr, self._upairs)
@@ -221,23 +253,23 @@ class PairwiseFactorModel(Model, ItemPriorParams):
         """Update step: the gradient of every local model at the frozen estimation, then one step."""
         lr, lam_c = float(self.lr), float(self.reg_bias)
         lam, lam_b = self._penalties()
-        lk.lcr_gradients(self._indptr, self._items, self._users, self._iptr, self._ipos, self.Ku_, self.Ki_, self._w,
-                         self._G, self.U_, self.V_, self.B_, lam, lam_b, self._gU, self._gV, self._gB)
+        lk.lcr_gradients(self._indptr, self._items, self._users, self._iptr, self._ipos, self._Kue, self._Kie, self._w,
+                         self._G, self._Ue, self._Ve, self._Be, lam, lam_b, self._gU, self._gV, self._gB)
         if self.item_bias == "global":
             gc = np.bincount(self._items, weights=self._G, minlength=len(self.c_)) + lam_c * self.c_
         if self.solver == "adagrad":
-            lk.apply_adagrad(self.U_, self._gU, self._hU, lr, 1e-8)
-            lk.apply_adagrad(self.V_, self._gV, self._hV, lr, 1e-8)
+            lk.apply_adagrad(self._Ue, self._gU, self._hU, lr, 1e-8)
+            lk.apply_adagrad(self._Ve, self._gV, self._hV, lr, 1e-8)
             if self.item_bias == "local":
-                lk.apply_adagrad(self.B_, self._gB, self._hB, lr, 1e-8)
+                lk.apply_adagrad(self._Be, self._gB, self._hB, lr, 1e-8)
             elif self.item_bias == "global":
                 lk.apply_adagrad(self.c_, gc, self._hc, lr, 1e-8)
             return
         steps = lr * self.step_scale_
-        lk.apply_step(self.U_, self._gU, steps)
-        lk.apply_step(self.V_, self._gV, steps)
+        lk.apply_step(self._Ue, self._gU, steps)
+        lk.apply_step(self._Ve, self._gV, steps)
         if self.item_bias == "local":
-            lk.apply_step(self.B_, self._gB, steps)
+            lk.apply_step(self._Be, self._gB, steps)
         elif self.item_bias == "global":
             self.c_ -= lr * gc
 
@@ -278,11 +310,11 @@ class PairwiseFactorModel(Model, ItemPriorParams):
         self._estimate()
         self._objective.pop()
         lam, lam_b = self._penalties()
-        gU, gV, gB = np.empty_like(self.U_), np.empty_like(self.V_), np.empty_like(self.B_)
-        lk.lcr_gradients(self._indptr, self._items, self._users, self._iptr, self._ipos, self.Ku_, self.Ki_, self._w,
-                         self._G, self.U_, self.V_, self.B_, lam, lam_b, gU, gV, gB)
+        gU, gV, gB = np.empty_like(self._Ue), np.empty_like(self._Ve), np.empty_like(self._Be)
+        lk.lcr_gradients(self._indptr, self._items, self._users, self._iptr, self._ipos, self._Kue, self._Kie, self._w,
+                         self._G, self._Ue, self._Ve, self._Be, lam, lam_b, gU, gV, gB)
         gc = np.bincount(self._items, weights=self._G, minlength=len(self.c_)) + float(self.reg_bias) * self.c_
-        return {"U": gU, "V": gV, "B": gB, "c": gc}
+        return {"U": self._model_first(gU), "V": self._model_first(gV), "B": self._model_first(gB), "c": gc}
 
     def objective(self) -> float:
         """The objective ``E`` (eq 9 / eq 14 plus the penalties, not divided by ``|U|``) at the current factors."""
@@ -310,7 +342,7 @@ class PairwiseFactorModel(Model, ItemPriorParams):
     def _scores(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
         out = np.empty(len(users))
         w = np.empty(len(users))
-        lk.combine(users, items, self.Ku_, self.Ki_, self.U_, self.V_, self.B_, 0.0, out, w)
+        lk.combine(users, items, self._Kue, self._Kie, self._Ue, self._Ve, self._Be, 0.0, out, w)
         out += self.c_[items] + self.prior_[items]
         return out
 

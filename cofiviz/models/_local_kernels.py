@@ -4,9 +4,16 @@ Nothing here knows about models, pandas or files: every kernel takes flat NumPy 
 
 Notation. A training table has ``nnz`` entries ``p`` = (u_p, i_p, M_p), stored by user (``indptr``,
 ``items``, ``ratings``, and ``users`` per entry); ``item_indptr`` / ``item_pos`` list the entries of
-each item. There are ``q`` local models ``t`` with factors ``U[t] (m × r)``, ``V[t] (n × r)`` and
-(optionally) item offsets ``B[t] (n)``; their kernel weights are ``Ku[t, u] = K(u_t, u)`` and
-``Ki[t, i] = K(i_t, i)``. GCR is the case ``q = 1``, ``Ku = Ki = 1``.
+each item. There are ``q`` local models ``t`` with factors ``U_t (m × r)``, ``V_t (n × r)`` and
+(optionally) item offsets ``B_t (n)``; their kernel weights are ``K(u_t, u)`` and ``K(i_t, i)``. GCR is
+the case ``q = 1`` with unit weights.
+
+Layouts. The kernels of GCR and LCR (:func:`combine`, :func:`lcr_gradients`, :func:`apply_step`,
+:func:`model_weights`, :func:`sq_norms`) take their arrays by user or item first: ``U[u, t]`` (m × q × r),
+``V[i, t]`` (n × q × r), ``B[i, t]``, ``Ku[u, t]``, ``Ki[i, t]``, so that what one entry reads of every
+local model lies in one block of memory; on data whose tables outgrow the caches, reading ``q``
+scattered rows per entry costs several times more. LLORMA's kernels take them by model first
+(``U[t, u]``, ``Ku[t, u]``).
 
 Estimation step (Algorithm 1, lines 9-18; prediction, Algorithm 2 and eq 15)
     :func:`combine` computes the kernel-weighted convex combination of the local models,
@@ -121,10 +128,11 @@ def kernel_matrix(X: np.ndarray, anchors: np.ndarray, bandwidth: float, kernel: 
 def combine(users, items, Ku, Ki, U, V, B, offset, out_f, out_w):
     """Combined predictions (eq 15 / Algorithm 2) of the pairs ``(users[p], items[p])``.
 
-    Writes ``out_f[p] = offset + Σ_t α_t(p) (U[t,u]·V[t,i] + B[t,i])`` and the total kernel weight
-    ``out_w[p] = w_p``; where ``w_p = 0`` the local models are averaged with equal weights.
+    Writes ``out_f[p] = offset + Σ_t α_t(p) (U[u,t]·V[i,t] + B[i,t])`` and the total kernel weight
+    ``out_w[p] = w_p``; where ``w_p = 0`` the local models are averaged with equal weights. Arrays by
+    user or item first (module notes).
     """
-    q = U.shape[0]
+    q = U.shape[1]
     r = U.shape[2]
     n = users.shape[0]
     for p in prange(n):
@@ -133,20 +141,20 @@ def combine(users, items, Ku, Ki, U, V, B, offset, out_f, out_w):
         s = 0.0
         w = 0.0
         for t in range(q):
-            k = Ku[t, u] * Ki[t, i]
+            k = Ku[u, t] * Ki[i, t]
             if k > 0.0:
-                d = B[t, i]
+                d = B[i, t]
                 for c in range(r):
-                    d += U[t, u, c] * V[t, i, c]
+                    d += U[u, t, c] * V[i, t, c]
                 s += k * d
                 w += k
         if w > 0.0:
             out_f[p] = offset + s / w
         else:
             for t in range(q):
-                d = B[t, i]
+                d = B[i, t]
                 for c in range(r):
-                    d += U[t, u, c] * V[t, i, c]
+                    d += U[u, t, c] * V[i, t, c]
                 s += d
             out_f[p] = offset + s / q
         out_w[p] = w
@@ -222,79 +230,76 @@ def lcr_gradients(indptr, items, users, item_indptr, item_pos, Ku, Ki, w, G, U, 
 
     ``G`` holds ``∂E/∂f̂_p`` from :func:`pair_pass` evaluated at the frozen combined predictions of
     the estimation step; ``w`` the total kernel weights from :func:`combine`. Runs in parallel over
-    (local model, user) for ``gU`` and (local model, item) for ``gV`` and ``gB``; entries whose
-    kernel weight for model ``t`` is zero are skipped.
+    users for ``gU``, then over items for ``gV`` and ``gB``, each entry's terms added for every local
+    model in turn (each sum runs over the entries in the table's order); entries whose kernel weight
+    for model ``t`` is zero are skipped. Arrays by user or item first (module notes).
     """
-    q = U.shape[0]
-    m = U.shape[1]
+    m = U.shape[0]
+    q = U.shape[1]
     r = U.shape[2]
-    n = V.shape[1]
+    n = V.shape[0]
     inv_q = 1.0 / q
-    for k in prange(q * m):
-        t = k // m
-        u = k - t * m
-        ku = Ku[t, u]
-        lt = lam[t]
-        for c in range(r):
-            gU[t, u, c] = lt * U[t, u, c]
+    for u in prange(m):
+        for t in range(q):
+            for c in range(r):
+                gU[u, t, c] = lam[t] * U[u, t, c]
         for p in range(indptr[u], indptr[u + 1]):
             wp = w[p]
-            if wp > 0.0 and ku == 0.0:
-                continue
             i = items[p]
-            a = _alpha(ku, Ki[t, i], wp, inv_q)
-            coef = G[p] * a
-            if coef == 0.0:
-                continue
+            for t in range(q):
+                ku = Ku[u, t]
+                if wp > 0.0 and ku == 0.0:
+                    continue
+                coef = G[p] * _alpha(ku, Ki[i, t], wp, inv_q)
+                if coef == 0.0:
+                    continue
+                for c in range(r):
+                    gU[u, t, c] += coef * V[i, t, c]
+    for i in prange(n):
+        for t in range(q):
             for c in range(r):
-                gU[t, u, c] += coef * V[t, i, c]
-    for k in prange(q * n):
-        t = k // n
-        i = k - t * n
-        ki = Ki[t, i]
-        lt = lam[t]
-        for c in range(r):
-            gV[t, i, c] = lt * V[t, i, c]
-        gb = lam_b[t] * B[t, i]
+                gV[i, t, c] = lam[t] * V[i, t, c]
+            gB[i, t] = lam_b[t] * B[i, t]
         for e in range(item_indptr[i], item_indptr[i + 1]):
             p = item_pos[e]
             wp = w[p]
-            if wp > 0.0 and ki == 0.0:
-                continue
             u = users[p]
-            a = _alpha(Ku[t, u], ki, wp, inv_q)
-            coef = G[p] * a
-            if coef == 0.0:
-                continue
-            gb += coef
-            for c in range(r):
-                gV[t, i, c] += coef * U[t, u, c]
-        gB[t, i] = gb
+            for t in range(q):
+                ki = Ki[i, t]
+                if wp > 0.0 and ki == 0.0:
+                    continue
+                coef = G[p] * _alpha(Ku[u, t], ki, wp, inv_q)
+                if coef == 0.0:
+                    continue
+                gB[i, t] += coef
+                for c in range(r):
+                    gV[i, t, c] += coef * U[u, t, c]
 
 
 @njit(cache=True, parallel=True)
 def apply_step(X, gX, lr):
-    """``X[t] −= lr[t] · gX[t]`` for each local model ``t`` (leading axis), in parallel."""
-    q = X.shape[0]
-    x = X.reshape(q, -1)
-    g = gX.reshape(q, -1)
-    n = x.shape[1]
-    for k in prange(q * n):
-        t = k // n
-        j = k - t * n
-        x[t, j] -= lr[t] * g[t, j]
+    """``X[:, t] −= lr[t] · gX[:, t]`` for each local model ``t`` (second axis), in parallel over the first."""
+    n = X.shape[0]
+    q = X.shape[1]
+    x = X.reshape(n, q, -1)
+    g = gX.reshape(n, q, -1)
+    for k in prange(n):
+        for t in range(q):
+            for j in range(x.shape[2]):
+                x[k, t, j] -= lr[t] * g[k, t, j]
 
 
 @njit(cache=True, parallel=True)
 def model_weights(users, items, Ku, Ki, w, out_sum, out_count):
-    """Per local model: ``Σ_p α_t(p)`` and the number of entries with ``α_t(p) > 0`` (eq 15's weights)."""
-    q = Ku.shape[0]
+    """Per local model: ``Σ_p α_t(p)`` and the number of entries with ``α_t(p) > 0`` (eq 15's weights);
+    ``Ku`` and ``Ki`` by user or item first."""
+    q = Ku.shape[1]
     inv_q = 1.0 / q
     for t in prange(q):
         s = 0.0
         c = 0
         for p in range(users.shape[0]):
-            a = _alpha(Ku[t, users[p]], Ki[t, items[p]], w[p], inv_q)
+            a = _alpha(Ku[users[p], t], Ki[items[p], t], w[p], inv_q)
             if a > 0.0:
                 s += a
                 c += 1
@@ -314,17 +319,20 @@ def apply_adagrad(X, gX, H, lr, eps):
         x[k] -= lr * gk / (math.sqrt(h[k]) + eps)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def sq_norms(X):
-    """``‖X[t]‖²`` for each leading index ``t`` of a 2-D or 3-D array viewed as (q, -1)."""
-    q = X.shape[0]
-    flat = X.reshape(q, -1)
+    """``‖X[:, t]‖²`` for each local model ``t`` (second axis) of a 2-D or 3-D array; each sum runs over
+    the first axis, then the third, in order."""
+    n = X.shape[0]
+    q = X.shape[1]
+    flat = X.reshape(n, q, -1)
     out = np.zeros(q)
-    for t in prange(q):
-        s = 0.0
-        for k in range(flat.shape[1]):
-            s += flat[t, k] * flat[t, k]
-        out[t] = s
+    for k in range(n):
+        for t in range(q):
+            s = out[t]
+            for j in range(flat.shape[2]):
+                s += flat[k, t, j] * flat[k, t, j]
+            out[t] = s
     return out
 
 
@@ -551,19 +559,22 @@ def warmup() -> None:
     Ki = np.ones((q, 3))
     f = np.empty(5)
     w = np.empty(5)
-    combine(users, items, Ku, Ki, U, V, B, 0.0, f, w)
+    # GCR's and LCR's kernels: arrays by user or item first
+    Ue, Ve, Be = np.ascontiguousarray(U.transpose(1, 0, 2)), np.ascontiguousarray(V.transpose(1, 0, 2)), B.T.copy()
+    Kue, Kie = Ku.T.copy(), Ki.T.copy()
+    combine(users, items, Kue, Kie, Ue, Ve, Be, 0.0, f, w)
     G = np.empty(5)
     ul, ue, up = np.empty(2), np.empty(2), np.empty(2, dtype=np.int64)
     pair_pass(indptr, ratings, f, 0, 0.0, G, ul, ue, up)
-    gU, gV, gB = np.empty_like(U), np.empty_like(V), np.empty_like(B)
+    gU, gV, gB = np.empty_like(Ue), np.empty_like(Ve), np.empty_like(Be)
     lams = np.full(q, 0.1)
-    lcr_gradients(indptr, items, users, iptr, ipos, Ku, Ki, w, G, U, V, B, lams, lams, gU, gV, gB)
-    apply_step(U, gU, lams)
-    apply_step(B, gB, lams)
-    model_weights(users, items, Ku, Ki, w, np.empty(q), np.empty(q, dtype=np.int64))
-    apply_adagrad(U, gU, np.zeros_like(U), 0.1, 1e-8)
-    sq_norms(U)
-    sq_norms(B)
+    lcr_gradients(indptr, items, users, iptr, ipos, Kue, Kie, w, G, Ue, Ve, Be, lams, lams, gU, gV, gB)
+    apply_step(Ue, gU, lams)
+    apply_step(Be, gB, lams)
+    model_weights(users, items, Kue, Kie, w, np.empty(q), np.empty(q, dtype=np.int64))
+    apply_adagrad(Ue, gU, np.zeros_like(Ue), 0.1, 1e-8)
+    sq_norms(Ue)
+    sq_norms(Be)
     bu = np.zeros((q, 2))
     pos = np.arange(5, dtype=np.int64)
     wals_half(indptr, pos, items, ratings, Ku, Ki, U, V, bu, B, 3.0, 0.1, 0.1, True, True)
