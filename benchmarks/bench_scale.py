@@ -25,7 +25,10 @@ Measured per (model, data, split)
 ---------------------------------
 * seconds per iteration: the median of ``history_[k]["seconds"]`` over the iterations after the first
   (the first may load kernels from numba's cache); a closed-form model (``iterative = False``) has one
-  pass, reported as it is;
+  pass, reported as it is. A fit whose first run takes under 20 s runs ``--repeats`` times in all
+  (default 3, each in its own child) and the quickest run counts: other processes can only slow a
+  run down, so the least time is the closest to what the code itself needs (the advice of Python's
+  ``timeit``), and the ratios below compare like with like;
 * the work of an iteration, in the unit the model's kernels loop over: training ratings for most
   models; preference pairs (pairs of a user's training items with different ratings) for GCR and LCR,
   whose pair pass visits each of them; all pairs of a user's training items for GAPfm (the smoothed
@@ -92,6 +95,8 @@ EXTRA = {LCR_GOAL: ("lcr", {"n_local": 50, "rank": 20}, ("ratio0.5",)),
 #: cases shown beside a model's defaults for contrast, left out of the linearity goal
 CONTRAST = {COFIRANK_FIXED}
 LCR_GOAL_SECONDS = 1.5
+#: fits quicker than this run ``--repeats`` times, and the quickest run counts
+REPEAT_UNDER_SECONDS = 20.0
 MEMORY_GOAL_MB = 2048.0
 #: the order of a default run, quickest first; registered models missing here run after these
 ORDER = ("poprec", "itemmean", "regsvd", "svdpp", "nmf", "bpmf", "mmmf", "bilinear", "gcr", "lcr", LCR_GOAL,
@@ -140,6 +145,15 @@ def work_of(model: str, counts: dict) -> float:
         cubes = counts["user_cubes"] + float(counts["ratings"]) * counts["index_items"]
         return cubes + float(counts["index_items"]) ** 3 if unit.endswith("I³") else cubes
     return float(counts["ratings"])
+
+
+def quickest(runs: list[dict]) -> dict:
+    """Of several runs of one fit, the one with the least time per pass (or per iteration), with every run's
+    time (``run_seconds``), their number (``repeats``) and the highest peak memory of them."""
+    key = "seconds_per_pass" if all(r.get("seconds_per_pass") for r in runs) else "seconds_per_iteration"
+    best = dict(min(runs, key=lambda r: r[key]))
+    best.update(repeats=len(runs), run_seconds=[r[key] for r in runs], peak_mb=max(r["peak_mb"] for r in runs))
+    return best
 
 
 def time_ratio(row: dict, small: dict) -> float:
@@ -230,6 +244,20 @@ def child(spec: dict, out: str) -> None:
         json.dump(rec, fh)
 
 
+def run_repeated(spec: dict, timeout: float, repeats: int) -> dict:
+    """:func:`run_child`, again up to ``repeats`` runs in all when the first fit took under
+    ``REPEAT_UNDER_SECONDS``; the quickest run (:func:`quickest`)."""
+    runs = [run_child(spec, timeout)]
+    if runs[0].get("error") or runs[0]["fit_seconds"] >= REPEAT_UNDER_SECONDS:
+        return {**runs[0], "repeats": 1}
+    for _ in range(repeats - 1):
+        res = run_child(spec, timeout)
+        if res.get("error"):
+            return res
+        runs.append(res)
+    return quickest(runs)
+
+
 def run_child(spec: dict, timeout: float) -> dict:
     """Run ``spec`` in a child process; its result (with its peak resident set size, ``peak_mb``) and
     its wall time, or ``error`` when it failed or was ended at ``timeout`` seconds."""
@@ -313,6 +341,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--iterations", type=int, default=5, help="iterations per fit (default 5)")
     ap.add_argument("--budget", type=float, default=240.0,
                     help="seconds one fit may take; longer fits run fewer iterations or are skipped (default 240)")
+    ap.add_argument("--repeats", type=int, default=3,
+                    help=f"runs of each fit whose first run took under {REPEAT_UNDER_SECONDS:.0f} s; the quickest counts "
+                         "(default 3)")
     ap.add_argument("--json", default=None, help="write every row here")
     ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -388,7 +419,7 @@ def main(argv=None) -> dict:
                 if not row.get("skipped"):
                     spec = {"kind": "fit", "dataset": ds, "split": sp, "model": model, "params": params,
                             "iterations": iterations, "budget": args.budget}
-                    res = run_child(spec, timeout=2 * args.budget + 60)
+                    res = run_repeated(spec, timeout=2 * args.budget + 60, repeats=args.repeats)
                     row.update(res)
                     if not res.get("error"):
                         row["delta_mb"] = res["peak_mb"] - baselines[ds, sp]["peak_mb"]
@@ -401,6 +432,9 @@ def main(argv=None) -> dict:
                             notes.append(res["stopped"])
                         elif res["iterations"] == 1:
                             notes.append("the only iteration")
+                        if res.get("repeats", 1) > 1:
+                            notes.append(f"quickest of {res['repeats']} runs: "
+                                         + "/".join(f"{x:.4g}" for x in res["run_seconds"]) + " s")
                         if res.get("reg") is not None:
                             notes.append(f"λ {res['reg']:.3g}")
                         if res.get("passes"):

@@ -94,6 +94,18 @@ def test_models_with_passes_compare_time_per_pass():
     assert bench.time_ratio({"seconds_per_iteration": 0.3}, {"seconds_per_iteration": 0.1}) == pytest.approx(3.0)
 
 
+def test_the_quickest_run_counts_with_every_run_and_the_highest_peak_kept():
+    runs = [{"seconds_per_iteration": 0.30, "peak_mb": 500.0, "iterations": 5},
+            {"seconds_per_iteration": 0.21, "peak_mb": 480.0, "iterations": 5},
+            {"seconds_per_iteration": 0.25, "peak_mb": 510.0, "iterations": 5}]
+    got = bench.quickest(runs)
+    assert got["seconds_per_iteration"] == 0.21 and got["repeats"] == 3
+    assert got["run_seconds"] == [0.30, 0.21, 0.25] and got["peak_mb"] == 510.0
+    passes = [{"seconds_per_iteration": 0.5, "seconds_per_pass": 0.25, "peak_mb": 1.0},
+              {"seconds_per_iteration": 0.4, "seconds_per_pass": 0.2, "peak_mb": 1.0}]
+    assert bench.quickest(passes)["seconds_per_pass"] == 0.2
+
+
 def test_help_runs():
     out = subprocess.run([sys.executable, str(BENCH / "bench_scale.py"), "--help"], capture_output=True, text=True,
                          check=True)
