@@ -77,6 +77,20 @@ class LocalParams(param.Parameterized):
     svd_rank = param.Integer(default=10, bounds=(1, 1000), doc="Rank of the RegSVD whose factors define distances.")
 
 
+def _model_first_view(stored: str, doc: str) -> property:
+    """A property that reads the array in attribute ``stored`` (kept by user or item first) with the local model
+    first, and stores an array assigned with the local model first by user or item first (a contiguous copy)."""
+
+    def get(self):
+        a = getattr(self, stored)
+        return None if a is None else np.swapaxes(a, 0, 1)
+
+    def put(self, value):
+        setattr(self, stored, np.ascontiguousarray(np.swapaxes(np.asarray(value, dtype=np.float64), 0, 1)))
+
+    return property(get, put, doc=doc)
+
+
 class PairwiseFactorModel(Model, ItemPriorParams):
     """Pairwise collaborative ranking by gradient steps on eq (9) (GCR) or eq (14) (LCR).
 
@@ -135,28 +149,11 @@ class PairwiseFactorModel(Model, ItemPriorParams):
     #: the stored arrays (by user or item first) behind ``U_``, ``V_``, ``B_``, ``Ku_``, ``Ki_``
     _Ue = _Ve = _Be = _Kue = _Kie = None
 
-    @staticmethod
-    def _model_first(a):
-        """The view of an array stored by user or item first with the local model first."""
-        return None if a is None else np.swapaxes(a, 0, 1)
-
-    @staticmethod
-    def _entity_first(a) -> np.ndarray:
-        """An array given local model first, stored by user or item first (a contiguous copy)."""
-        return np.ascontiguousarray(np.swapaxes(np.asarray(a, dtype=np.float64), 0, 1))
-
-    U_ = property(lambda self: self._model_first(self._Ue), lambda self, a: setattr(self, "_Ue", self._entity_first(a)),
-                  doc="(q, m, r) user factors of the local models.")
-    V_ = property(lambda self: self._model_first(self._Ve), lambda self, a: setattr(self, "_Ve", self._entity_first(a)),
-                  doc="(q, n, r) item factors of the local models.")
-    B_ = property(lambda self: self._model_first(self._Be), lambda self, a: setattr(self, "_Be", self._entity_first(a)),
-                  doc="(q, n) item offsets of the local models.")
-    Ku_ = property(lambda self: self._model_first(self._Kue),
-                   lambda self, a: setattr(self, "_Kue", self._entity_first(a)),
-                   doc="(q, m) kernel weights K(u_t, u) of the users.")
-    Ki_ = property(lambda self: self._model_first(self._Kie),
-                   lambda self, a: setattr(self, "_Kie", self._entity_first(a)),
-                   doc="(q, n) kernel weights K(i_t, i) of the items.")
+    U_ = _model_first_view("_Ue", "(q, m, r) user factors of the local models.")
+    V_ = _model_first_view("_Ve", "(q, n, r) item factors of the local models.")
+    B_ = _model_first_view("_Be", "(q, n) item offsets of the local models.")
+    Ku_ = _model_first_view("_Kue", "(q, m) kernel weights K(u_t, u) of the users.")
+    Ki_ = _model_first_view("_Kie", "(q, n) kernel weights K(i_t, i) of the items.")
 
     # ------------------------------------------------------------------ hook for subclasses
     def _kernels(self, train: Ratings, rng: np.random.Generator):
@@ -314,7 +311,7 @@ class PairwiseFactorModel(Model, ItemPriorParams):
         lk.lcr_gradients(self._indptr, self._items, self._users, self._iptr, self._ipos, self._Kue, self._Kie, self._w,
                          self._G, self._Ue, self._Ve, self._Be, lam, lam_b, gU, gV, gB)
         gc = np.bincount(self._items, weights=self._G, minlength=len(self.c_)) + float(self.reg_bias) * self.c_
-        return {"U": self._model_first(gU), "V": self._model_first(gV), "B": self._model_first(gB), "c": gc}
+        return {"U": np.swapaxes(gU, 0, 1), "V": np.swapaxes(gV, 0, 1), "B": np.swapaxes(gB, 0, 1), "c": gc}
 
     def objective(self) -> float:
         """The objective ``E`` (eq 9 / eq 14 plus the penalties, not divided by ``|U|``) at the current factors."""
