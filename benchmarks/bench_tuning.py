@@ -9,7 +9,8 @@ For each split (``lcr-weak``: N training ratings per user, 10 for validation, th
 with the chosen setting: the best drawn trial, or the reference, the best of the configured model and its anchors,
 when the cross-check of :mod:`cofiviz.models.tuning` finds no gain on both halves; the row says which), then
 NDCG@10 per test user beside ItemMean's (damping tuned on the same validation part with the same method), the
-mean per-user difference and its p-values (scipy's paired t-test and Wilcoxon signed-rank test). Prints one row per (model, N, seed) and the means over seeds; ``--json`` keeps every row.
+mean per-user difference and its p-values (scipy's paired t-test and Wilcoxon signed-rank test). Prints one row
+per (model, N, seed) and the means over seeds; ``--json`` keeps every row.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ from cofiviz.errors import ModelFitError
 from cofiviz.metrics.scorer import per_user_metrics
 from cofiviz.models import get_model_class
 from cofiviz.models.space import sample
-from cofiviz.models.tuning import EARLY_STOP_PATIENCE
+from cofiviz.models.tuning import trial_params
 from cofiviz.protocols import lcr_weak
 
 METRIC = "ndcg@10"
@@ -87,11 +87,9 @@ def main(argv=None) -> list[dict]:
                 klass = get_model_class(name)
                 done, t0 = [], time.perf_counter()
                 for kind, drawn in settings(klass, args.draws, seed):
-                    params = {**klass().get_params(), **drawn, "valid_metric": METRIC}
-                    if klass.iterative and params.get("patience", 0) == 0:
-                        params["patience"] = EARLY_STOP_PATIENCE
                     try:
-                        model = klass(**params).fit(split.train, valid=split.valid)
+                        model = klass(**trial_params(klass, klass().get_params(), drawn, METRIC)).fit(
+                            split.train, valid=split.valid)
                     except ModelFitError:  # a diverging setting is a failed trial, as in tune()
                         continue
                     done.append({"model": name, "N": n, "seed": seed, "kind": kind, "params": repr(drawn),

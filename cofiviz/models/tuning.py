@@ -43,7 +43,7 @@ from ..ratings import Ratings
 from ..search import best_index
 from .space import contains, sample, size
 
-__all__ = ["Tuning", "tune", "cross_checked_gain", "cross_checked_gains", "EARLY_STOP_PATIENCE"]
+__all__ = ["Tuning", "tune", "trial_params", "cross_checked_gain", "cross_checked_gains", "EARLY_STOP_PATIENCE"]
 
 #: the patience a trial early-stops with when the model's own ``patience`` is 0
 EARLY_STOP_PATIENCE = 10
@@ -133,6 +133,15 @@ def cross_checked_gain(reference: np.ndarray, best_a: np.ndarray, best_b: np.nda
                        lower_is_better: bool = False) -> float:
     """The mean of :func:`cross_checked_gains`: the two-fold estimate of what a search gains over the reference."""
     return float(np.mean(cross_checked_gains(reference, best_a, best_b, in_a, lower_is_better)))
+
+
+def trial_params(klass, base: dict, drawn: dict, metric: str) -> dict:
+    """The settings a trial fits with: ``base`` (the configured model's) overridden by ``drawn``, early stopping on
+    ``metric`` with :data:`EARLY_STOP_PATIENCE` where an iterative model's ``patience`` is 0."""
+    params = {**base, **drawn, "valid_metric": metric}
+    if klass.iterative and params.get("patience", 0) == 0:
+        params["patience"] = EARLY_STOP_PATIENCE
+    return params
 
 
 def _scored_mean(values: np.ndarray, mask: np.ndarray) -> float:
@@ -241,11 +250,9 @@ def tune(model, train: Ratings, valid: Ratings | None = None, *, budget: float =
             drawn = sample(space, rng)
             while key({**base, **drawn}) in tried:
                 drawn = sample(space, rng)
-        params = {**base, **drawn, "valid_metric": metric}
+        params = trial_params(klass, base, drawn, metric)
         tried.add(key(params))
         tried_in_space += contains(space, params)
-        if klass.iterative and params.get("patience", 0) == 0:
-            params["patience"] = EARLY_STOP_PATIENCE
         t0 = time.perf_counter()
         trial = {"trial": len(out.trials), "params": {k: params[k] for k in shown},
                  "score": float("nan"), "iterations": 0, "seconds": 0.0, "error": ""}
