@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from cofiviz.models import GCR, ItemMean
@@ -28,6 +29,22 @@ def test_summary_of_picked_reference_and_ceiling():
     assert got["reference"] == pytest.approx(-0.01)   # the anchor beats the configured model on validation
     assert got["ceiling"] == pytest.approx(0.02)      # the last is best on test
     assert got["rho"] == pytest.approx(-1.0)      # validation ranks 2 3 4 1, test ranks 3 2 1 4
+
+
+def test_summary_tests_the_picked_and_the_ceiling_settings_per_user_against_the_item_mean():
+    rng = np.random.default_rng(0)
+    base = rng.uniform(0.5, 0.9, size=200)
+    same = base.copy()                                   # the picked setting: the item mean's values exactly
+    better = base + 0.05 + rng.normal(0, 0.01, size=200)  # the ceiling: above the item mean for every user
+    trials = [trial("configured", 0.9, float(same.mean())), trial("draw", 0.8, float(better.mean()))]
+    got = bench.summarise(trials, float(base.mean()), [same, better], base)
+    assert got["picked"] == pytest.approx(0.0) and got["picked_t_p"] == 1.0 and got["picked_w_p"] == 1.0
+    assert got["ceiling"] == pytest.approx(0.05, abs=0.005)
+    assert got["ceiling_t_p"] < 1e-10 and got["ceiling_w_p"] < 1e-10
+    noisy = base + rng.normal(0, 0.1, size=200)          # no real difference: the tests must not call it one
+    got = bench.summarise([trial("configured", 0.9, float(noisy.mean()))], float(base.mean()), [noisy], base)
+    assert got["ceiling_t_p"] > 0.01 and got["ceiling_w_p"] > 0.01
+    assert "ceiling_t_p" not in bench.summarise(trials, float(base.mean()))
 
 
 def test_settings_are_the_configured_model_its_anchors_then_seeded_draws():
