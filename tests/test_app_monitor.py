@@ -313,6 +313,10 @@ def test_monitor_run_draws_points_and_stop_stops(open_page, page_errors):
     assert page.evaluate(POINTS_JS) == stopped_at, "points kept arriving after Stop"
     assert stopped_at < 10_000
     page.get_by_role("button", name="CSV").first.wait_for(timeout=10_000)
+    # the table of iterations counts them in whole numbers
+    first = page.locator('.tabulator-cell[tabulator-field="iteration"]').first
+    first.wait_for(timeout=10_000)
+    assert first.inner_text().strip() == "1"
     screenshot(page, "monitor-stopped")
     assert page_errors.errors == [], page_errors.errors
 
