@@ -60,3 +60,18 @@ def test_blocked_solve_is_row_by_row_substitution_to_the_last_bit(m):
     got = gk.cho_solve(L, np.ascontiguousarray(B))
     assert ok and np.array_equal(got, _cho_solve_in_order(L, B))
     np.testing.assert_allclose(got, scipy.linalg.cho_solve((L, True), B), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("m", [1, 2, 63, 64, 65, 200])
+def test_em_covariance_is_the_numpy_expression_to_the_last_bit(m):
+    """The M-step's fused covariance update against the NumPy expression it replaces, on tile edges too."""
+    rng = np.random.default_rng(m)
+    K, K0, X = (rng.normal(size=(m, m)) for _ in range(3))
+    mu, d, Ks = (rng.normal(size=m) for _ in range(3))
+    n, tau, pi = 37, 2.5, 0.75
+    S = n * K + n * np.outer(d, d) + np.outer(d, Ks) + np.outer(Ks, d) + X
+    C = (tau * K0 + pi * np.outer(mu, mu) + S) / (n + tau + 1.0)
+    want = 0.5 * (C + C.T)
+    got = gk.em_covariance(K, K0, X, mu, d, Ks, float(n), tau, pi, float(n + tau + 1.0))
+    assert np.array_equal(got, want)
+    assert np.array_equal(got, got.T)

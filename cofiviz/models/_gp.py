@@ -232,15 +232,16 @@ def m_step(K: np.ndarray, mu: np.ndarray, K0: np.ndarray, st: EStats, tau: float
     their normal-inverse-Wishart prior, with ``n + τ + 1`` where they write ``n + τ``: the ``+1`` is the
     ``|K|^{-1/2}`` of the normal prior on ``μ``, kept so that the update is the exact M-step of the stated prior.
     The sum is formed without any per-user ``items × items`` matrix: with ``d = μ − μ'``,
-    ``Σ_u [(m_u − μ')(m_u − μ')ᵀ + C_u] = n K + n d dᵀ + d (K s)ᵀ + (K s) dᵀ + K (Q − P) K``.
+    ``Σ_u [(m_u − μ')(m_u − μ')ᵀ + C_u] = n K + n d dᵀ + d (K s)ᵀ + (K s) dᵀ + K (Q − P) K``; the new ``K`` is made
+    exactly symmetric, ``(K' + K'ᵀ)/2``, and all but the product is one pass (:func:`._gp_kernels.em_covariance`).
     """
     n = st.n
     Ks = gk.matvec(K, st.s)
     mu_new = (n * mu + Ks) / (n + pi)
     d = mu - mu_new
-    S = n * K + n * np.outer(d, d) + np.outer(d, Ks) + np.outer(Ks, d) + gk.matmul(gk.matmul(K, st.Q - st.P), K)
-    K_new = (tau * K0 + pi * np.outer(mu_new, mu_new) + S) / (n + tau + 1.0)
-    K_new = 0.5 * (K_new + K_new.T)
+    X = gk.matmul(gk.matmul(K, st.Q - st.P), K)
+    K_new = gk.em_covariance(np.ascontiguousarray(K), np.ascontiguousarray(K0), X, mu_new, d, Ks, float(n),
+                             float(tau), float(pi), float(n + tau + 1.0))
     return K_new, mu_new
 
 
