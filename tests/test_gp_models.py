@@ -214,6 +214,17 @@ def test_m_step_equals_a_slow_reference():
     np.testing.assert_allclose(K_new, ref_K, rtol=1e-9, atol=1e-12)
 
 
+def test_an_e_step_without_moments_gives_the_same_means_and_likelihood():
+    """GPR and GPOR, which have no M-step, ask for the log likelihood only: no items × items sums."""
+    K0, indptr, items, y, offsets = _em_problem()
+    mu = np.random.default_rng(3).normal(scale=0.3, size=8)
+    solve = lambda K_, m_, its, t: _gp.regression_user(K_, m_, its, t, 0.4)
+    F, st = _gp.e_step(K0, mu, offsets, indptr, items, y, solve)
+    F2, st2 = _gp.e_step(K0, mu, offsets, indptr, items, y, solve, moments=False)
+    assert np.array_equal(F, F2) and st2.logml == st.logml and st2.n == st.n
+    assert st2.P is None and st2.Q is None and st2.s is None and st.P.shape == (8, 8)
+
+
 def test_log_posterior_never_decreases_over_em_iterations():
     K0, indptr, items, y, offsets = _em_problem(seed=1, n_users=12, n_items=10)
     tau, pi = 2.0, 1.0

@@ -176,19 +176,21 @@ def ordinal_laplace_user(K: np.ndarray, mean: np.ndarray, items: np.ndarray, lev
 @dataclass
 class EStats:
     """What an E-step over the users leaves for the M-step: ``n`` users with ratings, ``s = Σ_u s_u``,
-    ``Q = Σ_u s_u s_uᵀ``, ``P = Σ_u E_uᵀ A_u E_u`` and the summed log marginal likelihood."""
+    ``Q = Σ_u s_u s_uᵀ``, ``P = Σ_u E_uᵀ A_u E_u`` (``None`` when the E-step was asked for no moments) and the
+    summed log marginal likelihood."""
 
     n: int
-    s: np.ndarray
-    Q: np.ndarray
-    P: np.ndarray
+    s: np.ndarray | None
+    Q: np.ndarray | None
+    P: np.ndarray | None
     logml: float
 
 
 def e_step(K: np.ndarray, mu: np.ndarray, offsets: np.ndarray, indptr: np.ndarray, items: np.ndarray,
-           targets: np.ndarray, solve, stats: bool = True):
+           targets: np.ndarray, solve, stats: bool = True, moments: bool = True):
     """Each user's posterior under ``(μ, K)``: the posterior means ``F`` (users × items) and, with ``stats``, the
-    :class:`EStats` of the users with ratings.
+    :class:`EStats` of the users with ratings; without ``moments`` those hold only ``n`` and the log marginal
+    likelihood (no ``items × items`` sums: what a model without an M-step needs).
 
     ``solve(K, mean, items, targets)`` is :func:`regression_user` or :func:`ordinal_laplace_user` with the
     likelihood's settings bound; its first two results are ``α_u`` and ``A_u``, its third the log marginal
@@ -196,7 +198,8 @@ def e_step(K: np.ndarray, mu: np.ndarray, offsets: np.ndarray, indptr: np.ndarra
     """
     n_users, n_items = len(indptr) - 1, len(mu)
     coef = np.zeros(len(items))  # α_u of each rating, in the order of ``items``
-    P = np.zeros((n_items, n_items)) if stats else None
+    moments = stats and moments
+    P = np.zeros((n_items, n_items)) if moments else None
     logml, n = 0.0, 0
     for u in range(n_users):
         lo, hi = indptr[u], indptr[u + 1]
@@ -205,7 +208,7 @@ def e_step(K: np.ndarray, mu: np.ndarray, offsets: np.ndarray, indptr: np.ndarra
         its = items[lo:hi]
         out = solve(K, mu + offsets[u], its, targets[lo:hi])
         coef[lo:hi] = out[0]
-        if stats:
+        if moments:
             P[np.ix_(its, its)] += out[1]
         logml += out[2]
         n += 1
@@ -213,6 +216,8 @@ def e_step(K: np.ndarray, mu: np.ndarray, offsets: np.ndarray, indptr: np.ndarra
     F = gk.sparse_rows_times(indptr, items, coef, np.ascontiguousarray(K), np.ascontiguousarray(base))
     if not stats:
         return F, None
+    if not moments:
+        return F, EStats(n=n, s=None, Q=None, P=None, logml=logml)
     s = np.bincount(items, weights=coef, minlength=n_items)
     return F, EStats(n=n, s=s, Q=gk.sparse_outer_sum(indptr, items, coef, n_items), P=P, logml=logml)
 

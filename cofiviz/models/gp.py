@@ -159,12 +159,13 @@ class _ItemGP(Model):
                       self._offsets(train, self.mean_rating_))
         self.F_ = np.zeros((train.n_users, train.n_items))
 
-    def _e_step(self, stats: bool):
+    def _e_step(self, stats: bool, moments: bool = True):
         indptr, items, targets, offsets = self._data
-        return _gp.e_step(self.K_, self.mu_, offsets, indptr, items, targets, self._solver(), stats=stats)
+        return _gp.e_step(self.K_, self.mu_, offsets, indptr, items, targets, self._solver(), stats=stats,
+                          moments=moments)
 
     def _step(self, iteration: int) -> float:
-        self.F_, st = self._e_step(stats=True)
+        self.F_, st = self._e_step(stats=True, moments=False)   # no M-step: the log likelihood is all it needs
         self.logml_ = st.logml
         return -st.logml / max(len(self._data[1]), 1)
 
