@@ -223,6 +223,16 @@ def test_an_e_step_without_moments_gives_the_same_means_and_likelihood():
     F2, st2 = _gp.e_step(K0, mu, offsets, indptr, items, y, solve, moments=False)
     assert np.array_equal(F, F2) and st2.logml == st.logml and st2.n == st.n
     assert st2.P is None and st2.Q is None and st2.s is None and st.P.shape == (8, 8)
+    # each user's solve skips A_u when asked to, and gives the same coefficients and likelihood
+    its, t = items[indptr[0]:indptr[1]], y[indptr[0]:indptr[1]]
+    full, bare = (_gp.regression_user(K0, mu, its, t, 0.4, inverse=inv) for inv in (True, False))
+    assert bare[1] is None and full[1].shape == (len(its), len(its))
+    assert np.array_equal(full[0], bare[0]) and full[2] == bare[2]
+    levels = np.arange(len(its)) % 3
+    th = _gp.thresholds_for(np.array([1.0, 2.0, 3.0]))
+    full, bare = (_gp.ordinal_laplace_user(K0, mu, its, levels, th, 0.5, inverse=inv) for inv in (True, False))
+    assert bare[1] is None and full[1].shape == (len(its), len(its))
+    assert np.array_equal(full[0], bare[0]) and full[2] == bare[2] and np.array_equal(full[3], bare[3])
 
 
 def test_log_posterior_never_decreases_over_em_iterations():

@@ -82,15 +82,17 @@ def _solve(L: np.ndarray, b: np.ndarray) -> np.ndarray:
     return gk.cho_solve(L, np.ascontiguousarray(b))
 
 
-def regression_user(K: np.ndarray, mean: np.ndarray, items: np.ndarray, y: np.ndarray, noise: float):
-    """GP regression of one user: ``α = (K_II + σ²I)⁻¹ (y − mean_I)``, ``A = (K_II + σ²I)⁻¹`` and the log marginal
-    likelihood ``−½ (y − mean_I)ᵀ α − Σ log diag L − n/2 log 2π`` (R&W Algorithm 2.1, eq. 2.30)."""
+def regression_user(K: np.ndarray, mean: np.ndarray, items: np.ndarray, y: np.ndarray, noise: float,
+                    inverse: bool = True):
+    """GP regression of one user: ``α = (K_II + σ²I)⁻¹ (y − mean_I)``, ``A = (K_II + σ²I)⁻¹`` (``None`` without
+    ``inverse``) and the log marginal likelihood ``−½ (y − mean_I)ᵀ α − Σ log diag L − n/2 log 2π`` (R&W Algorithm
+    2.1, eq. 2.30)."""
     n = len(items)
     C = K[np.ix_(items, items)] + noise * np.eye(n)
     L = _chol(C, "a user's K_II + σ²I")
     r = y - mean[items]
     alpha = _solve(L, r)
-    A = _solve(L, np.eye(n))
+    A = _solve(L, np.eye(n)) if inverse else None
     logml = -0.5 * float(np.sum(r * alpha)) - float(np.sum(np.log(np.diag(L)))) - 0.5 * n * _LOG_2PI
     return alpha, A, logml
 
@@ -131,12 +133,13 @@ def ordinal_loglik(f: np.ndarray, levels: np.ndarray, thresholds: np.ndarray, si
 
 
 def ordinal_laplace_user(K: np.ndarray, mean: np.ndarray, items: np.ndarray, levels: np.ndarray,
-                         thresholds: np.ndarray, sigma: float, max_newton: int = 30, tol: float = 1e-8):
+                         thresholds: np.ndarray, sigma: float, max_newton: int = 30, tol: float = 1e-8,
+                         inverse: bool = True):
     """Laplace's approximation for one user (Chu & Ghahramani §3.1; R&W Algorithm 3.1 with a prior mean).
 
     Newton's method on ``ψ(f) = −log P(y|f) + ½ aᵀ(f − m)`` with ``f = m + K_II a``; a step that does not lower
-    ``ψ`` is halved. Returns ``a`` (the posterior mean on every item is ``mean + K_{·I} a``), ``A = W^½ B⁻¹ W^½``,
-    the approximate log marginal likelihood and ``f̂``.
+    ``ψ`` is halved. Returns ``a`` (the posterior mean on every item is ``mean + K_{·I} a``), ``A = W^½ B⁻¹ W^½``
+    (``None`` without ``inverse``), the approximate log marginal likelihood and ``f̂``.
     """
     n = len(items)
     Kii = np.ascontiguousarray(K[np.ix_(items, items)])
@@ -168,7 +171,7 @@ def ordinal_laplace_user(K: np.ndarray, mean: np.ndarray, items: np.ndarray, lev
             break
     sW = np.sqrt(W)
     L = _chol(np.eye(n) + sW[:, None] * Kii * sW[None, :], "a user's B = I + W^½ K W^½")
-    A = sW[:, None] * _solve(L, np.diag(sW))
+    A = sW[:, None] * _solve(L, np.diag(sW)) if inverse else None
     logml = -0.5 * float(np.sum(a * (f - m))) + float(np.sum(lp)) - float(np.sum(np.log(np.diag(L))))
     return a, A, logml, f
 
@@ -193,8 +196,8 @@ def e_step(K: np.ndarray, mu: np.ndarray, offsets: np.ndarray, indptr: np.ndarra
     likelihood (no ``items × items`` sums: what a model without an M-step needs).
 
     ``solve(K, mean, items, targets)`` is :func:`regression_user` or :func:`ordinal_laplace_user` with the
-    likelihood's settings bound; its first two results are ``α_u`` and ``A_u``, its third the log marginal
-    likelihood. Users without ratings keep the prior mean ``offset + μ``.
+    likelihood's settings bound; its first two results are ``α_u`` and ``A_u`` (``A_u`` is read only for the
+    moments), its third the log marginal likelihood. Users without ratings keep the prior mean ``offset + μ``.
     """
     n_users, n_items = len(indptr) - 1, len(mu)
     coef = np.zeros(len(items))  # α_u of each rating, in the order of ``items``

@@ -124,11 +124,12 @@ class _ItemGP(Model):
             return np.asarray(ratings, dtype=np.float64)
         return np.searchsorted(self.thresholds_, np.asarray(ratings, dtype=np.float64)).astype(np.int64)
 
-    def _solver(self):
+    def _solver(self, inverse: bool = True):
+        """One user's posterior; with ``inverse`` it also returns ``A_u``, which only the E-step's moments read."""
         if self.ordinal:
             return partial(_gp.ordinal_laplace_user, thresholds=self.thresholds_, sigma=float(np.sqrt(self.noise)),
-                           max_newton=int(self.max_newton))
-        return partial(_gp.regression_user, noise=float(self.noise))
+                           max_newton=int(self.max_newton), inverse=inverse)
+        return partial(_gp.regression_user, noise=float(self.noise), inverse=inverse)
 
     @staticmethod
     def _offsets(ratings: Ratings, fallback: float) -> np.ndarray:
@@ -161,8 +162,8 @@ class _ItemGP(Model):
 
     def _e_step(self, stats: bool, moments: bool = True):
         indptr, items, targets, offsets = self._data
-        return _gp.e_step(self.K_, self.mu_, offsets, indptr, items, targets, self._solver(), stats=stats,
-                          moments=moments)
+        solve = self._solver(inverse=stats and moments)
+        return _gp.e_step(self.K_, self.mu_, offsets, indptr, items, targets, solve, stats=stats, moments=moments)
 
     def _step(self, iteration: int) -> float:
         self.F_, st = self._e_step(stats=True, moments=False)   # no M-step: the log likelihood is all it needs
@@ -188,7 +189,7 @@ class _ItemGP(Model):
         offsets = self._offsets(given, self.mean_rating_)
         F, _ = _gp.e_step(self.K_, self.mu_, offsets, np.ascontiguousarray(given.indptr, dtype=np.int64),
                           np.ascontiguousarray(given.items, dtype=np.int64), self._targets(given.ratings),
-                          self._solver(), stats=False)
+                          self._solver(inverse=False), stats=False)
         if not np.all(np.isfinite(F[active])):
             raise ModelFitError(f"{type(self).__name__}.fold_in produced non-finite scores; "
                                 + self.divergence_advice())
