@@ -241,7 +241,8 @@ def m_step(K: np.ndarray, mu: np.ndarray, K0: np.ndarray, st: EStats, tau: float
     ``|K|^{-1/2}`` of the normal prior on ``μ``, kept so that the update is the exact M-step of the stated prior.
     The sum is formed without any per-user ``items × items`` matrix: with ``d = μ − μ'``,
     ``Σ_u [(m_u − μ')(m_u − μ')ᵀ + C_u] = n K + n d dᵀ + d (K s)ᵀ + (K s) dᵀ + K (Q − P) K``; the new ``K`` is made
-    exactly symmetric, ``(K' + K'ᵀ)/2``, and all but the product is one pass (:func:`._gp_kernels.em_covariance`).
+    exactly symmetric, ``(K' + K'ᵀ)/2``. All but the product takes two passes over memory
+    (:func:`._gp_kernels.em_covariance`).
     """
     n = st.n
     Ks = gk.matvec(K, st.s)

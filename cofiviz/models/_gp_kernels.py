@@ -253,7 +253,7 @@ _SYM_TILE = 64
 
 @njit(cache=True, parallel=True)
 def em_covariance(K, K0, X, mu, d, Ks, n, tau, pi, denom):
-    """The M-step's new covariance, symmetrised, in one pass over memory instead of one per NumPy operation.
+    """The M-step's new covariance, symmetrised, in two passes over memory instead of one per NumPy operation.
 
     Each entry is what the NumPy expression ::
 
