@@ -33,7 +33,6 @@ import numpy as np
 import pandas as pd
 import panel as pn
 import param
-from bokeh.models.widgets.tables import NumberFormatter
 
 from ..datasets import read
 from ..errors import DataError
@@ -177,7 +176,6 @@ def _check_param(model_cls, name: str, value) -> str | None:
 
 
 def _empty_frame() -> pd.DataFrame:
-    """The table of iterations with no row: the iteration a whole number, the rest floats (NaN where not scored)."""
     return pd.DataFrame({c: pd.Series(dtype="int64" if c == "iteration" else "float64") for c in COLUMNS})
 
 
@@ -243,8 +241,7 @@ class TrainingMonitor(pn.viewable.Viewer):
         self._last_flush = 0.0
         self._frame = _empty_frame()
         self._table = pn.widgets.Tabulator(_empty_frame(), disabled=True, show_index=False, height=260,
-                                           sizing_mode="stretch_width", pagination=None,
-                                           formatters={"iteration": NumberFormatter(format="0")})
+                                           sizing_mode="stretch_width", pagination=None)
         self._csv = pn.widgets.FileDownload(callback=self._csv_bytes, filename="training.csv", label="CSV",
                                             disabled=True, width=140)
         self._parquet = pn.widgets.FileDownload(callback=self._parquet_bytes, filename="training.parquet",
