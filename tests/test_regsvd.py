@@ -10,7 +10,7 @@ from cofiviz import protocols
 from cofiviz.datasets import synthetic
 from cofiviz.evaluation import mean_metrics
 from cofiviz.models import ItemMean
-from cofiviz.models import _local_kernels as lk
+from cofiviz.models import _mf_kernels as mk
 from cofiviz.models.regsvd import RegSVD, regsvd_factors
 
 from contract import ModelContract, planted
@@ -118,16 +118,19 @@ def plain_sgd_epoch(users, items, ratings, order, P, Q, bu, bi, mu, lr, reg, reg
     return sse
 
 
-@pytest.mark.parametrize("n", [5, lk.SGD_CHUNK, 2 * lk.SGD_CHUNK + 37])
-def test_sgd_epoch_reads_ahead_in_chunks_without_changing_an_update(n):
+@pytest.mark.parametrize("rank", [1, 3])
+@pytest.mark.parametrize("n", [3, 5, mk.SGD_GATHER_AHEAD + 1, mk.SGD_CHUNK, 2 * mk.SGD_CHUNK + 37])
+def test_sgd_epoch_reads_ahead_in_chunks_without_changing_an_update(n, rank):
+    # buffers and prefetches change no update: shorter than the prefetch distances, one chunk, several
     rng = np.random.default_rng(n)
     users = rng.integers(0, 40, n).astype(np.int32)
     items = rng.integers(0, 30, n).astype(np.int32)
     ratings = rng.integers(1, 6, n).astype(np.float64)
     order = rng.permutation(n).astype(np.int64)
-    start = [rng.normal(0, 0.1, (40, 3)), rng.normal(0, 0.1, (30, 3)), rng.normal(0, 0.1, 40), rng.normal(0, 0.1, 30)]
+    start = [rng.normal(0, 0.1, (40, rank)), rng.normal(0, 0.1, (30, rank)), rng.normal(0, 0.1, 40),
+             rng.normal(0, 0.1, 30)]
     got, want = [a.copy() for a in start], [a.copy() for a in start]
-    sse = lk.sgd_epoch(users, items, ratings, order, *got, 3.5, 0.01, 0.05, 0.02, True)
+    sse = mk.sgd_epoch(users, items, ratings, order, *got, 3.5, 0.01, 0.05, 0.02, True)
     assert sse == plain_sgd_epoch(users, items, ratings, order, *want, 3.5, 0.01, 0.05, 0.02)
     for a, b in zip(got, want):
         np.testing.assert_array_equal(a, b)

@@ -44,8 +44,8 @@ Update step (Algorithm 1, lines 19-30; eqs 17-18 through eq 15)
 LLORMA (eq 2) and RegSVD
     :func:`wals_half` solves, for every local model and every row in parallel, the kernel-weighted
     ridge regression of one side of ``M ≈ offset + U Vᵀ (+ biases)`` with the other side fixed
-    (weighted alternating least squares); :func:`weighted_sq_loss` evaluates eq (2) per local model;
-    :func:`sgd_epoch` is one epoch of the biased regularised SVD's stochastic gradient descent.
+    (weighted alternating least squares); :func:`weighted_sq_loss` evaluates eq (2) per local model.
+    RegSVD's stochastic gradient descent is in ``_mf_kernels``.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ from numba import njit, prange
 from ..losses.surrogates import surrogate_value_deriv
 
 __all__ = ["combine", "pair_pass", "lcr_gradients", "apply_step", "apply_adagrad", "model_weights", "wals_half", "weighted_sq_loss",
-           "sgd_epoch", "kernel_matrix", "KERNELS", "DISTANCES", "warmup"]
+           "kernel_matrix", "KERNELS", "DISTANCES", "warmup"]
 
 KERNELS = ("epanechnikov", "epanechnikov_paper", "triangular", "uniform")
 DISTANCES = ("arccos_scaled", "arccos")
@@ -479,69 +479,6 @@ def predict_local(users, items, Ku, Ki, U, V, bu, bi, offset, out):
             out[p] = offset + s / q
 
 
-# ---------------------------------------------------------------------------------------------- SGD
-#: entries :func:`sgd_epoch` reads ahead into its buffers at a time
-SGD_CHUNK = 1024
-
-
-@njit(cache=True)
-def sgd_epoch(users, items, ratings, order, P, Q, bu, bi, mu, lr, reg, reg_bias, biased):
-    """One epoch of SGD on ``Σ (M − μ − b_u − b_i − P_u·Q_i)² + reg(‖P_u‖² + ‖Q_i‖²) + reg_bias(b_u² + b_i²)``.
-
-    Visits the entries in ``order`` (a permutation drawn by the caller's seeded generator) and
-    returns the sum of squared errors seen during the epoch (before each update). The entries of each
-    chunk of ``SGD_CHUNK`` positions of ``order`` are first copied into small buffers: those reads
-    do not depend on each other, so the processor overlaps their cache misses, which the updates,
-    each waiting on the one before, cannot. The updates and their order are the same as without the
-    buffers.
-    """
-    r = P.shape[1]
-    sse = 0.0
-    n = order.shape[0]
-    cu = np.empty(SGD_CHUNK, dtype=np.int64)
-    ci = np.empty(SGD_CHUNK, dtype=np.int64)
-    cr = np.empty(SGD_CHUNK)
-    for k0 in range(0, n, SGD_CHUNK):
-        k1 = min(k0 + SGD_CHUNK, n)
-        for k in range(k0, k1):
-            p = order[k]
-            cu[k - k0] = users[p]
-            ci[k - k0] = items[p]
-            cr[k - k0] = ratings[p]
-        for t in range(k1 - k0):
-            u = cu[t]
-            i = ci[t]
-            f = mu
-            if biased:
-                f += bu[u] + bi[i]
-            for c in range(r):
-                f += P[u, c] * Q[i, c]
-            e = cr[t] - f
-            sse += e * e
-            if biased:
-                bu[u] += lr * (e - reg_bias * bu[u])
-                bi[i] += lr * (e - reg_bias * bi[i])
-            for c in range(r):
-                pu = P[u, c]
-                qi = Q[i, c]
-                P[u, c] += lr * (e * qi - reg * pu)
-                Q[i, c] += lr * (e * pu - reg * qi)
-    return sse
-
-
-@njit(cache=True, parallel=True)
-def predict_mf(users, items, P, Q, bu, bi, mu, out):
-    """``μ + b_u + b_i + P_u·Q_i`` for each pair."""
-    r = P.shape[1]
-    for p in prange(users.shape[0]):
-        u = users[p]
-        i = items[p]
-        f = mu + bu[u] + bi[i]
-        for c in range(r):
-            f += P[u, c] * Q[i, c]
-        out[p] = f
-
-
 def warmup() -> None:
     """Compile (or load from numba's cache) every kernel of this module on a tiny problem."""
     users = np.array([0, 0, 0, 1, 1], dtype=np.int32)
@@ -582,7 +519,3 @@ def warmup() -> None:
     sse, sw = np.empty(q), np.empty(q)
     weighted_sq_loss(users, items, ratings, Ku, Ki, U, V, bu, B, 3.0, sse, sw)
     predict_local(users, items, Ku, Ki, U, V, bu, B, 3.0, f)
-    P, Qm = rng.normal(size=(2, r)), rng.normal(size=(3, r))
-    b1, b2 = np.zeros(2), np.zeros(3)
-    sgd_epoch(users, items, ratings, np.arange(5, dtype=np.int64), P, Qm, b1, b2, 3.0, 0.01, 0.1, 0.1, True)
-    predict_mf(users, items, P, Qm, b1, b2, 3.0, f)

@@ -27,6 +27,7 @@ from ..datasets import tiny
 from ..errors import DataError
 from ..ratings import Ratings
 from . import _local_kernels as lk
+from . import _mf_kernels as mk
 from .base import Model
 from .space import IntLogUniform, LogUniform
 
@@ -120,7 +121,7 @@ class RegSVD(Model):
         mu = float(self.mu_[0])
         if self.solver == "sgd":
             order = self._rng.permutation(len(self._ratings)).astype(np.int64, copy=False)
-            lk.sgd_epoch(self._users, self._items, self._ratings, order, self.P_, self.Q_, self.bu_, self.bi_,
+            mk.sgd_epoch(self._users, self._items, self._ratings, order, self.P_, self.Q_, self.bu_, self.bi_,
                          mu, float(self.lr), float(self.reg), float(self.reg_bias), bool(self.biased))
         else:
             P, Q = self.P_[None], self.Q_[None]
@@ -130,7 +131,7 @@ class RegSVD(Model):
                          bu, bi, mu, float(self.reg), float(self.reg_bias), b, b)
             lk.wals_half(self._iptr, self._ipos, self._users, self._ratings, self._ones_i, self._ones_u, Q, P,
                          bi, bu, mu, float(self.reg), float(self.reg_bias), b, b)
-        lk.predict_mf(self._users, self._items, self.P_, self.Q_, self.bu_, self.bi_, mu, self._pred)
+        mk.predict_mf(self._users, self._items, self.P_, self.Q_, self.bu_, self.bi_, mu, self._pred)
         np.subtract(self._ratings, self._pred, out=self._residual)
         mse = float(np.mean(np.square(self._residual, out=self._residual)))
         self._rmse.append(np.sqrt(mse))
@@ -143,7 +144,7 @@ class RegSVD(Model):
 
     def _scores(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
         out = np.empty(len(users))
-        lk.predict_mf(users, items, self.P_, self.Q_, self.bu_, self.bi_, float(self.mu_[0]), out)
+        mk.predict_mf(users, items, self.P_, self.Q_, self.bu_, self.bi_, float(self.mu_[0]), out)
         return out
 
     def _state(self) -> dict[str, np.ndarray]:
@@ -175,6 +176,7 @@ def regsvd_factors(train: Ratings, rank: int = 10, seed: int = 0, **params) -> t
 def warmup() -> None:
     """Compile (or load) the kernels: a 2-epoch fit with each solver on the tiny table (:func:`cofiviz.datasets.tiny`)."""
     lk.warmup()
+    mk.warmup()
     train = tiny()
     for solver in ("sgd", "als"):
         RegSVD(rank=2, max_iter=2, solver=solver).fit(train).score([0, 1], [1, 2])
