@@ -1,4 +1,4 @@
-"""Seeded fits must not depend on how many threads the BLAS library runs.
+"""Seeded fits must not depend on how many threads the BLAS library runs, nor on the CPU kernels it picks.
 
 OpenBLAS splits a long dot product (more than 10,000 elements) between its threads, so the
 rounding of ``w @ w`` on CofiRank's item factors (items × rank numbers) depends on
@@ -6,6 +6,11 @@ rounding of ``w @ w`` on CofiRank's item factors (items × rank numbers) depends
 Its matrix products round differently with the thread count too, which moved LCR's and LLORMA's
 kernel weights (the anchors' cosines). Each case runs in two real processes, one with one BLAS and
 one numba thread and one with two of each, and the results must agree to the last bit.
+
+OpenBLAS also picks its kernels by CPU, and its AVX-512 kernels (``OPENBLAS_CORETYPE=SkylakeX``) sum a dot
+product in another order than its AVX2 ones (``Haswell``): a model that multiplies matrices with BLAS inside
+its fit (WLT's Newton step, the bilinear model's projections, BPMF's Gibbs sweep) drifted with them. Their
+fits use ``cofiviz.solvers.dense`` instead; every model is fitted under both kernels and must score the same.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ import sys
 import textwrap
 
 import pytest
+
+import cpu_kernels
 
 BMRM = """
 import hashlib
@@ -74,8 +81,17 @@ def test_seeded_results_are_the_same_with_one_or_two_threads(case):
     assert one == two
 
 
-def test_every_model_scores_the_same_with_one_or_two_threads():
-    one = dict(line.split() for line in run_with_threads(EVERY_MODEL, 1).splitlines())
+def test_every_model_scores_the_same_with_one_or_two_threads_and_under_each_cpu_kernel():
+    """Under the Haswell and SkylakeX kernels with one thread each (side by side), and under this CPU's own
+    kernel with two threads: every model's scores agree to the last bit."""
+    runnable = [n for n in cpu_kernels.SWITCHES if not cpu_kernels.missing_flags(n)]
+    if len(runnable) < 2:
+        pytest.skip(f"this CPU runs only OpenBLAS's {runnable} kernels of {list(cpu_kernels.SWITCHES)}")
+    by_kernel = {k: dict(line.split() for line in out.splitlines())
+                 for k, out in cpu_kernels.run_all(EVERY_MODEL, runnable).items()}
     two = dict(line.split() for line in run_with_threads(EVERY_MODEL, 2).splitlines())
-    assert {"cofirank", "lcr", "llorma", "gapfm", "bpmf"} <= set(one), sorted(one)
+    one = by_kernel[runnable[0]]
+    assert {"cofirank", "lcr", "llorma", "gapfm", "bpmf", "wlt", "bilinear"} <= set(one), sorted(one)
     assert [m for m in one if one[m] != two.get(m)] == []
+    for kernel, scores in by_kernel.items():
+        assert [m for m in one if one[m] != scores.get(m)] == [], kernel

@@ -62,9 +62,10 @@ def test_a_partial_plan_keeps_the_order_and_runs_unknown_modules_last():
     jobs = {j.name: j for j in W._plan(["cofiviz.solvers", "cofiviz.models.bilinear", "my_own_kernels"])}
     assert jobs["losses"].modules == ("cofiviz.solvers.lap",)
     assert jobs["bmrm"].modules == ("cofiviz.solvers.bmrm",)
-    assert jobs["bilinear"].after == ("losses",)     # its other prerequisite, "local", is not asked for
+    assert jobs["dense"].modules == ("cofiviz.solvers.dense",)
+    assert set(jobs["bilinear"].after) == {"losses", "dense"}     # its other prerequisite, "local", is not asked for
     assert jobs["others"].modules == ("my_own_kernels",)
-    assert set(jobs["others"].after) == {"losses", "bmrm", "bilinear"}
+    assert set(jobs["others"].after) == {"losses", "bmrm", "dense", "bilinear"}
     chain = W._chain_seconds(list(jobs.values()))
     assert chain["losses"] > chain["bilinear"] > chain["others"]
 
@@ -104,7 +105,7 @@ def test_parallel_warmup_compiles_in_children_and_the_next_process_only_loads(tm
     children = {line.rsplit("(process ", 1)[1].rstrip(")") for line in lines if "(process " in line}
     assert len(children) == 2, first.stdout                    # two jobs ran at once
     assert {line.split(":")[0].strip() for line in lines if "(process " in line} == {
-        "cofiviz.solvers.lap", "cofiviz.solvers.bmrm", "cofiviz.models.nmf"}
+        "cofiviz.solvers.lap", "cofiviz.solvers.bmrm", "cofiviz.solvers.dense", "cofiviz.models.nmf"}
     assert any(cache.rglob("*.nbi"))
 
     second = _python(header + f"""

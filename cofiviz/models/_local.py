@@ -23,6 +23,7 @@ import param
 from ..errors import DataError
 from ..losses.surrogates import SURROGATES, surrogate_code
 from ..ratings import Ratings
+from ..solvers import dense
 from . import _local_kernels as lk
 from .base import Model
 from .prior import ItemPriorParams
@@ -232,8 +233,8 @@ class PairwiseFactorModel(Model, ItemPriorParams):
         active = self._upairs > 0
         n_active = max(int(active.sum()), 1)
         lam, lam_b = self._penalties()
-        reg = 0.5 * float(lam @ (lk.sq_norms(self._Ue) + lk.sq_norms(self._Ve)))
-        reg += 0.5 * float(lam_b @ lk.sq_norms(self._Be)) + 0.5 * float(self.reg_bias) * float(self.c_ @ self.c_)
+        reg = 0.5 * dense.dot(lam, lk.sq_norms(self._Ue) + lk.sq_norms(self._Ve))
+        reg += 0.5 * dense.dot(lam_b, lk.sq_norms(self._Be)) + 0.5 * float(self.reg_bias) * dense.dot(self.c_, self.c_)
         return (float(self._uloss[active].sum()) + reg) / n_active
 
     def _estimate(self) -> None:

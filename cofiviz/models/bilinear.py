@@ -57,6 +57,7 @@ from ..errors import DataError, ModelFitError
 from ..losses.partition import LISTWISE_TIES, listwise_ties_code
 from ..losses.surrogates import SURROGATES
 from ..ratings import Ratings
+from ..solvers import dense
 from . import _bilinear_kernels as bk
 from ._local_kernels import apply_adagrad
 from .base import Model
@@ -314,9 +315,9 @@ class Bilinear(Model, ItemPriorParams):
         return code, tie_param, gamma
 
     def _projected(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        P = np.ascontiguousarray(self.U_ + self.X_ @ self.W_)
-        Q = np.ascontiguousarray(self.V_ + self.Z_ @ self.H_)
-        b = self.c_ + self.Z_ @ self.d_
+        P = np.ascontiguousarray(self.U_ + dense.matmul(self.X_, self.W_))
+        Q = np.ascontiguousarray(self.V_ + dense.matmul(self.Z_, self.H_))
+        b = self.c_ + dense.matvec(self.Z_, self.d_)
         if np.any(self.prior_):  # the offsets of the fit (zeros without item_prior), whatever item_prior says now
             b = b + self.prior_
         return P, Q, np.ascontiguousarray(b)
@@ -331,8 +332,8 @@ class Bilinear(Model, ItemPriorParams):
 
     def _penalty(self) -> float:
         lam, lam_b = float(self.reg), float(self.reg_bias)
-        sq = sum(float(np.vdot(a, a)) for a in (self.U_, self.V_, self.W_, self.H_))
-        return 0.5 * lam * sq + 0.5 * lam_b * (float(self.c_ @ self.c_) + float(self.d_ @ self.d_))
+        sq = sum(dense.dot(a.ravel(), a.ravel()) for a in (self.U_, self.V_, self.W_, self.H_))
+        return 0.5 * lam * sq + 0.5 * lam_b * (dense.dot(self.c_, self.c_) + dense.dot(self.d_, self.d_))
 
     def _objective_and_gradient(self) -> tuple[float, int, dict[str, np.ndarray]]:
         P, Q, b = self._projected()
@@ -344,10 +345,10 @@ class Bilinear(Model, ItemPriorParams):
         sides = self.sides_
         grads = {"U": gP + lam * self.U_ if sides["user_latent"] else np.zeros_like(self.U_),
                  "V": gQ + lam * self.V_ if sides["item_latent"] else np.zeros_like(self.V_),
-                 "W": self.X_.T @ gP + lam * self.W_,
-                 "H": self.Z_.T @ gQ + lam * self.H_,
+                 "W": dense.matmul(self.X_.T, gP) + lam * self.W_,
+                 "H": dense.matmul(self.Z_.T, gQ) + lam * self.H_,
                  "c": gb + lam_b * self.c_ if (self.item_bias and sides["item_latent"]) else np.zeros_like(self.c_),
-                 "d": self.Z_.T @ gb + lam_b * self.d_ if self.item_bias else np.zeros_like(self.d_)}
+                 "d": dense.matvec(self.Z_.T, gb) + lam_b * self.d_ if self.item_bias else np.zeros_like(self.d_)}
         return data + self._penalty(), n_active, grads
 
     def _step(self, iteration: int) -> float:
@@ -468,7 +469,7 @@ class Bilinear(Model, ItemPriorParams):
         U[rows] = 0.0
         acc = np.zeros_like(U)
         _, Q, b = self._projected()
-        XW = self.X_ @ self.W_
+        XW = dense.matmul(self.X_, self.W_)
         self._bind(given)
         gP, gQ, gb = np.empty_like(U), np.empty_like(Q), np.empty_like(b)
         lam = float(self.reg if self.fold_in_reg is None else self.fold_in_reg)

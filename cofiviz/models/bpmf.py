@@ -38,6 +38,7 @@ from numba import njit, prange
 from ..datasets import tiny
 from ..errors import ParameterError
 from ..ratings import Ratings
+from ..solvers import dense
 from .base import Model
 from .nmf import item_csr
 from .space import IntLogUniform, LogUniform
@@ -48,13 +49,15 @@ __all__ = ["BPMF", "warmup", "sample_wishart"]
 def sample_wishart(rng: np.random.Generator, scale: np.ndarray, df: float) -> np.ndarray:
     """One draw of ``W(scale, df)`` (mean ``df · scale``) by the Bartlett decomposition."""
     D = scale.shape[0]
-    L = np.linalg.cholesky(scale)
+    L, ok = dense.cholesky(np.ascontiguousarray(scale))
+    if not ok:
+        raise ParameterError("sample_wishart: the scale matrix is not positive definite")
     A = np.zeros((D, D))
     A[np.diag_indices(D)] = np.sqrt(rng.chisquare(df - np.arange(D)))
     low = np.tril_indices(D, -1)
     A[low] = rng.standard_normal(len(low[0]))
-    LA = L @ A
-    return LA @ LA.T
+    LA = dense.matmul(L, A)
+    return dense.matmul(LA, LA.T)
 
 
 def sample_hyper(rng, X, mu0, beta0, W0_inv, nu0):
@@ -62,14 +65,17 @@ def sample_hyper(rng, X, mu0, beta0, W0_inv, nu0):
     N, D = X.shape
     xbar = X.mean(axis=0)
     C = X - xbar
-    S = C.T @ C                                       # = N · S̄
-    d = (mu0 - xbar)[:, None]
-    Winv = W0_inv + S + (beta0 * N / (beta0 + N)) * (d @ d.T)
-    W = np.linalg.inv(0.5 * (Winv + Winv.T))
+    S = dense.matmul(C.T, C)                          # = N · S̄
+    d = mu0 - xbar
+    Winv = W0_inv + S + (beta0 * N / (beta0 + N)) * np.outer(d, d)
+    W = dense.spd_inverse(0.5 * (Winv + Winv.T))
     Lam = sample_wishart(rng, 0.5 * (W + W.T), nu0 + N)
     mu_star = (beta0 * mu0 + N * xbar) / (beta0 + N)
-    cov = np.linalg.inv(Lam * (beta0 + N))
-    mu = mu_star + np.linalg.cholesky(0.5 * (cov + cov.T)) @ rng.standard_normal(D)
+    cov = dense.spd_inverse(Lam * (beta0 + N))
+    L, ok = dense.cholesky(0.5 * (cov + cov.T))
+    if not ok:
+        raise ParameterError("sample_hyper: the posterior covariance is not positive definite")
+    mu = mu_star + dense.matvec(L, rng.standard_normal(D))
     return mu, Lam
 
 
@@ -78,7 +84,9 @@ def _sample_rows(A, B, indptr, other, values, alpha, mu, Lam, Z):
     """Step 2 for every row a of A in parallel: ``A_a ~ N(μ*, Λ*⁻¹)`` with ``Λ* = Λ + α Σ B_b B_bᵀ``,
     ``μ* = Λ*⁻¹ (α Σ r B_b + Λ μ)``, using the given standard normals ``Z[a]``."""
     n, D = A.shape
-    Lmu = Lam @ mu
+    Lmu = np.empty(D)
+    for d in range(D):
+        Lmu[d] = dense.dot(Lam[d], mu)
     for a in prange(n):
         P = Lam.copy()
         rhs = Lmu.copy()
@@ -93,7 +101,7 @@ def _sample_rows(A, B, indptr, other, values, alpha, mu, Lam, Z):
         for d in range(D):
             for e in range(d + 1, D):
                 P[d, e] = P[e, d]
-        L = np.linalg.cholesky(P)                    # P = L Lᵀ
+        L, _ = dense.cholesky(P)                     # P = L Lᵀ (positive definite: Λ plus a Gram matrix)
         # mean: solve L y = rhs, then Lᵀ m = y; sample: m + L⁻ᵀ z (covariance P⁻¹)
         y = np.empty(D)
         for d in range(D):

@@ -91,6 +91,7 @@ import param
 from ..datasets import tiny
 from ..errors import DataError, ParameterError
 from ..ratings import Ratings
+from ..solvers import dense
 from . import _wlt_kernels as K
 from .base import Model
 from .space import Choice, LogUniform
@@ -331,8 +332,8 @@ class WLT(Model):
         passes = 1
         F = len(g)
         ridge = _RIDGE * (float(np.trace(H)) / F + 1.0)
-        direction = -np.linalg.solve(H + ridge * np.eye(F), g)
-        slope = float(g @ direction)
+        direction = -dense.solve(H + ridge * np.eye(F), g)
+        slope = dense.dot(g, direction)
         if not slope < 0.0:  # a stationary point: no direction of descent
             return self._stall(f, passes)
         t = float(self.lr)

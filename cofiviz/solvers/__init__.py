@@ -5,11 +5,14 @@
   rank-two NDCG cost without building the matrix.
 - :func:`bmrm` (:mod:`.bmrm`): the bundle method for regularised risk minimisation (CofiRank
   Algorithm 1) with an SMO solver for its dual QP; its numba helpers also run inside kernels.
+- :mod:`.dense`: small dense linear algebra (products, Cholesky, solves) in a fixed order of operations, the
+  same bits on every CPU, where a model would otherwise call BLAS or LAPACK.
 - :mod:`.alternating`: CofiRank's user phase (one BMRM per user, in parallel) and item-phase oracle.
 """
 
 from .bmrm import BMRMResult, bmrm
 from .bmrm import warmup as _bmrm_warmup   # ``bmrm`` the function shadows ``bmrm`` the module here
+from .dense import warmup as _dense_warmup
 from .lap import linear_sum_assignment
 from .lap import warmup as _lap_warmup
 
@@ -17,6 +20,7 @@ __all__ = ["linear_sum_assignment", "bmrm", "BMRMResult", "warmup"]
 
 
 def warmup() -> None:
-    """Compile (or load from numba's cache) the assignment and BMRM kernels on tiny problems."""
+    """Compile (or load from numba's cache) the assignment, BMRM and dense-algebra kernels on tiny problems."""
     _lap_warmup()
     _bmrm_warmup()
+    _dense_warmup()
