@@ -10,6 +10,7 @@ from typing import Any
 
 from ..experiment import Experiment
 from ..reproductions import REPRODUCTIONS, format_table, reproduce as run_reproduction
+from ..reproductions.agreement import LOSS_ULP
 from ..reproductions.run import ship_reproduction, verify_shipped
 from ..reproductions.shipped import load as load_shipped, shipped_dir
 from ..store import ResultsStore, default_store
@@ -49,9 +50,13 @@ def add_parsers(sub) -> None:
                                                  "or a JSON object such as '{\"name\": \"synthetic\", \"n_users\": 200}'"
                                                  " — for smoke tests; the paper's numbers are MovieLens 100K's")
     rp.add_argument("--no-progress", action="store_true")
-    rp.add_argument("--verify", type=int, default=None, metavar="K",
-                    help="recompute K randomly chosen shipped cells and fail unless they agree to the last bit")
+    rp.add_argument("--verify", default=None, metavar="K",
+                    help="recompute K randomly chosen shipped cells (or 'each-model': the quickest cell of each model) "
+                         "and fail unless each agrees: every metric to the last bit, training losses within "
+                         f"{LOSS_ULP} ulp")
     rp.add_argument("--seed", type=int, default=None, help="with --verify: which cells (default: a new choice each time)")
+    rp.add_argument("--max-fit-seconds", type=float, default=None, metavar="S",
+                    help="with --verify each-model: leave out models whose every cell took longer than S to fit")
     rp.add_argument("--ship", action="store_true",
                     help="compute what is missing of the full reproduction and regenerate its shipped files")
     rp.add_argument("--no-shipped", action="store_true",
@@ -136,12 +141,25 @@ def reproduce(args) -> int:
 
 
 def _verify(args) -> int:
-    if args.verify < 1:
-        raise UsageError(f"--verify: K must be at least 1, not {args.verify}")
-    result = verify_shipped(args.name, args.verify, seed=args.seed,
+    text = str(args.verify).strip()
+    each_model = text == "each-model"
+    if not each_model:
+        try:
+            k = int(text)
+        except ValueError:
+            raise UsageError(f"--verify: a number of cells K or 'each-model', not {text!r}") from None
+        if k < 1:
+            raise UsageError(f"--verify: K must be at least 1, not {k}")
+    result = verify_shipped(args.name, None if each_model else k, seed=args.seed, each_model=each_model,
+                            max_fit_seconds=args.max_fit_seconds,
                             log=lambda msg: print(msg, file=sys.stderr, flush=True))
-    print(f"{args.name}: {len(result.keys) - len(result.mismatches)} of {len(result.keys)} shipped cells "
-          f"recomputed to the last bit ({result.seconds:.0f} s)")
-    for line in result.mismatches:
-        print(f"MISMATCH {line}")
+    for cell in result.cells:
+        print(("" if cell.ok else "MISMATCH ") + cell.line())
+    print(result.summary())
+    if args.json:
+        write_json(args.json, {"name": result.name, "seconds": result.seconds, "ok": result.ok,
+                               "counts": result.counts(),
+                               "cells": [{"key": c.key, "cell": c.description, "status": c.status, "line": c.line(),
+                                          "ulp": None if c.largest is None else c.largest.ulp}
+                                         for c in result.cells]})
     return 0 if result.ok else 1

@@ -21,11 +21,12 @@ import pandas as pd
 from ..errors import DataError
 from ..experiment import data_version, run_cell
 from ..results import Results
+from ..significance import holm
 from ..store import ResultsStore, default_store
 from ..sweep import sweep
 from .lcr import figure_summary
 from .report import PAIRED_COLUMNS, ReproductionReport, compare, write_html
-from .shipped import ShippedStore, Verification, load, ship, verify, with_shipped
+from .shipped import ShippedStore, Verification, covering_keys, load, ship, verify, with_shipped
 from .spec import Reproduction, get
 
 __all__ = ["reproduce", "status", "compute_cell", "ReproductionStatus", "verify_shipped", "ship_reproduction",
@@ -56,7 +57,9 @@ def shipped_note(name: str, n_shipped: int) -> str:
 def shipped_tests(rep: Reproduction, table: pd.DataFrame) -> pd.DataFrame:
     """``table`` with the paired tests of the shipped table filled in where the per-user values they need did not
     ship (``Reproduction.ship_per_user`` False): on each row whose tests are missing and whose chosen cells are
-    those the shipped row reports, the same cells give the same values, so their tests are the shipped ones."""
+    those the shipped row reports, the same cells give the same values, so their tests are the shipped ones.
+    Holm's correction then runs again over every test of the table, the filled and the computed ones alike (it
+    gives the shipped ``p_holm`` where every test is filled)."""
     sh = None if rep.ship_per_user or not len(table) else load(rep.name)
     if sh is None or not len(sh.table):
         return table
@@ -70,6 +73,7 @@ def shipped_tests(rep: Reproduction, table: pd.DataFrame) -> pd.DataFrame:
         if str(shipped["cells"]) == str(row["cells"]):
             for c in PAIRED_COLUMNS:
                 out.at[i, c] = shipped[c]
+    out["p_holm"] = holm(out["wilcoxon_p"].to_numpy(dtype=float))
     return out
 
 
@@ -230,9 +234,13 @@ def reproduce(name: str, *, quick: bool = False, store=None, html_path: str | os
     return ReproductionReport(rep.name, table, results, notes, out, seconds)
 
 
-def verify_shipped(name: str, k: int, *, seed: int | None = None, log: Callable[[str], Any] | None = None
-                   ) -> Verification:
-    """Recompute ``k`` randomly chosen shipped cells of reproduction ``name`` and compare them bit for bit.
+def verify_shipped(name: str, k: int | None = None, *, seed: int | None = None, each_model: bool = False,
+                   max_fit_seconds: float | None = None, log: Callable[[str], Any] | None = None) -> Verification:
+    """Recompute shipped cells of reproduction ``name`` and compare them with what ships.
+
+    ``k`` cells are drawn at random (``seed`` fixes the draw), or, with ``each_model``, the quickest cell of
+    each model (:func:`~cofiviz.reproductions.shipped.covering_keys`, leaving out models whose every cell took
+    longer than ``max_fit_seconds`` to fit).
 
     Raises
     ------
@@ -243,6 +251,8 @@ def verify_shipped(name: str, k: int, *, seed: int | None = None, log: Callable[
     sh = load(rep.name)
     if sh is None:
         raise DataError(f"no shipped results of {rep.name}; `cofiviz reproduce {rep.name} --ship` makes them")
+    if each_model:
+        return verify(sh, 0, keys=covering_keys(sh, max_fit_seconds), log=log)
     return verify(sh, k, seed=seed, log=log)
 
 

@@ -12,9 +12,11 @@ For each reproduction ``NAME``, ``cofiviz/reproductions/shipped/`` holds
                            computation, the data version and the number of cells.
 
 A cell of the user's own results store takes precedence over a shipped one (:class:`Results` come from there
-when both hold a key). Every cell is seeded, so a shipped cell recomputed on any machine gives the same numbers
-to the last bit: :func:`verify` recomputes cells and compares, ``cofiviz reproduce NAME --verify K`` runs it,
-and the test suite verifies a sample of every reproduction. :func:`ship` regenerates the files from a results
+when both hold a key). Every cell is seeded, so a shipped cell recomputed on any machine gives the same numbers:
+to the last bit for every metric, per-user value and curve, and within a stated number of ulp for training
+losses (:mod:`.agreement` says what holds for each kind of value). :func:`verify` recomputes cells and
+compares, ``cofiviz reproduce NAME --verify K`` runs it, and the test suite recomputes one cell of every model
+of every reproduction under each BLAS kernel of the CPU. :func:`ship` regenerates the files from a results
 store (``cofiviz reproduce NAME --ship`` computes what is missing first). ``$COFIVIZ_SHIPPED`` points
 everything here at another directory.
 """
@@ -39,15 +41,13 @@ from ..errors import DataError
 from ..experiment import Cell, resolve_model, run_cell
 from ..results import Results
 from ..store import ResultsStore
+from .agreement import CellAgreement, compare
 from .spec import Reproduction
 
 __all__ = ["SHIPPED_DIR", "shipped_dir", "Shipped", "ShippedStore", "with_shipped", "load", "ship", "verify", "Verification",
-           "RESULT_COLUMNS", "stale"]
+           "stale", "covering_keys"]
 
 SHIPPED_DIR = Path(__file__).resolve().parent / "shipped"
-#: the columns of a cell's results that a recomputation must reproduce exactly (times are left out)
-RESULT_COLUMNS = ["part", "metric", "value", "std", "n_users", "n_skipped", "iterations", "best_iteration",
-                  "stopped_reason"]
 _TABLES = ("results", "per_user", "traces", "table")
 
 
@@ -253,32 +253,33 @@ def _uniform_columns(frame: pd.DataFrame) -> pd.DataFrame:
 
 @dataclass
 class Verification:
-    """What :func:`verify` found: the cells recomputed and those that did not agree."""
+    """What :func:`verify` found: each recomputed cell and how it agrees with what ships."""
 
     name: str
-    keys: list[str]
-    mismatches: list[str]
+    cells: list[CellAgreement]
     seconds: float
 
     @property
+    def keys(self) -> list[str]:
+        return [c.key for c in self.cells]
+
+    @property
     def ok(self) -> bool:
-        return not self.mismatches
+        return all(c.ok for c in self.cells)
 
+    @property
+    def mismatches(self) -> list[str]:
+        """One line per cell that differs beyond its tolerance."""
+        return [c.line() for c in self.cells if not c.ok]
 
-def _same(a: pd.DataFrame, b: pd.DataFrame, columns: list[str]) -> str | None:
-    cols = [c for c in columns if c in a.columns]
-    left, right = a[cols].reset_index(drop=True), b[cols].reset_index(drop=True)
-    if left.shape != right.shape:
-        return f"{left.shape[0]} rows shipped, {right.shape[0]} recomputed"
-    for c in cols:
-        x, y = left[c].to_numpy(), right[c].to_numpy()
-        if x.dtype.kind == "f" or y.dtype.kind == "f":
-            equal = np.array_equal(x.astype(float), y.astype(float), equal_nan=True)
-        else:
-            equal = [str(v) for v in x] == [str(v) for v in y]
-        if not equal:
-            return f"column {c!r} differs: shipped {list(x)[:4]}, recomputed {list(y)[:4]}"
-    return None
+    def counts(self) -> dict[str, int]:
+        """How many cells agree to the last bit (``exact``), within tolerance (``within``) or differ."""
+        return {s: sum(c.status == s for c in self.cells) for s in ("exact", "within", "differs")}
+
+    def summary(self) -> str:
+        n = self.counts()
+        return (f"{self.name}: of {len(self.cells)} shipped cells recomputed, {n['exact']} agree to the last bit, "
+                f"{n['within']} within tolerance, {n['differs']} differ ({self.seconds:.0f} s)")
 
 
 def _shipped_cell(shipped: Shipped, key: str, version: str | None) -> Cell:
@@ -293,31 +294,40 @@ def _shipped_cell(shipped: Shipped, key: str, version: str | None) -> Cell:
     return then if cell.key(version) != key and then.key(version) == key else cell
 
 
+def covering_keys(shipped: Shipped, max_fit_seconds: float | None = None) -> list[str]:
+    """One shipped cell per model, chosen without chance: the cell whose recorded fit was quickest (ties by key).
+
+    A model whose every cell took longer than ``max_fit_seconds`` to fit is left out (a collaborative GP's cell
+    of MovieLens 1M takes minutes).
+    """
+    res = shipped.results
+    fits = res.groupby(["model", "cell"])["fit_seconds"].max().reset_index()
+    if max_fit_seconds is not None:
+        fits = fits[fits["fit_seconds"] <= max_fit_seconds]
+    fits = fits.sort_values(["model", "fit_seconds", "cell"], kind="stable")
+    return fits.drop_duplicates("model")["cell"].tolist()
+
+
 def verify(shipped: Shipped, k: int, *, seed: int | None = None, keys: list[str] | None = None,
            log=None) -> Verification:
-    """Recompute ``k`` randomly chosen shipped cells (or ``keys``) and compare them with what ships, bit for bit.
+    """Recompute ``k`` randomly chosen shipped cells (or ``keys``) and compare them with what ships.
 
-    The results rows (values, standard deviations, user counts, iterations, the stopping reason), the per-user
-    values and the curves that ship for a cell must all be reproduced exactly; fit times are left out.
+    Each cell is compared by :func:`~cofiviz.reproductions.agreement.compare`: its results rows (values,
+    standard deviations, user counts, iterations, the stopping reason), its per-user values and its curves,
+    each kind of value within its tolerance in ulp (:data:`~cofiviz.reproductions.agreement.KINDS`: zero for
+    every metric; fit times are left out). ``log`` receives one line per cell.
     """
     t0 = time.perf_counter()
     if keys is None:
         pool = sorted(shipped.keys)
         keys = random.Random(seed).sample(pool, min(int(k), len(pool)))
-    mismatches = []
+    cells = []
+    version = shipped.provenance.get("data_version")
     for key in keys:
-        version = shipped.provenance.get("data_version")
         cell = _shipped_cell(shipped, key, version)
         got = run_cell(cell, key, expected_version=version)
-        want = shipped.read(key)
-        problem = _same(want.results.sort_values(["part", "metric"]), got.results.sort_values(["part", "metric"]),
-                        RESULT_COLUMNS)
-        if problem is None and len(want.per_user):
-            problem = _same(want.per_user, got.per_user, ["user", "metric", "value"])
-        if problem is None and len(want.traces):
-            problem = _same(want.traces, got.traces, ["iteration", "part", "metric", "value"])
-        if problem is not None:
-            mismatches.append(f"{key} ({cell.describe()}): {problem}")
+        found = compare(key, cell.describe(), shipped.read(key), got)
+        cells.append(found)
         if log is not None:
-            log(f"{shipped.name}: cell {key} {'agrees' if problem is None else 'DIFFERS'}")
-    return Verification(shipped.name, list(keys), mismatches, time.perf_counter() - t0)
+            log(f"{shipped.name}: {found.line()}")
+    return Verification(shipped.name, cells, time.perf_counter() - t0)
