@@ -30,6 +30,29 @@ def test_viewer_follows_gamma_and_reports_bad_lists():
     v.__panel__()
 
 
+def test_the_bound_panel_orders_ties_and_scores_regret_as_the_metrics_do():
+    """Equal scores: the page's order and its 1 − NDCG@k are those of cofiviz.metrics (lower grade first), not the
+    order in which the items are listed; and the convex bound stays above that regret along the whole curve."""
+    from cofiviz import metrics as M
+
+    v = LossShapes()
+    v.grades, v.scores, v.k = "5 4 3 2 1 0", "1 1 1 1 1 1", 5
+    y, f = np.array([5, 4, 3, 2, 1, 0.0]), np.ones(6)
+    regret = 1 - M.ndcg(y, f, k=5)
+    assert regret == pytest.approx(0.7601, abs=1e-4)
+    text = v._bound_text.object
+    assert "F E D C B A" in text and f"= **{regret:.4f}**" in text and "lower grade first" in text
+    overlay = v._bound.object
+    bound, curve = (overlay.get(i).dframe()["loss"].to_numpy() for i in (0, 1))
+    assert np.all(bound >= curve - 1e-12) and curve.max() == pytest.approx(regret)
+    # untied scores: the same order and value as the metrics give
+    v.scores = "0.5, 0.9, 0.1, 0.3, -0.2, -0.6"
+    f = np.array([0.5, 0.9, 0.1, 0.3, -0.2, -0.6])
+    order = " ".join("ABCDEF"[j] for j in M.rank_order(y, f))
+    assert order in v._bound_text.object and f"= **{1 - M.ndcg(y, f, k=5):.4f}**" in v._bound_text.object
+    assert "lower grade first" not in v._bound_text.object
+
+
 def test_smoothed_rank_panel_draws_the_pair_loss_for_a_few_gammas():
     from cofiviz.dashboards.losses import SR_GAMMAS, smoothed_rank_summary
     from cofiviz.losses import smoothed_rank_loss

@@ -35,7 +35,8 @@ import param
 
 from ..losses import structured_loss_curve
 from ..losses.smoothed_gap import gap_terms, rank_indicator_shape, reciprocal_rank_curve
-from ..losses.structured import ndcg_loss, ndcg_regret
+from .. import metrics as M
+from ..losses.structured import ndcg_loss
 from ..losses.surrogates import SURROGATE_LABELS, figure4_frame
 from ..losses.listwise import PL_TIES, pl_list_probability, plackett_luce_loss
 from ..losses.smoothed_rank import smoothed_rank_pair_curve
@@ -83,6 +84,13 @@ def tie_summary(theta: float, nu: float, deltas=(0.0, 1.0, 3.0)) -> pd.DataFrame
                          "P(loss)": probs["loss"][k]})
     return pd.DataFrame(rows).round(4)
 
+
+
+def true_regret(y: np.ndarray, f: np.ndarray, k: int) -> float:
+    """``1 − NDCG@k`` of the scores ``f`` for grades ``y`` by :func:`cofiviz.metrics.ndcg`, whose tie rule puts the
+    lower grade first among equal scores (0 when no grade is above 0)."""
+    value = M.ndcg(y, f, k=k)
+    return 0.0 if np.isnan(value) else 1.0 - float(value)
 
 class LossShapes(pn.viewable.Viewer):
     """LCR's surrogates (Figure 4), CofiRank's convex NDCG bound, GAPfm's logistic smoothing; ties and Plackett–Luce."""
@@ -190,10 +198,11 @@ class LossShapes(pn.viewable.Viewer):
         direction[i] = 1.0
         ts = np.linspace(-3.0, 3.0, 241) - 0.0
         ts = np.unique(np.concatenate([ts, [0.0]]))
-        loss, regret = structured_loss_curve(y, f, direction, ts, k=self.k)
+        loss, _ = structured_loss_curve(y, f, direction, ts, k=self.k)
+        regret = np.array([true_regret(y, f + t * direction, self.k) for t in ts])
         x = f[i] + ts
         here_loss = ndcg_loss(f, y, k=self.k)[0]
-        here_regret = ndcg_regret(f, y, k=self.k)
+        here_regret = true_regret(y, f, self.k)
         curves = hv.Overlay([
             hv.Curve((x, loss), f"score of {self.moving}", "loss", label="convex bound (eq 4)").opts(
                 color="#c44e52", line_width=2, tools=["hover"]),
@@ -204,9 +213,11 @@ class LossShapes(pn.viewable.Viewer):
         ]).opts(title=f"CofiRank NDCG@{self.k} loss while item {self.moving}'s score moves", height=340,
                 responsive=True, legend_position="top_left", toolbar="above")
         self._bound.object = curves
-        order = np.argsort(-f, kind="stable")
+        order = M.rank_order(y, f)
+        tied = len(f) - len(np.unique(f))
         self._bound_text.object = (
-            f"Current order: **{' '.join(ITEMS[j] for j in order)}** (grades {' '.join(str(int(y[j])) for j in order)}). "
+            f"Current order: **{' '.join(ITEMS[j] for j in order)}** (grades {' '.join(str(int(y[j])) for j in order)}"
+            f"{'; equal scores put the lower grade first, as every metric of cofiviz does' if tied else ''}). "
             f"Convex bound **{here_loss:.4f}** ≥ true regret 1 − NDCG@{self.k} = **{here_regret:.4f}**. "
             "The bound is piecewise linear and convex in the scores; the regret is a staircase that only changes "
             "when two items swap places, which is why CofiRank minimises the bound instead.")
@@ -324,7 +335,7 @@ class LossShapes(pn.viewable.Viewer):
                        "item", "gradient").opts(title="∂loss/∂f per item (rating): negative = push up", height=320,
                                                 responsive=True, color="#4c72b0", toolbar="above")
         self._pl.object = hv.Layout([curve, bars]).cols(2).opts(shared_axes=False)
-        order = np.argsort(-f, kind="stable")
+        order = M.rank_order(y, f)
         n_tied = int(len(y) - len(np.unique(y)))
         self._pl_text.object = (
             f"Order by score: **{' '.join(ITEMS[j] for j in order)}** (ratings {' '.join(f'{y[j]:g}' for j in order)}). "
