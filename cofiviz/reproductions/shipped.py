@@ -180,8 +180,22 @@ def stale(rep: Reproduction, quick: bool = False, data=None,
 
 
 def _machine() -> dict:
+    """Where the cells were computed, with the CPU paths NumPy and OpenBLAS took there (what a newcomer's machine
+    is compared against when a recomputed cell differs)."""
+    try:
+        from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+        simd = [t for t in __cpu_dispatch__ if __cpu_features__.get(t)]
+    except ImportError:   # another NumPy layout: the paths are not recorded
+        simd = None
+    try:
+        import threadpoolctl
+        blas = sorted({f"{i.get('internal_api')} {i.get('architecture')}" for i in threadpoolctl.threadpool_info()
+                       if i.get("user_api") == "blas"})
+    except ImportError:   # threadpoolctl is a test extra: without it the BLAS kernel is not recorded
+        blas = None
     return {"host": socket.gethostname(), "platform": platform.platform(), "processor": platform.machine(),
-            "cores": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__}
+            "cores": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__,
+            "numpy_simd": simd, "blas_kernels": blas}
 
 
 def ship(name: str, cells: list[tuple[Cell, str]], store, chosen: set[str], *, command: str, seconds: float,
