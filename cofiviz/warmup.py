@@ -81,15 +81,15 @@ class Job:
 
 #: The parallel warm-up's jobs. A kernel that several modules use is compiled by one job and the jobs of the
 #: other modules wait for it, so that they only load it: the surrogate losses (every pairwise model), the losses
-#: and the assignment (CofiRank, the bilinear model), BMRM (CofiRank), the fixed-order dense algebra (GCR, LCR,
-#: LLORMA, the bilinear model, WLT, BPMF), the kernels of
+#: and the assignment (CofiRank, the bilinear model), BMRM (CofiRank), the fixed-order dense algebra (BMRM, GCR,
+#: LCR, LLORMA, the bilinear model, WLT, BPMF, the GPs), the kernels of
 #: ``models/_local_kernels.py`` that RegSVD's warm-up compiles (GCR, LCR, LLORMA, the bilinear model). The
 #: other modules share no kernel. A module asked for that no job holds runs in one last job, after all of these.
 PLAN: tuple[Job, ...] = (
     Job("surrogates", ("cofiviz.losses.surrogates",), seconds=0.5),
     Job("losses", ("cofiviz.losses", "cofiviz.solvers.lap"), after=("surrogates",), seconds=16.0),
-    Job("bmrm", ("cofiviz.solvers.bmrm",), seconds=1.2),
-    Job("dense", ("cofiviz.solvers.dense",), seconds=2.0),
+    Job("dense", ("cofiviz.solvers.dense",), seconds=6.0),
+    Job("bmrm", ("cofiviz.solvers.bmrm",), after=("dense",), seconds=1.2),
     Job("cofirank", ("cofiviz.models.cofirank",), after=("losses", "bmrm"), seconds=12.7),
     Job("local", ("cofiviz.models.regsvd",), after=("surrogates",), seconds=10.0),
     Job("local-models", ("cofiviz.models.gcr", "cofiviz.models.lcr", "cofiviz.models.llorma"),
@@ -100,7 +100,7 @@ PLAN: tuple[Job, ...] = (
     Job("wlt", ("cofiviz.models.wlt",), after=("dense",), seconds=6.9),
     Job("mmmf", ("cofiviz.models.mmmf",), seconds=3.2),
     Job("bpmf", ("cofiviz.models.bpmf",), after=("dense",), seconds=2.3),
-    Job("gp", ("cofiviz.models.gp",), seconds=2.1),
+    Job("gp", ("cofiviz.models.gp",), after=("dense",), seconds=2.1),
     Job("svdpp", ("cofiviz.models.svdpp",), seconds=1.7),
     Job("nmf", ("cofiviz.models.nmf",), seconds=1.0),
 )

@@ -43,6 +43,7 @@ import numpy as np
 from scipy.special import log_ndtr
 
 from ..errors import ModelFitError
+from ..solvers import dense
 from . import _gp_kernels as gk
 
 __all__ = ["rbf_kernel", "one_hot_kernel", "regression_user", "ordinal_loglik", "ordinal_laplace_user", "EStats", "e_step",
@@ -152,12 +153,12 @@ def ordinal_laplace_user(K: np.ndarray, mean: np.ndarray, items: np.ndarray, lev
         sW = np.sqrt(W)
         L = _chol(np.eye(n) + sW[:, None] * Kii * sW[None, :], "a user's B = I + W^½ K W^½")
         bvec = W * (f - m) + g
-        a_new = bvec - sW * _solve(L, sW * gk.matvec(Kii, bvec))
+        a_new = bvec - sW * _solve(L, sW * dense.matvec(Kii, bvec))
         step = a_new - a
         t = 1.0
         for _ in range(30):
             a_try = a + t * step
-            f_try = m + gk.matvec(Kii, a_try)
+            f_try = m + dense.matvec(Kii, a_try)
             lp_try, g_try, W_try = ordinal_loglik(f_try, levels, thresholds, sigma)
             psi_try = -float(np.sum(lp_try)) + 0.5 * float(np.sum(a_try * (f_try - m)))
             if np.isfinite(psi_try) and psi_try <= psi + 1e-12 * max(1.0, abs(psi)):
@@ -245,7 +246,7 @@ def m_step(K: np.ndarray, mu: np.ndarray, K0: np.ndarray, st: EStats, tau: float
     (:func:`._gp_kernels.em_covariance`).
     """
     n = st.n
-    Ks = gk.matvec(K, st.s)
+    Ks = dense.matvec(K, st.s)
     mu_new = (n * mu + Ks) / (n + pi)
     d = mu - mu_new
     X = gk.matmul(gk.matmul(K, st.Q - st.P), K)

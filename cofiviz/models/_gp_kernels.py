@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["cholesky", "cho_solve", "matmul", "matvec", "sq_dists", "sparse_rows_times", "sparse_outer_sum",
+__all__ = ["cholesky", "cho_solve", "matmul", "sq_dists", "sparse_rows_times", "sparse_outer_sum",
            "em_covariance"]
 
 
@@ -189,19 +189,6 @@ def matmul(A, B):
                                 for c in range(c0, c1):
                                     C[r, c] += a * B[k, c]
     return C
-
-
-@njit(cache=True)
-def matvec(A, x):
-    """``A @ x`` for a 1-d ``x``."""
-    n, p = A.shape
-    out = np.zeros(n)
-    for i in range(n):
-        s = 0.0
-        for k in range(p):
-            s += A[i, k] * x[k]
-        out[i] = s
-    return out
 
 
 @njit(cache=True, parallel=True)

@@ -102,21 +102,9 @@ def _sample_rows(A, B, indptr, other, values, alpha, mu, Lam, Z):
             for e in range(d + 1, D):
                 P[d, e] = P[e, d]
         L, _ = dense.cholesky(P)                     # P = L Lᵀ (positive definite: Λ plus a Gram matrix)
-        # mean: solve L y = rhs, then Lᵀ m = y; sample: m + L⁻ᵀ z (covariance P⁻¹)
-        y = np.empty(D)
-        for d in range(D):
-            s = rhs[d]
-            for e in range(d):
-                s -= L[d, e] * y[e]
-            y[d] = s / L[d, d]
-        x = np.empty(D)
-        for d in range(D):
-            x[d] = y[d] + Z[a, d]                    # Lᵀ (m + L⁻ᵀ z) = y + z
-        for d in range(D - 1, -1, -1):
-            s = x[d]
-            for e in range(d + 1, D):
-                s -= L[e, d] * A[a, e]
-            A[a, d] = s / L[d, d]
+        # mean: solve L y = rhs, then Lᵀ m = y; sample: m + L⁻ᵀ z (covariance P⁻¹), so Lᵀ (m + L⁻ᵀ z) = y + z
+        y = dense.solve_lower(L, rhs)
+        A[a] = dense.solve_lower_t(L, y + Z[a])
 
 
 @njit(parallel=True, cache=True)

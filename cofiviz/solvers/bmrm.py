@@ -42,6 +42,7 @@ import numpy as np
 from numba import njit
 
 from ..errors import ModelFitError, ParameterError
+from .dense import dot as _dot
 
 __all__ = ["bmrm", "BMRMResult", "qp_simplex", "bundle_add", "bundle_primal", "check_bmrm_params",
            "warmup"]
@@ -93,14 +94,6 @@ def qp_simplex(Q, bvec, alpha, h, n, tol, max_steps):
     for i in range(n):
         val += alpha[i] * (bvec[i] - 0.5 * (h[i] + bvec[i]))
     return val
-
-
-@njit(cache=True, nogil=True)
-def _dot(x, y):
-    s = 0.0
-    for i in range(x.shape[0]):
-        s += x[i] * y[i]
-    return s
 
 
 @njit(cache=True, nogil=True)

@@ -11,7 +11,8 @@ systems of the models (tens of rows) and for products with a short inner dimensi
 
 - :func:`dot`, :func:`matvec`, :func:`matmul`: ``Σ_k a_k b_k`` in order of ``k``;
 - :func:`cholesky`: the lower factor ``L`` of ``A = L Lᵀ`` (row by row, Cholesky–Banachiewicz);
-- :func:`cho_solve`, :func:`spd_inverse`: solves and inverse from that factor;
+- :func:`solve_lower`, :func:`solve_lower_t`, :func:`cho_solve`, :func:`spd_inverse`: solves and inverse from
+  that factor;
 - :func:`solve`: Gaussian elimination with partial pivoting (the first largest pivot), for a general system.
 """
 
@@ -22,7 +23,8 @@ from numba import njit, prange
 
 from ..errors import ParameterError
 
-__all__ = ["dot", "matvec", "matmul", "cholesky", "cho_solve", "spd_inverse", "solve", "warmup"]
+__all__ = ["dot", "matvec", "matmul", "cholesky", "solve_lower", "solve_lower_t", "cho_solve", "spd_inverse",
+           "solve", "warmup"]
 
 
 @njit(cache=True)
@@ -83,8 +85,8 @@ def cholesky(A):
 
 
 @njit(cache=True)
-def cho_solve(L, b):
-    """``x`` with ``L Lᵀ x = b``: forward then backward substitution, each sum in order."""
+def solve_lower(L, b):
+    """``y`` with ``L y = b`` for a lower-triangular ``L`` (forward substitution, each sum in order)."""
     n = L.shape[0]
     y = np.empty(n)
     for i in range(n):
@@ -92,6 +94,13 @@ def cho_solve(L, b):
         for k in range(i):
             s -= L[i, k] * y[k]
         y[i] = s / L[i, i]
+    return y
+
+
+@njit(cache=True)
+def solve_lower_t(L, y):
+    """``x`` with ``Lᵀ x = y`` for a lower-triangular ``L`` (backward substitution, each sum in order)."""
+    n = L.shape[0]
     x = np.empty(n)
     for i in range(n - 1, -1, -1):
         s = y[i]
@@ -99,6 +108,12 @@ def cho_solve(L, b):
             s -= L[k, i] * x[k]
         x[i] = s / L[i, i]
     return x
+
+
+@njit(cache=True)
+def cho_solve(L, b):
+    """``x`` with ``L Lᵀ x = b``: :func:`solve_lower`, then :func:`solve_lower_t`."""
+    return solve_lower_t(L, solve_lower(L, b))
 
 
 @njit(cache=True)
@@ -185,6 +200,7 @@ def warmup() -> None:
     matvec(A, x)
     matmul(A, A)
     matmul(A.T, A)
-    cholesky(A)
+    L, _ = cholesky(A)
+    cho_solve(L, x)
     spd_inverse(A)
     solve(A, x)
