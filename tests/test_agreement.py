@@ -73,6 +73,10 @@ def test_a_metric_one_ulp_away_differs_with_the_column_the_row_and_both_values()
 def test_a_changed_count_or_missing_row_differs_in_words():
     count = compare("k", "a cell", results(), results(iterations=4))
     assert not count.ok and "results.iterations" in count.line() and "shipped 3, recomputed 4" in count.line()
+    # a count and a value both changed: the count is named (a whole number has no distance in ulp)
+    both = compare("k", "a cell", results(), results(iterations=4, value=steps(0.5, 7)))
+    assert not both.ok and "results.iterations" in both.line()
+    assert {d.column for d in both.differences} == {"value", "iterations"}
     short = results()
     short.traces = short.traces.iloc[:3]
     rows = compare("k", "a cell", results(), short)

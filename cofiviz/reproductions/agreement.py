@@ -191,6 +191,7 @@ def compare(key: str, description: str, want, got) -> CellAgreement:
         return CellAgreement(key, description, "exact")
     beyond = [d for d in differences if d.ulp is None or d.ulp > KINDS[d.kind]]
     if beyond:
-        worst = next((d for d in beyond if d.ulp is None), max(beyond, key=lambda d: d.ulp))
+        unequal = [d for d in beyond if d.ulp is None]     # text and whole numbers: agree or not
+        worst = unequal[0] if unequal else max(beyond, key=lambda d: d.ulp)
         return CellAgreement(key, description, "differs", worst, None, differences)
     return CellAgreement(key, description, "within", max(differences, key=lambda d: d.ulp), None, differences)
