@@ -343,5 +343,5 @@ def verify(shipped: Shipped, k: int, *, seed: int | None = None, keys: list[str]
         found = compare(key, cell.describe(), shipped.read(key), got)
         cells.append(found)
         if log is not None:
-            log(f"{shipped.name}: {found.line()}")
+            log(found.line())
     return Verification(shipped.name, cells, time.perf_counter() - t0)
