@@ -90,7 +90,7 @@ PLAN: tuple[Job, ...] = (
     Job("losses", ("cofiviz.losses", "cofiviz.solvers.lap"), after=("surrogates",), seconds=16.0),
     Job("dense", ("cofiviz.solvers.dense",), seconds=6.0),
     Job("bmrm", ("cofiviz.solvers.bmrm",), after=("dense",), seconds=1.2),
-    Job("cofirank", ("cofiviz.models.cofirank",), after=("losses", "bmrm"), seconds=12.7),
+    Job("cofirank", ("cofiviz.models.cofirank",), after=("losses", "bmrm", "dense"), seconds=12.7),
     Job("local", ("cofiviz.models.regsvd",), after=("surrogates",), seconds=10.0),
     Job("local-models", ("cofiviz.models.gcr", "cofiviz.models.lcr", "cofiviz.models.llorma"),
         after=("local", "dense"), seconds=2.8),
@@ -102,7 +102,7 @@ PLAN: tuple[Job, ...] = (
     Job("bpmf", ("cofiviz.models.bpmf",), after=("dense",), seconds=2.3),
     Job("gp", ("cofiviz.models.gp",), after=("dense",), seconds=2.1),
     Job("svdpp", ("cofiviz.models.svdpp",), seconds=1.7),
-    Job("nmf", ("cofiviz.models.nmf",), seconds=1.0),
+    Job("nmf", ("cofiviz.models.nmf",), after=("dense",), seconds=1.0),
 )
 
 #: the share of kernels missing from the cache from which :func:`warmup` compiles in parallel processes: a fresh

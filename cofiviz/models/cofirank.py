@@ -80,6 +80,7 @@ from ..errors import DataError, ModelFitError
 from ..losses.collab import LOSS_NAMES, USER_WEIGHTS, build_loss_data
 from ..losses.pairwise import PAIR_COSTS
 from ..ratings import Ratings
+from ..solvers import dense
 from ..solvers.alternating import item_oracle, user_phase
 from ..solvers.bmrm import bmrm
 from .base import Model
@@ -93,7 +94,7 @@ def _sq_norm(X: np.ndarray, free: np.ndarray) -> float:
     """``‖X[:, free]‖²`` without copying ``X`` (it can be hundreds of MB)."""
     total = float(np.einsum("ij,ij->", X, X))
     for t in np.setdiff1d(np.arange(X.shape[1]), free):
-        total -= float(X[:, t] @ X[:, t])
+        total -= dense.dot(X[:, t], X[:, t])
     return max(total, 0.0)  # the subtraction can leave a tiny negative when the free part is ~0
 
 
@@ -406,8 +407,8 @@ class CofiRank(Model):
         if self.offsets and self.bias_reg is not None:  # the bias columns carry bias_reg instead of reg
             d = self.rank
             bias_lam = float(self.bias_reg) * self.reg_factor_
-            reg_u += 0.5 * (bias_lam - lam) * float(self.U_[:, d] @ self.U_[:, d])
-            reg_m += 0.5 * (bias_lam - lam) * float(M[:, d + 1] @ M[:, d + 1])
+            reg_u += 0.5 * (bias_lam - lam) * dense.dot(self.U_[:, d], self.U_[:, d])
+            reg_m += 0.5 * (bias_lam - lam) * dense.dot(M[:, d + 1], M[:, d + 1])
         if self._item_row_scale is not None:  # (reg/2)‖z‖² with z = M[:, fm] / sm is the item regulariser
             reg_m = 0.5 * lam * float(np.sum(res.w * res.w))
         objective = res.loss + reg_u + reg_m

@@ -25,6 +25,7 @@ from numba import njit, prange
 from ..datasets import tiny
 from ..errors import DataError, ParameterError
 from ..ratings import Ratings
+from ..solvers import dense
 from .base import Model
 from .space import IntLogUniform, LogUniform
 
@@ -156,15 +157,16 @@ class NMF(Model):
         if self.missing == "zero":
             # ‖R − PQᵀ‖² over every entry = Σ_Ω (r − r̂)² + Σ_{not Ω} r̂² = Σ_Ω (r − r̂)² + tr(PᵀP QᵀQ) − Σ_Ω r̂²
             pred = np.einsum("ij,ij->i", self.P_[self._all[0]], self.Q_[self._all[1]])
-            sse += float(np.sum((self.P_.T @ self.P_) * (self.Q_.T @ self.Q_))) - float(pred @ pred)
+            gram = dense.matmul(self.P_.T, self.P_) * dense.matmul(self.Q_.T, self.Q_)
+            sse += float(np.sum(gram)) - dense.dot(pred, pred)
         lam = float(self.reg)
         return 0.5 * sse + 0.5 * lam * (float(np.sum(self.P_ ** 2)) + float(np.sum(self.Q_ ** 2)))
 
     def _step(self, iteration: int) -> float:
         lam = float(self.reg)
         if self.missing == "zero":
-            _multiplicative_zero(self.P_, self.Q_, *self._u, lam, self.Q_.T @ self.Q_)
-            _multiplicative_zero(self.Q_, self.P_, *self._i, lam, self.P_.T @ self.P_)
+            _multiplicative_zero(self.P_, self.Q_, *self._u, lam, dense.matmul(self.Q_.T, self.Q_))
+            _multiplicative_zero(self.Q_, self.P_, *self._i, lam, dense.matmul(self.P_.T, self.P_))
         else:
             _multiplicative(self.P_, self.Q_, *self._u, lam)
             _multiplicative(self.Q_, self.P_, *self._i, lam)
