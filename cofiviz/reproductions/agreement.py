@@ -127,10 +127,11 @@ def _rows(frame: pd.DataFrame, ids: list[str]) -> pd.DataFrame:
     return frame.sort_values(ids, kind="stable").reset_index(drop=True) if ids else frame.reset_index(drop=True)
 
 
-def _kind(table: str, column: str, kind: str, row: pd.Series) -> str:
-    if table == "traces" and row.get("part") == "train":
-        return "training losses"
-    return kind
+def _kinds(table: str, kind: str, rows: pd.DataFrame) -> np.ndarray:
+    """The kind of each row's value: a trace's rows of the training part hold training losses."""
+    if table == "traces" and "part" in rows.columns:
+        return np.where(rows["part"].to_numpy() == "train", "training losses", kind)
+    return np.full(len(rows), kind)
 
 
 def _table_differences(table: str, want: pd.DataFrame, got: pd.DataFrame, spec) -> tuple[list[Difference], str | None]:
@@ -152,10 +153,10 @@ def _table_differences(table: str, want: pd.DataFrame, got: pd.DataFrame, spec) 
         if numeric and (x.dtype.kind == "f" or y.dtype.kind == "f"):
             x, y = x.astype(np.float64), y.astype(np.float64)
             d = ulps(x, y)
-            kinds = [_kind(table, col, kind, left.iloc[i]) for i in range(len(left))]
-            for k in dict.fromkeys(kinds):
-                mask = np.array([kk == k for kk in kinds])
-                if not mask.any() or not d[mask].any():
+            kinds = _kinds(table, kind, left)
+            for k in dict.fromkeys(kinds.tolist()):
+                mask = kinds == k
+                if not d[mask].any():
                     continue
                 i = int(np.flatnonzero(mask)[np.argmax(d[mask])])
                 rel = abs(x[i] - y[i]) / max(abs(x[i]), abs(y[i])) if np.isfinite(x[i] - y[i]) else float("inf")
