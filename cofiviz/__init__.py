@@ -8,6 +8,13 @@ compiles nothing: numba kernels are compiled (and cached on disk) at first use, 
 :func:`warmup`. ``ARCHITECTURE.md`` draws the layers.
 """
 
+import os as _os
+
+# numba vectorises loops of exp, log, pow … with Intel's SVML when it finds it installed, and SVML's results
+# change with the CPU's vector width: the kernels call the C library's scalar functions instead (the same
+# bits on every CPU). Read by numba when it is first imported.
+_os.environ.setdefault("NUMBA_DISABLE_INTEL_SVML", "1")
+
 from ._version import __version__
 from .errors import CofivizError, DataError, DataSourceError, ModelFitError, ParameterError
 from .ratings import Ratings

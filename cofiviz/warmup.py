@@ -39,7 +39,7 @@ from typing import Callable, Iterator, Sequence
 from numba.core import caching
 from numba.core.dispatcher import Dispatcher
 
-from . import losses, metrics, solvers
+from . import elementary, losses, metrics, solvers
 from .errors import CofivizError, ParameterError
 from .models import available_models, get_model_class
 
@@ -82,25 +82,27 @@ class Job:
 #: The parallel warm-up's jobs. A kernel that several modules use is compiled by one job and the jobs of the
 #: other modules wait for it, so that they only load it: the surrogate losses (every pairwise model), the losses
 #: and the assignment (CofiRank, the bilinear model), BMRM (CofiRank), the fixed-order dense algebra (BMRM, GCR,
-#: LCR, LLORMA, the bilinear model, WLT, BPMF, the GPs), the kernels of
+#: LCR, LLORMA, the bilinear model, WLT, BPMF, the GPs), the elementary functions (the metrics, the losses,
+#: CofiRank, the local models, the GPs), the kernels of
 #: ``models/_local_kernels.py`` that RegSVD's warm-up compiles (GCR, LCR, LLORMA, the bilinear model). The
 #: other modules share no kernel. A module asked for that no job holds runs in one last job, after all of these.
 PLAN: tuple[Job, ...] = (
     Job("surrogates", ("cofiviz.losses.surrogates",), seconds=0.5),
-    Job("losses", ("cofiviz.losses", "cofiviz.solvers.lap"), after=("surrogates",), seconds=16.0),
+    Job("losses", ("cofiviz.losses", "cofiviz.solvers.lap"), after=("surrogates", "elementary"), seconds=16.0),
     Job("dense", ("cofiviz.solvers.dense",), seconds=6.0),
+    Job("elementary", ("cofiviz.elementary",), seconds=1.3),
     Job("bmrm", ("cofiviz.solvers.bmrm",), after=("dense",), seconds=1.2),
-    Job("cofirank", ("cofiviz.models.cofirank",), after=("losses", "bmrm", "dense"), seconds=12.7),
-    Job("local", ("cofiviz.models.regsvd",), after=("surrogates",), seconds=10.0),
+    Job("cofirank", ("cofiviz.models.cofirank",), after=("losses", "bmrm", "dense", "elementary"), seconds=12.7),
+    Job("local", ("cofiviz.models.regsvd",), after=("surrogates", "elementary"), seconds=10.0),
     Job("local-models", ("cofiviz.models.gcr", "cofiviz.models.lcr", "cofiviz.models.llorma"),
         after=("local", "dense"), seconds=2.8),
     Job("bilinear", ("cofiviz.models.bilinear",), after=("losses", "local", "dense"), seconds=6.5),
-    Job("metrics", ("cofiviz.metrics",), seconds=11.7),
+    Job("metrics", ("cofiviz.metrics",), after=("elementary",), seconds=11.7),
     Job("gapfm", ("cofiviz.models.gapfm",), seconds=9.1),
     Job("wlt", ("cofiviz.models.wlt",), after=("dense",), seconds=6.9),
     Job("mmmf", ("cofiviz.models.mmmf",), seconds=3.2),
     Job("bpmf", ("cofiviz.models.bpmf",), after=("dense",), seconds=2.3),
-    Job("gp", ("cofiviz.models.gp",), after=("dense",), seconds=2.1),
+    Job("gp", ("cofiviz.models.gp",), after=("dense", "elementary"), seconds=2.1),
     Job("svdpp", ("cofiviz.models.svdpp",), seconds=1.7),
     Job("nmf", ("cofiviz.models.nmf",), after=("dense",), seconds=1.0),
 )
@@ -118,7 +120,7 @@ def _targets() -> list[tuple[str, Callable[[], object]]]:
     the solvers, each once."""
     modules = [metrics] + [sys.modules[get_model_class(name).__module__] for name in available_models()]
     found: dict[str, Callable[[], object]] = {}
-    for mod in modules + [losses, solvers]:
+    for mod in modules + [losses, solvers, elementary]:
         fn = getattr(mod, "warmup", None)
         if callable(fn) and mod.__name__ not in found:
             found[mod.__name__] = fn

@@ -1,8 +1,12 @@
 """The CPU switches under which seeded results must not change, and a way to run code under each.
 
-OpenBLAS picks its kernels by CPU; ``OPENBLAS_CORETYPE`` forces the kernel of another CPU, which this CPU can run
-when it has the instructions that kernel uses. Each switch is run in a real subprocess, and the subprocess reports
-the kernel OpenBLAS actually took (threadpoolctl), so that a switch OpenBLAS ignored cannot pass unnoticed.
+Two libraries pick code by CPU. OpenBLAS picks its kernels (``OPENBLAS_CORETYPE`` forces the kernel of another
+CPU), and NumPy dispatches its loops to the widest SIMD set the CPU has (``NPY_DISABLE_CPU_FEATURES`` takes sets
+away). A switch makes this CPU behave like another one for both: ``Haswell`` is an AVX2 machine (OpenBLAS's
+Haswell kernel, NumPy without its AVX-512 paths), ``SkylakeX`` an AVX-512 one. This CPU can run a switch when it
+has the instructions the switch uses. Each switch is run in a real subprocess, and the subprocess reports the
+OpenBLAS kernel (threadpoolctl) and whether NumPy dispatches to AVX-512 (``X86_V4``), so that a switch a library
+ignored cannot pass unnoticed.
 """
 
 from __future__ import annotations
@@ -14,18 +18,23 @@ import sys
 import textwrap
 from pathlib import Path
 
-#: name -> (environment, the CPU flags the kernel needs, the OpenBLAS kernel it must report)
+_AVX512 = {"avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl"}
+
+#: name -> (environment, the CPU flags it needs, the OpenBLAS kernel it must report, whether NumPy must dispatch
+#: to its AVX-512 loops)
 SWITCHES = {
-    "Haswell": ({"OPENBLAS_CORETYPE": "Haswell"}, {"avx2", "fma"}, "haswell"),
-    "SkylakeX": ({"OPENBLAS_CORETYPE": "SkylakeX"}, {"avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl"},
-                 "skylakex"),
+    "Haswell": ({"OPENBLAS_CORETYPE": "Haswell", "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL AVX512_SPR"},
+                {"avx2", "fma"}, "haswell", False),
+    "SkylakeX": ({"OPENBLAS_CORETYPE": "SkylakeX"}, _AVX512, "skylakex", True),
 }
 
 _REPORT = """
 import json as _json
 import threadpoolctl as _tpc
-print("KERNELS " + _json.dumps(sorted({str(i.get("architecture")).lower() for i in _tpc.threadpool_info()
-                                        if i.get("internal_api") == "openblas"})), flush=True)
+from numpy._core import _multiarray_umath as _mu
+print("KERNELS " + _json.dumps([sorted({str(i.get("architecture")).lower() for i in _tpc.threadpool_info()
+                                         if i.get("internal_api") == "openblas"}),
+                                bool(_mu.__cpu_features__.get("X86_V4"))]), flush=True)
 """
 
 
@@ -47,7 +56,8 @@ def missing_flags(name: str) -> set[str]:
 
 def start(name: str, code: str, threads: int = 1) -> subprocess.Popen:
     """Start ``code`` in a Python subprocess under switch ``name`` with ``threads`` BLAS and numba threads."""
-    env = {**os.environ, **SWITCHES[name][0], "OPENBLAS_NUM_THREADS": str(threads), "OMP_NUM_THREADS": str(threads),
+    env = {k: v for k, v in os.environ.items() if k != "NPY_DISABLE_CPU_FEATURES"}
+    env = {**env, **SWITCHES[name][0], "OPENBLAS_NUM_THREADS": str(threads), "OMP_NUM_THREADS": str(threads),
            "MKL_NUM_THREADS": str(threads), "NUMBA_NUM_THREADS": str(threads)}
     program = "import numpy, scipy.linalg\n" + _REPORT + textwrap.dedent(code)
     return subprocess.Popen([sys.executable, "-c", program], env=env, stdout=subprocess.PIPE,
@@ -56,13 +66,14 @@ def start(name: str, code: str, threads: int = 1) -> subprocess.Popen:
 
 def finish(name: str, proc: subprocess.Popen, timeout: float = 1800) -> str:
     """Wait for ``proc`` (started by :func:`start` under ``name``); return what it printed after its kernel
-    report, having checked that OpenBLAS ran the switch's kernel."""
+    report, having checked that OpenBLAS and NumPy ran the switch's code."""
     out, err = proc.communicate(timeout=timeout)
     assert proc.returncode == 0, f"{name}: exit {proc.returncode}\n{err[-3000:]}"
     head, _, rest = out.partition("\n")
     assert head.startswith("KERNELS "), out[:500]
-    kernels = json.loads(head[len("KERNELS "):])
+    kernels, avx512 = json.loads(head[len("KERNELS "):])
     assert kernels == [SWITCHES[name][2]], f"{name}: OpenBLAS ran {kernels}, not {SWITCHES[name][2]}"
+    assert avx512 == SWITCHES[name][3], f"{name}: NumPy {'ran' if avx512 else 'did not run'} its AVX-512 loops"
     return rest.strip()
 
 

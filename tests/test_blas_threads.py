@@ -10,7 +10,9 @@ one numba thread and one with two of each, and the results must agree to the las
 OpenBLAS also picks its kernels by CPU, and its AVX-512 kernels (``OPENBLAS_CORETYPE=SkylakeX``) sum a dot
 product in another order than its AVX2 ones (``Haswell``): a model that multiplies matrices with BLAS inside
 its fit (WLT's Newton step, the bilinear model's projections, BPMF's Gibbs sweep) drifted with them. Their
-fits use ``cofiviz.solvers.dense`` instead; every model is fitted under both kernels and must score the same.
+fits use ``cofiviz.solvers.dense`` instead. NumPy's ``exp``, ``log``, ``power``, ``arccos`` … of arrays change
+with the SIMD set NumPy dispatches to (AVX-512 or AVX2); fits call ``cofiviz.elementary`` instead. Every model
+is fitted as on an AVX2 and as on an AVX-512 machine (``tests/cpu_kernels.py``) and must score the same.
 """
 
 from __future__ import annotations
@@ -84,12 +86,12 @@ def test_seeded_results_are_the_same_with_one_or_two_threads(case):
 
 
 def test_every_model_scores_the_same_with_one_or_two_threads_and_under_each_cpu_kernel():
-    """Under the Haswell and SkylakeX kernels with one thread each (side by side), and under this CPU's own
-    kernel with two threads: every model's scores agree to the last bit, and under the two kernels its training
+    """Under the Haswell and SkylakeX switches with one thread each (side by side), and under this CPU's own
+    kernels with two threads: every model's scores agree to the last bit, and under the two kernels its training
     losses too."""
     runnable = [n for n in cpu_kernels.SWITCHES if not cpu_kernels.missing_flags(n)]
     if len(runnable) < 2:
-        pytest.skip(f"this CPU runs only OpenBLAS's {runnable} kernels of {list(cpu_kernels.SWITCHES)}")
+        pytest.skip(f"this CPU runs only the {runnable} switches of {list(cpu_kernels.SWITCHES)}")
     by_kernel = {k: {line.split()[0]: line.split()[1:] for line in out.splitlines()}
                  for k, out in cpu_kernels.run_all(EVERY_MODEL, runnable).items()}
     two = {line.split()[0]: line.split()[1:] for line in run_with_threads(EVERY_MODEL, 2).splitlines()}

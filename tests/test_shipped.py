@@ -235,8 +235,8 @@ for name in {SHIPPING!r}:
 
 @pytest.fixture(scope="module")
 def recomputed_under_each_kernel():
-    """Every shipped reproduction's covering cells recomputed under each OpenBLAS kernel this CPU can run, the
-    kernels side by side in single-threaded subprocesses: kernel -> reproduction -> its verification."""
+    """Every shipped reproduction's covering cells recomputed under each CPU switch this CPU can run, the
+    switches side by side in single-threaded subprocesses: kernel -> reproduction -> its verification."""
     runnable = [n for n in cpu_kernels.SWITCHES if not cpu_kernels.missing_flags(n)]
     outputs = cpu_kernels.run_all(VERIFY_EACH_MODEL, runnable)
     return {k: {r["name"]: r for r in map(json.loads, out.splitlines())} for k, out in outputs.items()}
@@ -244,12 +244,12 @@ def recomputed_under_each_kernel():
 
 @pytest.mark.parametrize("kernel", list(cpu_kernels.SWITCHES))
 def test_what_ships_recomputes_under_each_cpu_kernel(kernel, recomputed_under_each_kernel):
-    """The quickest cell of each model of each shipped reproduction, recomputed under OpenBLAS's Haswell and
-    SkylakeX kernels: every metric, per-user value and curve to the last bit, training losses within their
+    """The quickest cell of each model of each shipped reproduction, recomputed as on an AVX2 machine (OpenBLAS's
+    Haswell kernel, NumPy without AVX-512) and on an AVX-512 one (SkylakeX): every metric, per-user value and curve to the last bit, training losses within their
     stated ulp (``reproductions/agreement.py``)."""
     lacking = cpu_kernels.missing_flags(kernel)
     if lacking:
-        pytest.skip(f"this CPU cannot run OpenBLAS's {kernel} kernel (it lacks {', '.join(sorted(lacking))})")
+        pytest.skip(f"this CPU cannot run the {kernel} switch (it lacks {', '.join(sorted(lacking))})")
     found = recomputed_under_each_kernel[kernel]
     assert sorted(found) == SHIPPING
     bad = [line for r in found.values() for line in r["lines"] if "DIFFERS" in line]

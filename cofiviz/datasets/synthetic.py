@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .. import elementary
 from ..errors import ParameterError
 from ..ratings import Ratings
 
@@ -144,7 +145,7 @@ def _sample_pairs(rng: np.random.Generator, counts: np.ndarray, popularity: np.n
     p = popularity / popularity.sum()
     cdf = np.cumsum(p)
     cdf /= cdf[-1]
-    log_p = np.log(np.maximum(p, 1e-300))
+    log_p = elementary.log(np.maximum(p, 1e-300))
     offsets = np.zeros(n_users + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
     total = int(offsets[-1])
@@ -338,7 +339,7 @@ def synthetic(kind: str = "local_low_rank", n_users: int = 1000, n_items: int = 
     planted, linked = _plant(rng, kind, n_users, n_items, rank, clusters, user_bias, item_bias, quality_share)
     rho = popularity_quality_corr if (kind == "popularity" or item_bias > 0) else 0.0
     log_pop = item_skew * (rho * linked + math.sqrt(1 - rho ** 2) * rng.standard_normal(n_items))
-    popularity = np.exp(log_pop - log_pop.max())
+    popularity = elementary.exp(log_pop - log_pop.max())
     counts = _user_counts(rng, n_users, n_items, n_ratings, min_user_ratings, user_skew)
     users, items = _sample_pairs(rng, counts, popularity)
     ratings = np.empty(len(users), dtype=np.float64)

@@ -44,6 +44,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .. import elementary
 from ..errors import ParameterError
 from ..solvers.lap import lap_rank2
 
@@ -57,12 +58,12 @@ REFERENCE_CODES = {"rating": 0, "item_id": 1, "tie_average": 2}
 
 def c_vector(n: int, exponent: float = -0.25) -> np.ndarray:
     """``c_p = (p + 1)^exponent`` for 0-based positions ``p < n`` (the original code's convention)."""
-    return np.power(np.arange(1, n + 1, dtype=np.float64), float(exponent))
+    return elementary.power(np.arange(1, n + 1, dtype=np.float64), float(exponent))
 
 
 def ndcg_discounts(n: int, k: int) -> np.ndarray:
     """``a_p = 1 / log2(p + 2)`` for ``p < k`` and 0 after: the DCG@k position weights."""
-    a = 1.0 / np.log2(np.arange(n, dtype=np.float64) + 2.0)
+    a = 1.0 / elementary.log2(np.arange(n, dtype=np.float64) + 2.0)
     a[int(k):] = 0.0
     return a
 
@@ -71,7 +72,7 @@ def eru_discounts(n: int, k: int, halflife: float) -> np.ndarray:
     """``a_p = 2^{(1 − i)/(α − 1)}`` for 1-based ``i = p + 1 ≤ k`` and 0 after (CofiRank eq 19)."""
     if not halflife > 1:
         raise ParameterError(f"the ERU half-life must be > 1, got {halflife}")
-    a = np.power(2.0, -np.arange(n, dtype=np.float64) / (float(halflife) - 1.0))
+    a = elementary.power(2.0, -np.arange(n, dtype=np.float64) / (float(halflife) - 1.0))
     a[int(k):] = 0.0
     return a
 

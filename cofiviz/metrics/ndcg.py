@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .. import elementary
 from ._validation import check_k, check_list
 from .ranking import MAX_TABLE_GRADE, ranked
 
@@ -25,7 +26,7 @@ __all__ = ["ndcg"]
 
 def discounts(n: int) -> np.ndarray:
     """``1 / log2(1 + p)`` for positions p = 1..n."""
-    return 1.0 / np.log2(np.arange(2, n + 2, dtype=np.float64))
+    return 1.0 / elementary.log2(np.arange(2, n + 2, dtype=np.float64))
 
 
 #: ``2^g - 1`` for the integer grades g = 0..MAX_TABLE_GRADE (looked up instead of computed).

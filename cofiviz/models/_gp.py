@@ -37,11 +37,13 @@ BLAS, whose rounding changes with their thread count; sums of elementwise produc
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import log_ndtr
 
+from .. import elementary
 from ..errors import ModelFitError
 from ..solvers import dense
 from . import _gp_kernels as gk
@@ -49,21 +51,21 @@ from . import _gp_kernels as gk
 __all__ = ["rbf_kernel", "one_hot_kernel", "regression_user", "ordinal_loglik", "ordinal_laplace_user", "EStats", "e_step",
            "m_step", "log_hyperprior", "thresholds_for"]
 
-_LOG_2PI = float(np.log(2.0 * np.pi))
+_LOG_2PI = math.log(2.0 * math.pi)
 
 
 def rbf_kernel(X: np.ndarray, lengthscale: float, signal: float, jitter: float) -> np.ndarray:
     """``K0_ij = signal · exp(−‖x_i − x_j‖² / (2 lengthscale²)) + jitter·signal·[i = j]`` (``signal``: the prior
     variance of one item's latent value)."""
     d2 = gk.sq_dists(np.ascontiguousarray(X, dtype=np.float64))
-    K = signal * np.exp(-0.5 * d2 / (lengthscale * lengthscale))
+    K = signal * elementary.exp(-0.5 * d2 / (lengthscale * lengthscale))
     K[np.diag_indices_from(K)] = signal * (1.0 + jitter)
     return K
 
 
 def one_hot_kernel(n_items: int, lengthscale: float, signal: float, jitter: float) -> np.ndarray:
     """:func:`rbf_kernel` of one-hot item ids (every distinct pair at squared distance 2), without the ids."""
-    K = np.full((n_items, n_items), signal * float(np.exp(-1.0 / (lengthscale * lengthscale))))
+    K = np.full((n_items, n_items), signal * math.exp(-1.0 / (lengthscale * lengthscale)))
     K[np.diag_indices_from(K)] = signal * (1.0 + jitter)
     return K
 
@@ -94,7 +96,7 @@ def regression_user(K: np.ndarray, mean: np.ndarray, items: np.ndarray, y: np.nd
     r = y - mean[items]
     alpha = _solve(L, r)
     A = _solve(L, np.eye(n)) if inverse else None
-    logml = -0.5 * float(np.sum(r * alpha)) - float(np.sum(np.log(np.diag(L)))) - 0.5 * n * _LOG_2PI
+    logml = -0.5 * float(np.sum(r * alpha)) - float(np.sum(elementary.log(np.diag(L)))) - 0.5 * n * _LOG_2PI
     return alpha, A, logml
 
 
@@ -110,7 +112,7 @@ def _log_diff_ndtr(z1: np.ndarray, z2: np.ndarray) -> np.ndarray:
     a = np.where(upper, -z2, z1)
     b = np.where(upper, -z1, z2)
     la, lb = log_ndtr(a), log_ndtr(b)
-    return la + np.log1p(-np.exp(np.minimum(lb - la, 0.0)))
+    return la + elementary.log1p(-elementary.exp(np.minimum(lb - la, 0.0)))
 
 
 def ordinal_loglik(f: np.ndarray, levels: np.ndarray, thresholds: np.ndarray, sigma: float):
@@ -125,7 +127,7 @@ def ordinal_loglik(f: np.ndarray, levels: np.ndarray, thresholds: np.ndarray, si
     # φ(z)/Z and z·φ(z)/Z, zero at the infinite ends
     lphi1 = np.where(np.isfinite(z1), -0.5 * np.where(np.isfinite(z1), z1, 0.0) ** 2 - 0.5 * _LOG_2PI, -np.inf)
     lphi2 = np.where(np.isfinite(z2), -0.5 * np.where(np.isfinite(z2), z2, 0.0) ** 2 - 0.5 * _LOG_2PI, -np.inf)
-    r1, r2 = np.exp(lphi1 - logz), np.exp(lphi2 - logz)
+    r1, r2 = elementary.exp(lphi1 - logz), elementary.exp(lphi2 - logz)
     zr1 = np.where(np.isfinite(z1), np.where(np.isfinite(z1), z1, 0.0) * r1, 0.0)
     zr2 = np.where(np.isfinite(z2), np.where(np.isfinite(z2), z2, 0.0) * r2, 0.0)
     grad = -(r1 - r2) / sigma
@@ -173,7 +175,7 @@ def ordinal_laplace_user(K: np.ndarray, mean: np.ndarray, items: np.ndarray, lev
     sW = np.sqrt(W)
     L = _chol(np.eye(n) + sW[:, None] * Kii * sW[None, :], "a user's B = I + W^½ K W^½")
     A = sW[:, None] * _solve(L, np.diag(sW)) if inverse else None
-    logml = -0.5 * float(np.sum(a * (f - m))) + float(np.sum(lp)) - float(np.sum(np.log(np.diag(L))))
+    logml = -0.5 * float(np.sum(a * (f - m))) + float(np.sum(lp)) - float(np.sum(elementary.log(np.diag(L))))
     return a, A, logml, f
 
 
@@ -259,7 +261,7 @@ def log_hyperprior(K: np.ndarray, mu: np.ndarray, K0: np.ndarray, tau: float, pi
     """``log p(μ, K) = −(τ + 1)/2 · log|K| − τ/2 · tr(K⁻¹ K0) − π/2 · μᵀ K⁻¹ μ`` up to a constant: an inverse-Wishart
     prior on ``K`` centred at the feature kernel ``K0`` (weight ``τ``) and ``μ | K ~ N(0, K/π)``."""
     L = _chol(K, "the item covariance K")
-    logdet = 2.0 * float(np.sum(np.log(np.diag(L))))
+    logdet = 2.0 * float(np.sum(elementary.log(np.diag(L))))
     tr = float(np.trace(_solve(L, K0)))
     q = float(np.sum(mu * _solve(L, mu)))
     return -0.5 * (tau + 1.0) * logdet - 0.5 * tau * tr - 0.5 * pi * q

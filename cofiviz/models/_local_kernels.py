@@ -55,6 +55,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from .. import elementary
 from ..losses.surrogates import surrogate_value_deriv
 
 __all__ = ["combine", "pair_pass", "lcr_gradients", "apply_step", "apply_adagrad", "model_weights", "wals_half", "weighted_sq_loss",
@@ -106,7 +107,7 @@ def kernel_matrix(X: np.ndarray, anchors: np.ndarray, bandwidth: float, kernel: 
     cos[:, zero] = 0.0
     cos[zero[anchors], :] = 0.0
     cos[np.arange(len(anchors)), anchors] = 1.0
-    d = np.arccos(cos)
+    d = elementary.arccos(cos)
     if distance == "arccos_scaled":
         d *= 2.0 / np.pi
     h = float(bandwidth)

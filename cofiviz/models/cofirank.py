@@ -75,6 +75,7 @@ import time
 import numpy as np
 import param
 
+from .. import elementary
 from ..datasets import tiny
 from ..errors import DataError, ModelFitError
 from ..losses.collab import LOSS_NAMES, USER_WEIGHTS, build_loss_data
@@ -301,7 +302,7 @@ class CofiRank(Model):
         counts = np.bincount(train.items, minlength=train.n_items).astype(np.float64)
         rated = counts > 0
         mean = float(counts[rated].mean()) if rated.any() else 1.0
-        return (np.maximum(counts, 1.0) / mean) ** e
+        return elementary.power(np.maximum(counts, 1.0) / mean, e)
 
     def reg_factor(self, train: Ratings) -> float:
         """``|U| / reg_users``: what ``reg``, ``bias_reg`` and ``init_reg`` are multiplied by on ``train``

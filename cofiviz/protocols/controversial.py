@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .. import elementary
 from ..errors import DataError
 from ..ratings import Ratings
 from ..split import Split
@@ -37,7 +38,7 @@ def _item_dispersion(r: Ratings, measure: str) -> tuple[np.ndarray, np.ndarray]:
             table = np.bincount(r.items.astype(np.int64) * len(levels) + code,
                                 minlength=r.n_items * len(levels)).reshape(r.n_items, len(levels))
             p = table / n[:, None]
-            value = -np.sum(np.where(table > 0, p * np.log2(np.where(table > 0, p, 1.0)), 0.0), axis=1)
+            value = -np.sum(np.where(table > 0, p * elementary.log2(np.where(table > 0, p, 1.0)), 0.0), axis=1)
     return n.astype(np.int64), value
 
 
