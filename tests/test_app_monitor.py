@@ -430,7 +430,8 @@ def test_monitor_two_sessions_stay_independent(open_page, page_errors):
     before = a.evaluate(POINTS_JS)
     assert _wait_points(a, before + 2) >= before + 2, "A stopped progressing"
     screenshot(b, "monitor-second-session")
-    a.get_by_role("button", name="Stop").click()
+    # A has drawn for a while: on a loaded machine its page may take long to hand a click to the button
+    a.get_by_role("button", name="Stop").click(timeout=120_000)
     a.get_by_text("stopped by a callback").first.wait_for(timeout=30_000)
     screenshot(a, "monitor-first-session")
     assert page_errors.errors == [], page_errors.errors
