@@ -106,6 +106,17 @@ def test_losses_gamma_changes_the_curves(server, chromium, page_errors):
     page.wait_for_timeout(1000)
     screenshot(page, "losses-gamma1")
 
+    # γ = 99 is above the slider's range: the page draws γ = 3, shows 3 in the box and says why beside it
+    box.fill("99")
+    box.press("Enter")
+    page.get_by_text("γ (margin) = 99 is above its upper bound 3; set to 3.").first.wait_for(timeout=30_000)
+    deadline = time.monotonic() + 30
+    while 3.0486 not in _table_numbers(page) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert 3.0486 in _table_numbers(page)       # Log[M] at γ = 3: log(1 + e³)
+    assert box.input_value() == "3"
+    screenshot(page, "losses-gamma-refused")
+
     # a malformed score list shows a message, and the page keeps working
     scores = page.locator(".cofiviz-scores input").first
     scores.fill("1, 2, three")

@@ -259,6 +259,11 @@ def test_the_page_fills_in_every_model_with_plots_and_follows_the_user(server, c
     box.fill("99999")
     box.press("Enter")
     page.get_by_text("is not in MovieLens 100K").first.wait_for(timeout=60_000)
+    box.fill("0")
+    box.press("Enter")
+    page.get_by_text("User = 0 is below its lower bound 1; set to 1.").first.wait_for(timeout=60_000)
+    page.get_by_text("User 1:").first.wait_for(timeout=60_000)
+    assert box.input_value() == "1"
     assert page_errors.errors == [], page_errors.errors
 
 

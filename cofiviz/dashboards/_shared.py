@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from functools import partial
 
 import numba
 import panel as pn
+import param
 
 from .. import datasets
 from ..models import available_models
 from ..ratings import Ratings
 
 __all__ = ["model_names", "KERNEL_LOCK", "use_thread_safe_numba", "DATASETS", "LOADED_ON_FIRST_USE",
-           "preloaded_datasets", "load_dataset", "SessionWorker"]
+           "preloaded_datasets", "load_dataset", "SessionWorker", "clamp", "BoundedInput"]
 
 #: the data sets the dashboards offer: label -> (cofiviz.datasets name, keyword arguments)
 DATASETS = {
@@ -163,3 +165,87 @@ class SessionWorker:
         if self.thread is not None:
             self.thread.join(timeout)
         return not (self.thread is not None and self.thread.is_alive())
+
+
+def clamp(value, bounds, label: str) -> tuple[object, str | None]:
+    """``value`` kept within ``bounds`` (``None``: unbounded on that side), and a note when it was not: the value to
+    use and ``None``, or the nearest bound and a sentence that says why (``"γ = 99 is above its upper bound 3;
+    set to 3."``)."""
+    lo, hi = bounds
+    if lo is not None and value < lo:
+        return lo, f"{label} = {value:g} is below its lower bound {lo:g}; set to {lo:g}."
+    if hi is not None and value > hi:
+        return hi, f"{label} = {value:g} is above its upper bound {hi:g}; set to {hi:g}."
+    return value, None
+
+
+class BoundedInput(pn.viewable.Viewer):
+    """A number a user types, for a bounded parameter of a page, with a note beside it when it is refused.
+
+    A value within the parameter's bounds sets the parameter; one outside sets it to the nearest bound, shows the
+    bound in the input, and the note under the input says what was typed and what is used, so that the plot
+    always shows what the input shows. An empty input is reset to the parameter's value with a note too. The
+    input follows the parameter when the page changes it. The widget carries the CSS class ``cofiviz-bounded``, and
+    :meth:`of` finds its :class:`BoundedInput` again.
+    """
+
+    _of: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+    @classmethod
+    def of(cls, widget) -> "BoundedInput | None":
+        """The :class:`BoundedInput` whose input ``widget`` is, or ``None``."""
+        return cls._of.get(widget)
+
+    def __init__(self, obj: param.Parameterized, name: str, widget=pn.widgets.EditableFloatSlider,
+                 label: str | None = None, css_classes: list[str] | None = None, **kwargs):
+        super().__init__()
+        p = obj.param[name]
+        self._obj, self._name = obj, name
+        self.label = label or p.label
+        self.bounds = p.bounds
+        opts = dict(label=self.label, value=getattr(obj, name), css_classes=["cofiviz-bounded"] + (css_classes or []),
+                    sizing_mode="stretch_width", **kwargs)
+        if issubclass(widget, (pn.widgets.EditableFloatSlider, pn.widgets.EditableIntSlider)):
+            opts.update(start=self.bounds[0], end=self.bounds[1], step=p.step or opts.get("step", 0.1))
+        self.widget = widget(**opts)
+        BoundedInput._of[self.widget] = self
+        self.note = pn.pane.Markdown("", visible=False, margin=(0, 10), styles={"color": "#b45309"},
+                                     css_classes=["cofiviz-input-note"] + [f"{c}-note" for c in css_classes or []])
+        self._resetting = False
+        self.widget.param.watch(self._typed, "value")
+        obj.param.watch(self._follow, name)
+
+    @property
+    def value(self):
+        """The parameter's value: what the page draws."""
+        return getattr(self._obj, self._name)
+
+    def _typed(self, event):
+        if self._resetting:
+            return
+        value = event.new
+        if value is None:
+            new, msg = getattr(self._obj, self._name), f"{self.label} needs a number; kept {getattr(self._obj, self._name):g}."
+        else:
+            new, msg = clamp(value, self.bounds, self.label)
+        self.note.object, self.note.visible = msg or "", bool(msg)
+        if new != value:
+            self._resetting = True
+            try:
+                self.widget.value = new
+                if hasattr(self.widget, "end") and self.bounds[1] is not None:
+                    self.widget.param.update(start=self.bounds[0], end=self.bounds[1])
+            finally:
+                self._resetting = False
+        setattr(self._obj, self._name, new)
+
+    def _follow(self, event):
+        if self.widget.value != event.new:
+            self._resetting = True
+            try:
+                self.widget.value = event.new
+            finally:
+                self._resetting = False
+
+    def __panel__(self):
+        return pn.Column(self.widget, self.note, sizing_mode="stretch_width", margin=0)

@@ -41,6 +41,7 @@ from ..losses.surrogates import SURROGATE_LABELS, figure4_frame
 from ..losses.listwise import PL_TIES, pl_list_probability, plackett_luce_loss
 from ..losses.smoothed_rank import smoothed_rank_pair_curve
 from ..losses.ties import tie_probabilities
+from ._shared import BoundedInput
 from .playground import parse_numbers
 
 __all__ = ["LossShapes", "figure4_summary", "tie_summary", "smoothed_rank_summary"]
@@ -74,11 +75,22 @@ def smoothed_rank_summary(gammas=tuple(SR_GAMMAS), deltas=(-4.0, 0.0, 4.0), h: f
     return pd.DataFrame(rows).round(4)
 
 
+def outcome_probabilities(model: str, delta, p: float) -> dict[str, np.ndarray]:
+    """P(win), P(tie), P(loss) of a tie-aware model (:func:`cofiviz.losses.tie_probabilities`), and at its
+    Bradley–Terry limit (Rao–Kupper's θ = 1, Davidson's ν = 0, where the library's models refuse the parameter
+    because a tie has probability 0) the limit itself: P(win) = 1 / (1 + exp(−Δf)), P(tie) = 0."""
+    delta = np.asarray(delta, dtype=float)
+    if (model == "rao_kupper" and p == 1.0) or (model == "davidson" and p == 0.0):
+        win = 1.0 / (1.0 + np.exp(-delta))
+        return {"win": win, "tie": np.zeros_like(win), "loss": 1.0 - win}
+    return tie_probabilities(model, delta, p)
+
+
 def tie_summary(theta: float, nu: float, deltas=(0.0, 1.0, 3.0)) -> pd.DataFrame:
     """P(win), P(tie), P(loss) of both tie-aware models at a few score differences: a table for the page."""
     rows = []
     for model, label, p in (("rao_kupper", f"Rao–Kupper θ={theta:g}", theta), ("davidson", f"Davidson ν={nu:g}", nu)):
-        probs = tie_probabilities(model, np.asarray(deltas, dtype=float), p)
+        probs = outcome_probabilities(model, np.asarray(deltas, dtype=float), p)
         for k, d in enumerate(deltas):
             rows.append({"model": label, "Δf": f"{d:g}", "P(win)": probs["win"][k], "P(tie)": probs["tie"][k],
                          "P(loss)": probs["loss"][k]})
@@ -107,8 +119,10 @@ class LossShapes(pn.viewable.Viewer):
     scale = param.Number(default=1.0, bounds=(0.1, 10.0), step=0.1,
                          doc="GAPfm: score scale c, the logistic smooths c·f (larger c = sharper).")
 
-    theta = param.Number(default=2.0, bounds=(1.01, 10.0), step=0.01, doc="Rao–Kupper threshold θ > 1.")
-    nu = param.Number(default=1.0, bounds=(0.01, 5.0), step=0.01, doc="Davidson tie propensity ν > 0.")
+    theta = param.Number(default=2.0, bounds=(1.0, 10.0), step=0.01,
+                         doc="Rao–Kupper threshold θ ≥ 1 (θ = 1: Bradley–Terry, no ties).")
+    nu = param.Number(default=1.0, bounds=(0.0, 5.0), step=0.01,
+                      doc="Davidson tie propensity ν ≥ 0 (ν = 0: Bradley–Terry, no ties).")
     tie_range = param.Number(default=6.0, bounds=(1.0, 12.0), step=0.5, doc="Δf axis from −range to +range.")
     pl_grades = param.String(default="5, 4, 4, 3, 3, 1", doc="Plackett–Luce list: ratings of items A..F (ties allowed).")
     pl_scores = param.String(default="1.2, 0.4, 0.9, -0.3, 0.1, -1.0", doc="Plackett–Luce list: scores of items A..F.")
@@ -258,10 +272,12 @@ class LossShapes(pn.viewable.Viewer):
         rated = grades >= 1  # GAPfm's sums run over the user's rated items only
         try:
             exact, smooth = gap_terms(c * f[rated], grades[rated], ymax=5)
+            value = M.gap(grades[rated], c * f[rated], ymax=5)
             self._gapfm_text.object = (
-                f"On the rated items of the list above (grades capped at 5) with scale c = {c:g}: exact Z·GAP = **{exact.sum():.4f}**, "
-                f"smoothed GAP (eq 8) = **{smooth.sum():.4f}**. Eq 7 replaces 1/R by g(f), which ignores the "
-                "other items entirely: it only tracks 1/R when scores are spread over a wide range.")
+                f"On the rated items of the list above (grades capped at 5) with scale c = {c:g}: exact GAP = "
+                f"**{value:.4f}** (Z·GAP = **{exact.sum():.4f}**; equal scores ranked as the metrics rank them, the "
+                f"lower grade first), smoothed GAP (eq 8) = **{smooth.sum():.4f}**. Eq 7 replaces 1/R by g(f), "
+                "which ignores the other items entirely: it only tracks 1/R when scores are spread over a wide range.")
         except Exception as exc:  # e.g. a list with no rated item
             self._gapfm_text.object = f"Smoothed GAP is not defined for this list: {exc}"
 
@@ -290,9 +306,11 @@ class LossShapes(pn.viewable.Viewer):
     def _update_ties(self):
         d = np.linspace(-self.tie_range, self.tie_range, 241)
         plots = []
-        for model, title, p in (("rao_kupper", f"Rao–Kupper (1967), θ = {self.theta:g}", float(self.theta)),
-                                ("davidson", f"Davidson (1970), ν = {self.nu:g}", float(self.nu))):
-            probs = tie_probabilities(model, d, p)
+        bt = " (Bradley–Terry: no ties)"
+        for model, title, p in (("rao_kupper", f"Rao–Kupper (1967), θ = {self.theta:g}" + bt * (self.theta == 1),
+                                 float(self.theta)),
+                                ("davidson", f"Davidson (1970), ν = {self.nu:g}" + bt * (self.nu == 0), float(self.nu))):
+            probs = outcome_probabilities(model, d, p)
             curves = [hv.Curve((d, probs[o]), "Δf = f_i − f_j", "probability", label=f"P({o})").opts(
                 color=OUTCOME_COLORS[o], line_width=2, tools=["hover"]) for o in ("win", "tie", "loss")]
             plots.append(hv.Overlay(curves).opts(title=title, height=320, responsive=True, ylim=(0, 1.02),
@@ -347,27 +365,26 @@ class LossShapes(pn.viewable.Viewer):
             "of the tied items).")
 
     def __panel__(self):
-        fig4_controls = pn.Param(self.param, parameters=["family", "gamma", "df_range"], show_name=False,
-                                 widgets={"family": pn.widgets.RadioButtonGroup,
-                                          "gamma": {"type": pn.widgets.EditableFloatSlider, "name": "γ (margin)",
-                                                    "css_classes": ["cofiviz-gamma"]},
-                                          "df_range": pn.widgets.FloatSlider},
-                                 sizing_mode="stretch_width")
+        fig4_controls = pn.Column(
+            pn.Param(self.param, parameters=["family"], show_name=False,
+                     widgets={"family": pn.widgets.RadioButtonGroup}, sizing_mode="stretch_width"),
+            BoundedInput(self, "gamma", label="γ (margin)", css_classes=["cofiviz-gamma"]),
+            pn.Param(self.param, parameters=["df_range"], show_name=False, widgets={"df_range": pn.widgets.FloatSlider},
+                     sizing_mode="stretch_width"),
+            sizing_mode="stretch_width")
         bound_controls = pn.Param(self.param, parameters=["grades", "scores", "moving", "k"], show_name=False,
                                   widgets={"moving": pn.widgets.RadioButtonGroup, "k": pn.widgets.IntSlider,
                                            "grades": {"type": pn.widgets.TextInput, "css_classes": ["cofiviz-grades"]},
                                            "scores": {"type": pn.widgets.TextInput, "css_classes": ["cofiviz-scores"]}},
                                   sizing_mode="stretch_width")
-        gap_controls = pn.Param(self.param, parameters=["scale"], show_name=False,
-                                widgets={"scale": {"type": pn.widgets.EditableFloatSlider, "name": "Scale c"}},
-                                sizing_mode="stretch_width")
-        tie_controls = pn.Param(self.param, parameters=["theta", "nu", "tie_range"], show_name=False,
-                                widgets={"theta": {"type": pn.widgets.EditableFloatSlider, "name": "θ (Rao–Kupper)",
-                                                   "css_classes": ["cofiviz-theta"]},
-                                         "nu": {"type": pn.widgets.EditableFloatSlider, "name": "ν (Davidson)",
-                                                "css_classes": ["cofiviz-nu"]},
-                                         "tie_range": {"type": pn.widgets.FloatSlider, "name": "Δf range"}},
-                                sizing_mode="stretch_width")
+        gap_controls = BoundedInput(self, "scale", label="Scale c", css_classes=["cofiviz-scale"])
+        tie_controls = pn.Column(
+            BoundedInput(self, "theta", label="θ (Rao–Kupper)", css_classes=["cofiviz-theta"]),
+            BoundedInput(self, "nu", label="ν (Davidson)", css_classes=["cofiviz-nu"]),
+            pn.Param(self.param, parameters=["tie_range"], show_name=False,
+                     widgets={"tie_range": {"type": pn.widgets.FloatSlider, "name": "Δf range"}},
+                     sizing_mode="stretch_width"),
+            sizing_mode="stretch_width")
         pl_controls = pn.Param(self.param, parameters=["pl_grades", "pl_scores", "pl_ties", "pl_moving"],
                                show_name=False,
                                widgets={"pl_grades": {"type": pn.widgets.TextInput, "name": "Ratings of A..F",

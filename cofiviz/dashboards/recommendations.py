@@ -27,7 +27,7 @@ import pandas as pd
 import panel as pn
 import param
 
-from ._shared import load_dataset
+from ._shared import BoundedInput, load_dataset
 from .recommenders import DATA, ML1M, OFFERED, QUICK_ITEMS, QUICK_PER_USER, TUNE_USERS, RecommenderPool, pool
 from .theme import HEADINGS_CSS
 
@@ -325,15 +325,21 @@ class Recommendations(pn.viewable.Viewer):
         heat = hv.HeatMap(data, ["a", "b"], ("jaccard", "Jaccard overlap")).opts(
             width=PLOT_WIDTH, height=300, cmap="Blues", clim=(0, 1), colorbar=True, xrotation=45,
             title=f"Overlap of the top-{self.n} lists", xlabel="", ylabel="", tools=["hover"], toolbar=None)
-        labels = hv.Labels(data.assign(text=data["jaccard"].map(lambda v: f"{v:.1f}")), ["a", "b"], "text").opts(
-            text_font_size="8pt", text_color="black")
+        # light text on the dark half of the colour map, dark text on the light half
+        marked = data.assign(text=data["jaccard"].map(lambda v: f"{v:.1f}"),
+                             ink=np.where(data["jaccard"] > 0.5, "white", "black"))
+        labels = hv.Labels(marked, ["a", "b"], ["text", "ink"]).opts(text_font_size="8pt", text_color="ink")
         return heat * labels
 
     def __panel__(self):
-        controls = pn.Param(self.param, parameters=["data", "user", "n"], show_name=False,
-                            widgets={"data": {"type": pn.widgets.Select, "css_classes": ["cofiviz-data"]},
-                                     "user": {"type": pn.widgets.IntInput, "css_classes": ["cofiviz-user"]},
-                                     "n": pn.widgets.IntSlider}, sizing_mode="stretch_width")
+        controls = pn.Column(
+            pn.Param(self.param, parameters=["data"], show_name=False,
+                     widgets={"data": {"type": pn.widgets.Select, "css_classes": ["cofiviz-data"]}},
+                     sizing_mode="stretch_width"),
+            BoundedInput(self, "user", widget=pn.widgets.IntInput, label="User", css_classes=["cofiviz-user"]),
+            pn.Param(self.param, parameters=["n"], show_name=False, widgets={"n": pn.widgets.IntSlider},
+                     sizing_mode="stretch_width"),
+            sizing_mode="stretch_width")
         intro = pn.pane.Markdown(
             "Every model is trained once on the data set chosen (MovieLens 1M's the first time the page shows it, "
             "after MovieLens 100K's); the lists leave out what the user rated. "
