@@ -42,7 +42,7 @@ def test_cached_results_show_and_a_missing_cell_is_computed(store, tmp_path):
     assert t.loc[t["method"] == "ItemMean", "status"].iloc[0] == "not run"
     assert "**1 missing**" in c._summary.object and len(c._pending_select.options) == 1
     # the plot draws the paper beside cofiviz
-    bars = c._plots.object
+    bars = c._plots.objects
     sources = {str(v) for el in bars for v in el.dimension_values("source")}
     assert sources == {"paper", "cofiviz"}
     c._pending_select.value = 0
@@ -58,7 +58,7 @@ def test_cached_results_show_and_a_missing_cell_is_computed(store, tmp_path):
     c.figure = "Figure 3"
     assert len(c._table.value) == 2 and c._table.value["run"].str.contains("loss=").all()
     c.figure = "Figure 5"     # not in the quick version: said, not drawn empty
-    assert "No run of Figure 5" in str(c._plots.object.data)
+    assert "No run of Figure 5" in str(c._plots.objects[0].data)
 
 
 def test_bad_input_is_a_message(tmp_path, monkeypatch):
@@ -114,8 +114,8 @@ def test_long_method_names_lie_the_bars_down(tmp_path):
     import holoviews as hv
 
     def lying(name):
-        plots = Comparisons(reproduction=name, store=str(tmp_path / "store"))._plots.object
-        bars = [p for p in plots.traverse(lambda x: x, [hv.Bars])]
+        plots = Comparisons(reproduction=name, store=str(tmp_path / "store"))._plots.objects
+        bars = [b for p in plots for b in p.traverse(lambda x: x, [hv.Bars])]
         assert bars, name
         return {bool(hv.Store.lookup_options("bokeh", b, "plot").kwargs.get("invert_axes", False)) for b in bars}
 

@@ -65,7 +65,7 @@ def test_smoothed_rank_panel_draws_the_pair_loss_for_a_few_gammas():
     # far from Δf = 0 the sharp γ is flatter than the smooth one: the blog post's caveat
     far = smoothed_rank_summary(gammas=(0.5, 5.0), deltas=(-4.0,))
     assert abs(far["slope"].iloc[1]) < abs(far["slope"].iloc[0])
-    assert v._smoothed.object is not None
+    assert len(v._smoothed.objects) == 2
     v.__panel__()
 
 

@@ -31,7 +31,7 @@ from ..reproductions.report import p_text
 from ..reproductions.run import shipped_note
 from ..store import default_store
 from ._shared import KERNEL_LOCK, SessionWorker, kernels_need_lock
-from .theme import HEADINGS_CSS
+from .theme import HEADINGS_CSS, PlotFlow, side_by_side
 
 __all__ = ["Comparisons", "default_store"]
 
@@ -89,14 +89,15 @@ class Comparisons(pn.viewable.Viewer):
         self._error = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
         self._summary = pn.pane.Markdown("", css_classes=["cofiviz-comparisons-status"], stylesheets=[HEADINGS_CSS],
                                          sizing_mode="stretch_width")
-        self._plots = pn.pane.HoloViews(None, sizing_mode="stretch_width", min_height=320)
+        self._plots = PlotFlow()
         self._table = pn.widgets.Tabulator(pd.DataFrame(columns=_TABLE_COLUMNS), disabled=True, show_index=False,
                                            height=300, sizing_mode="stretch_width", pagination=None,
                                            layout="fit_data_stretch", widths={"run": 240, "method": 320},
                                            # long method names wrap within their column instead of being cut
                                            formatters={"method": {"type": "textarea"}})
         self._notes = pn.pane.Markdown("", sizing_mode="stretch_width")
-        self._pending_select = pn.widgets.Select(label="Missing cells", options={}, sizing_mode="stretch_width")
+        self._pending_select = pn.widgets.Select(label="Cell to compute", options={}, sizing_mode="stretch_width")
+        self._table_title = pn.pane.Markdown("#### Paper and cofiviz", stylesheets=[HEADINGS_CSS])
         self._compute = pn.widgets.Button(label="Compute selected", color="primary", width=160)
         self._compute_all = pn.widgets.Button(label="Compute all missing", width=170)
         self._stop_btn = pn.widgets.Button(label="Stop", color="danger", width=80, disabled=True)
@@ -122,7 +123,7 @@ class Comparisons(pn.viewable.Viewer):
             self._status = None
             self._show_error(f"Cannot read the results of {rep.name}: {exc}")
             self._summary.object = f"### {rep.title}"
-            self._plots.object = None
+            self._plots.objects = []
             return
         self._show_error(None)
         self._figure_widget.visible = rep.is_figures
@@ -158,7 +159,8 @@ class Comparisons(pn.viewable.Viewer):
         if st is None:
             return
         if st.reproduction.is_figures:
-            self._plots.object = self._figure_plot(st)
+            self._table_title.object = f"#### The runs of {self.figure}: final and best test {self.metric}"
+            self._plots.objects = self._figure_plot(st)
             summary = st.table
             if len(summary):
                 s = summary[(summary["figure"] == self.figure) & (summary["metric"] == self.metric)]
@@ -169,9 +171,12 @@ class Comparisons(pn.viewable.Viewer):
             return
         t = st.table
         t = t[t["metric"] == self.metric] if len(t) else t
-        self._plots.object = self._table_plot(t)
+        self._plots.objects = self._table_plot(t)
         # the authors' own code's numbers exist for a few CofiRank rows only
         cols = [c for c in _TABLE_COLUMNS if c in t.columns and (c != "original" or t[c].notna().any())]
+        with_paper = "paper" in cols and t["paper"].notna().any()
+        self._table_title.object = ("#### The paper's numbers and cofiviz's" if with_paper else
+                                    "#### cofiviz's results (no paper printed these)")
         view = t[cols].copy()
         if "p_holm" in view.columns:  # p-values span many decades: shown as text, "best" on the best row
             view["p_holm"] = ["best" if vb == 0 else ("—" if pd.isna(p) else p_text(p))
@@ -213,7 +218,7 @@ class Comparisons(pn.viewable.Viewer):
                  title=f"{self.metric}, N = {n}", responsive=True, min_width=300, ylim=(lo, hi), tools=["hover"],
                  show_legend=False, **shape(g), **style)
                  for n, g in df.groupby("N", sort=True)]
-        return hv.Layout(plots).cols(1 if many or lying else min(3, len(plots))).opts(shared_axes=False)
+        return plots
 
     def _figure_plot(self, st):
         """LCR figures: test curves over iterations per run; Figure 5 adds the final-value heatmap."""
@@ -222,18 +227,20 @@ class Comparisons(pn.viewable.Viewer):
 
         t = st.results.traces
         if t.empty or not (t["label"] == self.figure).any():
-            return hv.Div(f"<p>No run of {self.figure} in the store yet: compute its cells below.</p>")
+            return [hv.Div(f"<p>No run of {self.figure} in the store yet: compute its cells below.</p>")]
         g = t[(t["label"] == self.figure) & (t["part"] == "test") & (t["metric"] == self.metric)]
         if g.empty:
-            return hv.Div(f"<p>{self.figure} has no test {self.metric} trace.</p>")
+            return [hv.Div(f"<p>{self.figure} has no test {self.metric} trace.</p>")]
         short = short_labels(g["setting"].unique())
-        curves = {short[s]: hv.Curve(gs.sort_values("iteration"), "iteration", ("value", f"test {self.metric}"))
+        # the run is a column of each curve, so that the hover names it
+        curves = {short[s]: hv.Curve(gs.sort_values("iteration").assign(run=short[s]), "iteration",
+                                     [("value", f"test {self.metric}"), "run"])
                   for s, gs in g.groupby("setting", sort=False)}
         overlay = hv.NdOverlay(curves, kdims="run").opts(
             title=f"LCR {self.figure}: test {self.metric} over iterations", height=380, responsive=True,
             legend_position="right", tools=["hover"])
         if self.figure != "Figure 5":
-            return overlay
+            return [overlay]
         summ = st.table
         s = summ[(summ["figure"] == "Figure 5") & (summ["metric"] == self.metric)].copy()
         # categorical axes, in numeric order
@@ -242,12 +249,13 @@ class Comparisons(pn.viewable.Viewer):
         s = s.sort_values(["n_local", "rank"]).astype({"rank": str, "n_local": str})
         heat = hv.HeatMap(s, ["n_local", "rank"], ("final", f"final test {self.metric}")).opts(
             title=f"Figure 5: final test {self.metric}, rank × number of local models", height=360,
-            width=820, colorbar=True, tools=["hover"], cmap="viridis")
+            responsive=True, colorbar=True, tools=["hover"], cmap="viridis")
         labels = hv.Labels(s.assign(text=s["final"].map(lambda v: f"{v:.3f}")), ["n_local", "rank"], "text").opts(
             text_color="white", text_font_size="9pt")
         # twenty runs: the hover names each curve instead of a legend taller than the plot
-        curves = overlay.opts(show_legend=False, responsive=False, width=820, height=360)
-        return hv.Layout([heat * labels, curves]).cols(1).opts(shared_axes=False)
+        curves = overlay.opts(show_legend=False, height=360,
+                              title=f"LCR Figure 5: test {self.metric} over iterations (hover a curve for its run)")
+        return [heat * labels, curves]
 
     def _show_error(self, msg: str | None):
         self._error.object = msg or ""
@@ -325,9 +333,8 @@ class Comparisons(pn.viewable.Viewer):
             pn.widgets.Select.from_param(self.param.metric, label="Metric", sizing_mode="stretch_width"),
             self._figure_widget, sizing_mode="stretch_width")
         compute = pn.Column(pn.pane.Markdown("#### Missing cells"), self._pending_select,
-                            pn.Row(self._compute, self._compute_all, self._stop_btn), self._progress,
+                            pn.FlexBox(self._compute, self._compute_all, self._stop_btn, flex_wrap="wrap"),
+                            self._progress,
                             sizing_mode="stretch_width")
-        left = pn.Column(controls, compute, width=360)
-        right = pn.Column(self._summary, self._plots, pn.pane.Markdown("#### Paper and cofiviz"), self._table,
-                          pn.pane.Markdown("#### Notes"), self._notes, sizing_mode="stretch_width")
-        return pn.Column(self._error, pn.Row(left, right, sizing_mode="stretch_width"), sizing_mode="stretch_width")
+        right = [self._summary, self._plots, self._table_title, self._table, pn.pane.Markdown("#### Notes"), self._notes]
+        return pn.Column(self._error, side_by_side([controls, compute], right), sizing_mode="stretch_width")

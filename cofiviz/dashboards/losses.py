@@ -42,6 +42,7 @@ from ..losses.listwise import PL_TIES, pl_list_probability, plackett_luce_loss
 from ..losses.smoothed_rank import smoothed_rank_pair_curve
 from ..losses.ties import tie_probabilities
 from ._shared import BoundedInput
+from .theme import PlotFlow, side_by_side
 from .playground import parse_numbers
 
 __all__ = ["LossShapes", "figure4_summary", "tie_summary", "smoothed_rank_summary"]
@@ -132,22 +133,22 @@ class LossShapes(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         self._error = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
-        self._fig4 = pn.pane.HoloViews(sizing_mode="stretch_width")
+        self._fig4 = PlotFlow()
         self._fig4_table = pn.pane.DataFrame(pd.DataFrame(), index=False, sizing_mode="stretch_width",
                                              css_classes=["cofiviz-fig4-table"])
         self._bound = pn.pane.HoloViews(sizing_mode="stretch_width")
         self._bound_error = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
         self._bound_text = pn.pane.Markdown(sizing_mode="stretch_width", css_classes=["cofiviz-bound-text"])
-        self._gapfm = pn.pane.HoloViews(sizing_mode="stretch_width")
+        self._gapfm = PlotFlow()
         self._gapfm_text = pn.pane.Markdown(sizing_mode="stretch_width")
-        self._smoothed = pn.pane.HoloViews(sizing_mode="stretch_width")
+        self._smoothed = PlotFlow()
         self._smoothed_table = pn.pane.DataFrame(smoothed_rank_summary(), index=False, sizing_mode="stretch_width",
                                                  css_classes=["cofiviz-smoothed-table"])
         self._last_list = (np.array([5, 4, 3, 2, 1, 0.0]), np.array([0.5, 0.9, 0.1, 0.3, -0.2, -0.6]))
-        self._ties = pn.pane.HoloViews(sizing_mode="stretch_width")
+        self._ties = PlotFlow()
         self._ties_table = pn.pane.DataFrame(pd.DataFrame(), index=False, sizing_mode="stretch_width",
                                              css_classes=["cofiviz-ties-table"])
-        self._pl = pn.pane.HoloViews(sizing_mode="stretch_width")
+        self._pl = PlotFlow()
         self._pl_error = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
         self._pl_text = pn.pane.Markdown(sizing_mode="stretch_width", css_classes=["cofiviz-pl-text"])
         self._update_fig4()
@@ -187,7 +188,7 @@ class LossShapes(pn.viewable.Viewer):
             plots.append(hv.Overlay(curves).opts(
                 title=f"{SURROGATE_LABELS[loss]}, γ = {self.gamma:g}", height=320, responsive=True,
                 legend_position="top_right", ylim=(-0.2, ymax) if ymax else (-0.2, None), toolbar="above"))
-        self._fig4.object = hv.Layout(plots).cols(2).opts(shared_axes=False)
+        self._fig4.objects = plots
         self._fig4_table.object = figure4_summary(frame)
 
     # ----------------------------------------------------------------------------- CofiRank bound
@@ -267,7 +268,7 @@ class LossShapes(pn.viewable.Viewer):
                 color="#55a868", line_width=2, line_dash="dashed"),
         ]).opts(title="1/R of item A (other scores fixed) and its smoothings", height=300, responsive=True,
                 legend_position="top_right", toolbar="above")
-        self._gapfm.object = hv.Layout([ind, rr]).cols(2).opts(shared_axes=False)
+        self._gapfm.objects = [ind, rr]
         grades = np.minimum(y, 5).astype(int)
         rated = grades >= 1  # GAPfm's sums run over the user's rated items only
         try:
@@ -294,12 +295,12 @@ class LossShapes(pn.viewable.Viewer):
                                          label=f"γ = {g:g}").opts(color=color, line_width=2, tools=["hover"]))
         loss_curves.append(hv.Curve((d, exact), "Δf = f_a − f_b", "loss", label="1 − NDCG exact").opts(
             color="black", line_dash="dashed", interpolation="steps-mid", line_width=1.5))
-        self._smoothed.object = hv.Layout([
+        self._smoothed.objects = [
             hv.Overlay(loss_curves).opts(title="Smoothed NDCG loss of a pair (ratings 1 and 0)", height=300,
                                          responsive=True, legend_position="top_right", toolbar="above"),
             hv.Overlay(slope_curves).opts(title="Its slope: flat where σ(γΔf) saturates", height=300,
                                           responsive=True, legend_position="top_right", toolbar="above"),
-        ]).cols(2).opts(shared_axes=False)
+        ]
 
     # ----------------------------------------------------------------------------- ties (Rao–Kupper, Davidson)
     @param.depends("theta", "nu", "tie_range", watch=True)
@@ -315,7 +316,7 @@ class LossShapes(pn.viewable.Viewer):
                 color=OUTCOME_COLORS[o], line_width=2, tools=["hover"]) for o in ("win", "tie", "loss")]
             plots.append(hv.Overlay(curves).opts(title=title, height=320, responsive=True, ylim=(0, 1.02),
                                                  legend_position="right", toolbar="above"))
-        self._ties.object = hv.Layout(plots).cols(2).opts(shared_axes=False)
+        self._ties.objects = plots
         self._ties_table.object = tie_summary(float(self.theta), float(self.nu))
 
     # ----------------------------------------------------------------------------- Plackett–Luce
@@ -352,7 +353,7 @@ class LossShapes(pn.viewable.Viewer):
         bars = hv.Bars(pd.DataFrame({"item": [f"{a} ({y[k]:g})" for k, a in enumerate(ITEMS)], "gradient": grad}),
                        "item", "gradient").opts(title="∂loss/∂f per item (rating): negative = push up", height=320,
                                                 responsive=True, color="#4c72b0", toolbar="above")
-        self._pl.object = hv.Layout([curve, bars]).cols(2).opts(shared_axes=False)
+        self._pl.objects = [curve, bars]
         order = M.rank_order(y, f)
         n_tied = int(len(y) - len(np.unique(y)))
         self._pl_text.object = (
@@ -401,34 +402,28 @@ class LossShapes(pn.viewable.Viewer):
                 "P(tie) = (θ² − 1) π_i π_j / ((π_i + θ π_j)(π_j + θ π_i)). Davidson: "
                 "P(i ≻ j) = π_i / (π_i + π_j + ν √(π_i π_j)), P(tie) = ν √(π_i π_j) / (same). "
                 "θ = 1 or ν = 0 is Bradley–Terry, where equal ratings carry no information and are dropped."),
-            pn.Row(pn.Column(tie_controls, self._ties_table, width=340), self._ties, sizing_mode="stretch_width"),
+            side_by_side([tie_controls, self._ties_table], [self._ties]),
             pn.pane.Markdown(
                 "## Plackett–Luce: the listwise loss of one rated list\n"
                 "P(1 ≻ 2 ≻ … ≻ M) = Π_i exp(f_i) / Σ_(j ≥ i) exp(f_j) (Luce 1959, Plackett 1975); the loss is "
                 "its negative logarithm, with equal ratings treated by Breslow's or Efron's rule."),
-            pn.Row(pn.Column(pl_controls, width=340), pn.Column(self._pl_error, self._pl, self._pl_text,
-                                                                sizing_mode="stretch_width"),
-                   sizing_mode="stretch_width"),
+            side_by_side([pl_controls], [self._pl_error, self._pl, self._pl_text]),
             sizing_mode="stretch_width")
         shapes_tab = pn.Column(
             self._error,
             pn.pane.Markdown("## LCR Figure 4: pairwise surrogates against Δf for ΔM = 1…4"),
-            pn.Row(pn.Column(fig4_controls, self._fig4_table, width=340), self._fig4, sizing_mode="stretch_width"),
+            side_by_side([fig4_controls, self._fig4_table], [self._fig4]),
             pn.pane.Markdown("## CofiRank: convex upper bound vs the true NDCG regret"),
-            pn.Row(pn.Column(bound_controls, width=340), pn.Column(self._bound_error, self._bound, self._bound_text,
-                                                                  sizing_mode="stretch_width"),
-                   sizing_mode="stretch_width"),
+            side_by_side([bound_controls], [self._bound_error, self._bound, self._bound_text]),
             pn.pane.Markdown("## GAPfm: logistic smoothing of the rank terms"),
-            pn.Row(pn.Column(gap_controls, width=340), pn.Column(self._gapfm, self._gapfm_text,
-                                                                sizing_mode="stretch_width"),
-                   sizing_mode="stretch_width"),
+            side_by_side([gap_controls], [self._gapfm, self._gapfm_text]),
             pn.pane.Markdown(
                 "## The smoothed rank: ApproxNDCG\n"
                 "The blog post's smoothed position π̂_i = 1 + Σ_(j≠i) σ(γ(f_j − f_i)) in place of the position in "
                 "NDCG gives the loss 1 − Σ_i (2^y_i − 1) / log2(1 + π̂_i) / IDCG (Qin, Liu & Li 2010). Larger γ "
                 "follows the exact step more closely, but the loss is non-convex and flat once the pair's "
                 "probability is near 0 or 1, in the right order or the wrong one."),
-            pn.Row(pn.Column(self._smoothed_table, width=340), self._smoothed, sizing_mode="stretch_width"),
+            side_by_side([self._smoothed_table], [self._smoothed]),
             sizing_mode="stretch_width")
         # dynamic: a tab's plots are rendered when it is first shown, so the first view costs what it did
         # before the second tab existed

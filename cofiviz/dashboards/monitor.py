@@ -39,6 +39,7 @@ from ..errors import DataError
 from ..models.registry import get_model_class
 from ._shared import DATASETS, SessionWorker, model_names
 from .training_process import COLUMNS, METRICS, PARTS, TrainingJob, TrainingProcess
+from .theme import flow, side_by_side
 
 __all__ = ["TrainingMonitor", "UPLOAD", "UPLOAD_LIMIT_MB", "model_form_widgets", "read_upload"]
 
@@ -562,7 +563,8 @@ class TrainingMonitor(pn.viewable.Viewer):
                 fig.scatter("iteration", f"{part}_{metric}", source=scored, color=PART_COLORS[part], size=4)
             fig.add_tools(HoverTool(tooltips=[("iteration", "@iteration")] + [
                 (part, f"@{{{part}_{metric}}}{{0.0000}}") for part in PARTS]))
-            fig.legend.location = "bottom_right"
+            fig.legend.orientation = "horizontal"      # under the plot: never over the newest points
+            fig.add_layout(fig.legend[0], "below")
             figs.append(fig)
         for col, title, color in (("loss", "training loss", "#8172b2"), ("seconds", "seconds per iteration",
                                                                           "#937860")):
@@ -588,13 +590,9 @@ class TrainingMonitor(pn.viewable.Viewer):
 
     def results(self) -> pn.Column:
         """Messages, status, the live plots, the table of iterations and the downloads."""
-        figs = self._make_figures()
-        plots = pn.Column(
-            pn.Row(*(pn.pane.Bokeh(f, sizing_mode="stretch_width") for f in figs[:3]), sizing_mode="stretch_width"),
-            pn.Row(*(pn.pane.Bokeh(f, sizing_mode="stretch_width") for f in figs[3:]), sizing_mode="stretch_width"),
-            sizing_mode="stretch_width")
+        plots = flow(*(pn.pane.Bokeh(f) for f in self._make_figures()))
         return pn.Column(self._error, self._status, self._trials, plots, pn.pane.Markdown("#### Results"), self._table,
                          pn.Row(self._csv, self._parquet), sizing_mode="stretch_width")
 
     def __panel__(self):
-        return pn.Row(pn.Column(self.controls(), width=340), self.results(), sizing_mode="stretch_width")
+        return side_by_side([self.controls()], [self.results()])

@@ -23,6 +23,7 @@ import panel as pn
 import param
 
 from .. import metrics as M
+from .theme import PlotFlow, side_by_side
 
 __all__ = ["MetricPlayground", "PRESETS", "contributions", "metric_values", "parse_numbers"]
 
@@ -170,7 +171,7 @@ class MetricPlayground(pn.viewable.Viewer):
         self._rows = pn.Column(sizing_mode="stretch_width")
         self._values = pn.pane.Markdown(sizing_mode="stretch_width", css_classes=["cofiviz-metric-values"])
         self._formulas = pn.pane.Markdown(sizing_mode="stretch_width")
-        self._plot = pn.pane.HoloViews(sizing_mode="stretch_width")
+        self._plot = PlotFlow()
         self._sync_text()
         self._refresh()
 
@@ -233,7 +234,7 @@ class MetricPlayground(pn.viewable.Viewer):
         self._rows.objects = self._row_widgets(order)
         self._values.object = self._values_md(values)
         self._formulas.object = self._formulas_md(values, order, terms, parts)
-        self._plot.object = self._bars(order, terms)
+        self._plot.objects = self._bars(order, terms)
 
     def _row_widgets(self, order):
         s = np.asarray(self.scores)
@@ -310,15 +311,13 @@ class MetricPlayground(pn.viewable.Viewer):
                 title=f"{name} ({kind}): total {np.nansum(terms[m]):.3f}", color="#c44e52" if CASCADE[m]
                 else "#4c72b0", tools=["hover"], height=220, responsive=True, xrotation=0,
                 default_tools=["save", "reset"], toolbar=None))
-        return hv.Layout(plots).cols(3).opts(shared_axes=False)
+        return plots
 
     def __panel__(self):
         controls = pn.Param(self.param, parameters=["preset", "k", "threshold"],
                             widgets={"preset": pn.widgets.Select, "k": pn.widgets.IntSlider,
                                      "threshold": pn.widgets.IntSlider},
                             show_name=False, sizing_mode="stretch_width")
-        left = pn.Column(pn.pane.Markdown("### The list"), controls, self._grades_in, self._scores_in,
-                         self._rows, width=380)
-        right = pn.Column(pn.pane.Markdown("### Metrics"), self._values, self._plot, self._formulas,
-                          sizing_mode="stretch_width")
-        return pn.Column(self._error, pn.Row(left, right, sizing_mode="stretch_width"), sizing_mode="stretch_width")
+        left = [pn.pane.Markdown("### The list"), controls, self._grades_in, self._scores_in, self._rows]
+        right = [pn.pane.Markdown("### Metrics"), self._values, self._plot, self._formulas]
+        return pn.Column(self._error, side_by_side(left, right), sizing_mode="stretch_width")
