@@ -13,6 +13,7 @@ import pytest
 
 from cofiviz.dashboards._shared import BoundedInput, clamp
 from cofiviz.dashboards.losses import LossShapes
+from cofiviz.dashboards.monitor import TrainingMonitor
 from cofiviz.dashboards.overview import DatasetOverview
 from cofiviz.dashboards.playground import MetricPlayground
 from cofiviz.dashboards.recommendations import Recommendations
@@ -32,7 +33,8 @@ def _typed_inputs(layout) -> list:
 def _page(name: str, tmp_path):
     if name == "recommendations":   # a pool of no model: the page's inputs need none trained
         return Recommendations(models=RecommenderPool(tmp_path, names=[], quick=True))
-    return {"losses": LossShapes, "playground": MetricPlayground, "overview": DatasetOverview}[name]()
+    return {"losses": LossShapes, "playground": MetricPlayground, "overview": DatasetOverview,
+            "monitor": TrainingMonitor}[name]()
 
 
 def test_clamp_says_what_it_did():
@@ -44,11 +46,15 @@ def test_clamp_says_what_it_did():
     assert clamp(10 ** 9, (1, None), "User") == (10 ** 9, None)
 
 
-@pytest.mark.parametrize("page", ["losses", "playground", "overview", "recommendations"])
+@pytest.mark.parametrize("page", ["losses", "playground", "overview", "recommendations", "monitor"])
 def test_every_typed_number_of_a_page_is_bounded_and_says_so_beside_the_input(page, tmp_path):
     viewer = _page(page, tmp_path)
     layout = viewer.__panel__()
     typed = _typed_inputs(layout)
+    if page == "monitor":   # the model's own form: a value its class refuses is an error in the page, and no Run
+        form = {id(w) for w in viewer._form_widgets.values()}
+        typed = [w for w in typed if id(w) not in form]
+        assert len(typed) == 3
     assert all(BoundedInput.of(w) is not None for w in typed), [w.name for w in typed if BoundedInput.of(w) is None]
     for w in typed:
         b = BoundedInput.of(w)
@@ -64,7 +70,7 @@ def test_every_typed_number_of_a_page_is_bounded_and_says_so_beside_the_input(pa
             if value == expected:
                 assert not b.note.visible, (b.label, value, b.note.object)
             else:
-                assert b.note.visible and f"{b.label} = {value:g}" in b.note.object and \
+                assert b.note.visible and f"{b.term} = {value:g}" in b.note.object and \
                     f"set to {expected:g}" in b.note.object, b.note.object
     assert typed or page in ("playground", "overview")   # the pages whose numbers are all sliders
 

@@ -158,17 +158,18 @@ def test_tune_searches_in_the_worker_then_trains_the_chosen_setting():
 
 def test_out_of_bounds_n_and_max_iter_are_reset_with_a_reason():
     m = TrainingMonitor()
-    m._bounded["n"].value = 500
-    assert m.n == 100 and m._bounded["n"].value == 100
-    assert m._notice.visible and m._notice.object == "N = 500 is above its upper bound 100; reset to 100."
-    m._bounded["n"].value = 20                    # a valid value: kept, and the stale note goes
-    assert m.n == 20 and not m._notice.visible
-    m._bounded["max_iter"].value = 0
-    assert m.max_iter == 1 and "Max iter = 0 is below its lower bound 1; reset to 1." == m._notice.object
-    m._bounded["max_iter"].value = None
-    assert m.max_iter == 1 and "Max iter must be a whole number from 1 to 10000; reset to 1." == m._notice.object
+    n, max_iter = m._bounded["n"], m._bounded["max_iter"]
+    n.widget.value = 500
+    assert m.n == 100 and n.widget.value == 100
+    assert n.note.visible and n.note.object == "N = 500 is above its upper bound 100; set to 100."
+    n.widget.value = 20                           # a valid value: kept, and the stale note goes
+    assert m.n == 20 and not n.note.visible
+    max_iter.widget.value = 0
+    assert m.max_iter == 1 and "Max iter = 0 is below its lower bound 1; set to 1." == max_iter.note.object
+    max_iter.widget.value = None
+    assert m.max_iter == 1 and "Max iter needs a number; kept 1." == max_iter.note.object
     m.max_iter = 12                               # set from Python: the input follows
-    assert m._bounded["max_iter"].value == 12
+    assert max_iter.widget.value == 12
 
 
 def test_two_concurrent_runs_start_one():
@@ -205,6 +206,20 @@ def _long_run(m):
     m._form_widgets["tol"].value = 0.0
     m._on_run()
     assert _wait(lambda: len(m._pending) + len(m._frame) >= 2), "no iteration arrived"
+
+
+def test_a_choice_made_during_a_run_says_the_run_keeps_its_own():
+    m = TrainingMonitor(max_iter=10_000)
+    _long_run(m)
+    assert not m._during_run.visible
+    m.protocol = [p for p in m.param.protocol.objects if p != m.protocol][0]
+    assert m._during_run.visible and "goes on with the data, protocol and model it started with" in \
+        m._during_run.object
+    m._on_stop()
+    assert m._work.join(60)
+    assert not m._during_run.visible
+    m.n = 20                                      # no run: nothing to say
+    assert not m._during_run.visible
 
 
 def test_closing_the_session_stops_the_worker():
@@ -441,7 +456,7 @@ def test_monitor_two_sessions_stay_independent(open_page, page_errors):
 def test_out_of_bounds_n_is_reset_with_a_message_in_the_page(open_page, page_errors):
     page = open_page()
     _fill(page, "N [", 500)
-    page.get_by_text("N = 500 is above its upper bound 100; reset to 100.").first.wait_for(timeout=30_000)
+    page.get_by_text("N = 500 is above its upper bound 100; set to 100.").first.wait_for(timeout=30_000)
     assert _input(page, "N [").input_value() == "100"
     screenshot(page, "monitor-n-reset")
     assert page_errors.errors == [], page_errors.errors

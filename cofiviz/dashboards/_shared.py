@@ -197,15 +197,19 @@ class BoundedInput(pn.viewable.Viewer):
         return cls._of.get(widget)
 
     def __init__(self, obj: param.Parameterized, name: str, widget=pn.widgets.EditableFloatSlider,
-                 label: str | None = None, css_classes: list[str] | None = None, **kwargs):
+                 label: str | None = None, css_classes: list[str] | None = None, term: str | None = None, **kwargs):
         super().__init__()
         p = obj.param[name]
         self._obj, self._name = obj, name
         self.label = label or p.label
+        #: what the note calls the input (default: its label)
+        self.term = term or self.label
         self.bounds = p.bounds
         opts = dict(label=self.label, value=getattr(obj, name), css_classes=["cofiviz-bounded"] + (css_classes or []),
                     sizing_mode="stretch_width", **kwargs)
-        if issubclass(widget, (pn.widgets.EditableFloatSlider, pn.widgets.EditableIntSlider)):
+        # a slider spans the bounds; a number box gets none, which the browser would enforce without a word
+        self._slider = issubclass(widget, (pn.widgets.EditableFloatSlider, pn.widgets.EditableIntSlider))
+        if self._slider:
             opts.update(start=self.bounds[0], end=self.bounds[1], step=p.step or opts.get("step", 0.1))
         self.widget = widget(**opts)
         BoundedInput._of[self.widget] = self
@@ -225,27 +229,28 @@ class BoundedInput(pn.viewable.Viewer):
             return
         value = event.new
         if value is None:
-            new, msg = getattr(self._obj, self._name), f"{self.label} needs a number; kept {getattr(self._obj, self._name):g}."
+            new = getattr(self._obj, self._name)
+            msg = f"{self.term} needs a number; kept {new:g}."
         else:
-            new, msg = clamp(value, self.bounds, self.label)
+            new, msg = clamp(value, self.bounds, self.term)
         self.note.object, self.note.visible = msg or "", bool(msg)
         if new != value:
-            self._resetting = True
-            try:
-                self.widget.value = new
-                if hasattr(self.widget, "end") and self.bounds[1] is not None:
-                    self.widget.param.update(start=self.bounds[0], end=self.bounds[1])
-            finally:
-                self._resetting = False
+            self._show(new)
         setattr(self._obj, self._name, new)
 
     def _follow(self, event):
         if self.widget.value != event.new:
-            self._resetting = True
-            try:
-                self.widget.value = event.new
-            finally:
-                self._resetting = False
+            self._show(event.new)
+
+    def _show(self, value):
+        """Put ``value`` in the input without taking it for a typed one (and a slider back on its bounds)."""
+        self._resetting = True
+        try:
+            self.widget.value = value
+            if self._slider:
+                self.widget.param.update(start=self.bounds[0], end=self.bounds[1])
+        finally:
+            self._resetting = False
 
     def __panel__(self):
         return pn.Column(self.widget, self.note, sizing_mode="stretch_width", margin=0)

@@ -37,7 +37,7 @@ import param
 from ..datasets import read
 from ..errors import DataError
 from ..models.registry import get_model_class
-from ._shared import DATASETS, SessionWorker, model_names
+from ._shared import DATASETS, BoundedInput, SessionWorker, model_names
 from .training_process import COLUMNS, METRICS, PARTS, TrainingJob, TrainingProcess
 from .theme import flow, side_by_side
 
@@ -204,21 +204,14 @@ class TrainingMonitor(pn.viewable.Viewer):
             self.model = "regsvd" if "regsvd" in names else names[0]
         self._error = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width",
                                     css_classes=["cofiviz-monitor-error"])
-        self._notice = pn.pane.Alert("", alert_type="warning", visible=False, sizing_mode="stretch_width",
-                                     css_classes=["cofiviz-monitor-notice"])
         self._status = pn.pane.Markdown("Ready.", css_classes=["cofiviz-monitor-status"],
                                         sizing_mode="stretch_width")
-        self._bounded = {}
-        self._reset_to: dict[str, int] = {}    # input -> the bound it is being reset to
-        self._notice_for: str | None = None     # the input the note is about
-        for name, label in self._BOUNDED.items():
-            # free entry (no start/end, which the browser would clamp silently): the server resets an
-            # out-of-bounds value and says why
-            w = pn.widgets.IntInput(label=_bounded_label(label, self.param[name].bounds), value=getattr(self, name),
-                                    description=self.param[name].doc, sizing_mode="stretch_width")
-            w.param.watch(partial(self._on_bounded, name), "value")
-            self._bounded[name] = w
-        self.param.watch(self._sync_bounded, list(self._BOUNDED))
+        # free entry (no start/end, which the browser would clamp silently): a value outside the bounds is set
+        # to the nearest bound, and a note under the input says why
+        self._bounded = {name: BoundedInput(self, name, widget=pn.widgets.IntInput, term=label,
+                                            label=_bounded_label(label, self.param[name].bounds),
+                                            description=self.param[name].doc)
+                         for name, label in self._BOUNDED.items()}
         self._upload = None             # the file dropper, made when "Uploaded file" is first chosen
         self._upload_box = pn.Column(sizing_mode="stretch_width", visible=False)
         self._uploaded = None
@@ -227,6 +220,8 @@ class TrainingMonitor(pn.viewable.Viewer):
                                        description="Search the model's settings on the validation part for the "
                                                    "budget's seconds, then train with the best")
         self._stop_btn = pn.widgets.Button(label="Stop", color="danger", width=100, disabled=True)
+        self._during_run = pn.pane.Alert("", alert_type="info", visible=False, sizing_mode="stretch_width",
+                                         css_classes=["cofiviz-monitor-during-run"])
         self._run.on_click(self._on_run)
         self._tune.on_click(partial(self._on_run, tune=True))
         self._trials = pn.widgets.Tabulator(pd.DataFrame(), disabled=True, show_index=False, height=200,
@@ -287,34 +282,6 @@ class TrainingMonitor(pn.viewable.Viewer):
     def _on_param_change(self, cls, name, event):
         self._show_error(_check_param(cls, name, event.new))
 
-    def _on_bounded(self, name: str, event):
-        """N or Max iter typed: kept when within its bounds, else reset to the nearest bound with a note."""
-        value = event.new
-        lo, hi = self.param[name].bounds
-        label = self._BOUNDED[name]
-        if value is not None and lo <= value <= hi:
-            if self._reset_to.get(name) == value:
-                del self._reset_to[name]         # the reset itself: its note stays
-            elif self._notice_for == name:
-                self._show_notice(None)          # a new valid value: the note about this input is stale
-            setattr(self, name, value)
-            return
-        if value is None:
-            new = getattr(self, name)
-            msg = f"{label} must be a whole number from {lo} to {hi}; reset to {new}."
-        elif value < lo:
-            new, msg = lo, f"{label} = {value} is below its lower bound {lo}; reset to {lo}."
-        else:
-            new, msg = hi, f"{label} = {value} is above its upper bound {hi}; reset to {hi}."
-        self._reset_to[name] = new
-        self._show_notice(msg)
-        self._notice_for = name
-        event.obj.value = new
-
-    def _sync_bounded(self, *events):
-        for event in events:
-            self._bounded[event.name].value = event.new
-
     @param.depends("data", watch=True)
     def _on_data(self):
         if self.data == UPLOAD and self._upload is None:
@@ -353,10 +320,6 @@ class TrainingMonitor(pn.viewable.Viewer):
     def _show_error(self, msg: str | None):
         self._error.object = msg or ""
         self._error.visible = bool(msg)
-
-    def _show_notice(self, msg: str | None):
-        self._notice.object = msg or ""
-        self._notice.visible = bool(msg)
 
     # ------------------------------------------------------------------ run / stop
     def _model_params(self) -> dict:
@@ -510,10 +473,19 @@ class TrainingMonitor(pn.viewable.Viewer):
             text += f"; test NDCG@10 {ndcg:.4f}" + ("" if at == row["iteration"] else f" (scored at iteration {at})")
         self._status.object = text
 
+    @param.depends("data", "protocol", "n", "model", watch=True)
+    def _on_choice_during_run(self):
+        """A choice made while a run trains: said what becomes of it (the run keeps what it started with)."""
+        if self._work.busy:
+            self._during_run.object = ("A run is in progress: it goes on with the data, protocol and model it "
+                                       "started with. What you choose now applies to the next Run.")
+            self._during_run.visible = True
+
     def _finish(self, reason: str, error: str | None):
         try:
             self._flush()
             self._run.disabled = self._tune.disabled = False
+            self._during_run.visible = False
             self._stop_btn.disabled = True
             if error:
                 self._show_error(error)
@@ -584,8 +556,8 @@ class TrainingMonitor(pn.viewable.Viewer):
             pn.widgets.Select.from_param(self.param.protocol, label="Protocol", sizing_mode="stretch_width"),
             self._bounded["n"],
             pn.widgets.Select.from_param(self.param.model, label="Model", sizing_mode="stretch_width"),
-            self._bounded["max_iter"], self._bounded["budget"], self._notice,
-            pn.Row(self._run, self._tune, self._stop_btn),
+            self._bounded["max_iter"], self._bounded["budget"],
+            pn.Row(self._run, self._tune, self._stop_btn), self._during_run,
             pn.pane.Markdown("#### Model parameters"), self._form, sizing_mode="stretch_width")
 
     def results(self) -> pn.Column:
