@@ -185,7 +185,7 @@ class Comparisons(pn.viewable.Viewer):
             pd.DataFrame(columns=_TABLE_COLUMNS)
 
     def _table_plot(self, t: pd.DataFrame):
-        """Grouped bars per N: the paper's value beside cofiviz's for every method."""
+        """Grouped bars per N, the paper's value beside cofiviz's for each method: a list of plots."""
         import holoviews as hv
         import holoviews.plotting.bokeh  # noqa: F401  (the backend .opts needs, also outside a notebook)
 
@@ -196,7 +196,7 @@ class Comparisons(pn.viewable.Viewer):
         df = pd.concat(frames) if frames else pd.DataFrame(columns=["N", "method", "source", "value"])
         df = df[df["value"].notna()]
         if df.empty:
-            return hv.Div("<p>No result in the store yet for this metric: compute a cell below.</p>")
+            return [hv.Div("<p>No result in the store yet for this metric: compute a cell below.</p>")]
         lo = max(0.0, float(df["value"].min()) - 0.05)
         hi = min(1.0, float(df["value"].max()) + 0.03)
         # without published numbers (the leaderboards) one bar per method; many methods: one plot per row
@@ -221,7 +221,7 @@ class Comparisons(pn.viewable.Viewer):
         return plots
 
     def _figure_plot(self, st):
-        """LCR figures: test curves over iterations per run; Figure 5 adds the final-value heatmap."""
+        """LCR figures: test curves over iterations per run, and for Figure 5 the final-value heat map: a list of plots."""
         import holoviews as hv
         import holoviews.plotting.bokeh  # noqa: F401  (the backend .opts needs, also outside a notebook)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Sequence
 
 from .catalog import INDEX_TEMPLATE, THUMBNAILS
-from .theme import NARROW_JS
+from .theme import NARROW_JS, STATIC_ROUTE
 
 __all__ = ["served_apps", "serve_command", "app_files", "WEBSOCKET_MAX_MESSAGE", "SETUP"]
 
@@ -69,7 +69,7 @@ def serve_command(apps: Sequence[str | Path] | None = None, *, port: int = 5006,
            "--websocket-max-message-size", str(WEBSOCKET_MAX_MESSAGE),
            "--index", str(INDEX_TEMPLATE)]
     static = [f"thumbnails={THUMBNAILS}"] if THUMBNAILS.is_dir() else []
-    static += [f"cofiviz-static={NARROW_JS.parent}"]
+    static += [f"{STATIC_ROUTE}={NARROW_JS.parent}"]
     cmd += ["--static-dirs", *static]
     if setup:
         cmd += ["--setup", str(SETUP)]

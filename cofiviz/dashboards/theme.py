@@ -7,7 +7,7 @@ from pathlib import Path
 import panel as pn
 
 __all__ = ["page", "HEADINGS_CSS", "PLOT_MIN_WIDTH", "CONTROLS_WIDTH", "side_by_side", "flow", "PlotFlow",
-           "NARROW_JS"]
+           "NARROW_JS", "STATIC_ROUTE"]
 
 #: no plot is drawn narrower than this (CSS pixels): on a narrower line the plots wrap onto lines of their own
 PLOT_MIN_WIDTH = 320
@@ -15,6 +15,8 @@ PLOT_MIN_WIDTH = 320
 CONTROLS_WIDTH = 340
 #: the script every page loads (served from ``static/`` by ``cofiviz serve``): below 768 px the sidebar starts closed
 NARROW_JS = Path(__file__).resolve().parent / "static" / "narrow.js"
+#: where a server serves the files of ``static/``
+STATIC_ROUTE = "cofiviz-static"
 
 #: the stylesheet of a Markdown pane whose text changes while the page is open: the template's Bootstrap stylesheet
 #: reaches the pane's headings once its text has changed (h3 and h4 at 1.5rem and more) but not at its first render,
@@ -47,7 +49,7 @@ def page(title: str, main, sidebar=None, sidebar_width: int = 360) -> pn.templat
                                              sidebar=[about] if sidebar is None else [sidebar, about],
                                              collapsed_sidebar=sidebar is None, sidebar_width=sidebar_width)
     # the page's scripts: Panel puts the extension's script files in every served page's head
-    pn.config.js_files = {**pn.config.js_files, "cofiviz-narrow": "cofiviz-static/narrow.js"}
+    pn.config.js_files = {**pn.config.js_files, "cofiviz-narrow": f"{STATIC_ROUTE}/{NARROW_JS.name}"}
     return template
 
 
@@ -60,13 +62,17 @@ def side_by_side(controls, main, controls_width: int = CONTROLS_WIDTH) -> pn.Fle
     return pn.FlexBox(left, right, flex_wrap="wrap", sizing_mode="stretch_width")
 
 
+def _flowing(obj, min_width: int = PLOT_MIN_WIDTH):
+    """``obj`` as an item of a wrapping line: at least ``min_width`` pixels, growing to share the line."""
+    obj.min_width = min_width
+    obj.sizing_mode = "stretch_width"
+    obj.styles = {**(obj.styles or {}), "flex": f"1 1 {min_width}px"}
+    return obj
+
+
 def flow(*objects, min_width: int = PLOT_MIN_WIDTH) -> pn.FlexBox:
     """Objects side by side as long as each gets ``min_width`` pixels, wrapped onto more lines when not."""
-    for obj in objects:
-        obj.min_width = min_width
-        obj.sizing_mode = "stretch_width"
-        obj.styles = {**(obj.styles or {}), "flex": f"1 1 {min_width}px"}
-    return pn.FlexBox(*objects, flex_wrap="wrap", sizing_mode="stretch_width")
+    return pn.FlexBox(*(_flowing(obj, min_width) for obj in objects), flex_wrap="wrap", sizing_mode="stretch_width")
 
 
 class PlotFlow(pn.viewable.Viewer):
@@ -93,9 +99,7 @@ class PlotFlow(pn.viewable.Viewer):
         for pane, element in zip(panes, elements):
             pane.object = element
         if len(panes) != len(elements):
-            panes = panes[:len(elements)] + [
-                pn.pane.HoloViews(e, sizing_mode="stretch_width", min_width=PLOT_MIN_WIDTH,
-                                  styles={"flex": f"1 1 {PLOT_MIN_WIDTH}px"}) for e in elements[len(panes):]]
+            panes = panes[:len(elements)] + [_flowing(pn.pane.HoloViews(e)) for e in elements[len(panes):]]
             self._box.objects = panes
 
     def __panel__(self):
