@@ -9,6 +9,7 @@ import pytest
 from conftest import PanelServer, count_canvases, heading_sizes, screenshot
 from cofiviz import reproduce as R
 from cofiviz.dashboards.comparisons import Comparisons
+from cofiviz.reproductions import cached_status, is_cached
 from cofiviz.store import ResultsStore
 
 DATA = {"name": "synthetic", "kind": "popularity", "n_users": 150, "n_items": 100, "density": 0.4}
@@ -61,6 +62,22 @@ def test_cached_results_show_and_a_missing_cell_is_computed(store, tmp_path):
     assert "No run of Figure 5" in str(c._plots.objects[0].data)
 
 
+def test_a_reproduction_is_read_once_until_a_cell_is_written(store, tmp_path):
+    root = tmp_path / "store"
+    shutil.copytree(store, root)
+    first = cached_status("cofirank-table2", quick=True, store=root, data=DATA)
+    assert cached_status("cofirank-table2", quick=True, store=root, data=DATA) is first
+    assert is_cached("cofirank-table2", quick=True, store=root, data=DATA)
+    assert not is_cached("cofirank-table2", quick=True, store=root, data={**DATA, "n_users": 151})
+    cell, key = first.pending[0]
+    R.compute_cell(cell, key, root, first.version)
+    assert not is_cached("cofirank-table2", quick=True, store=root, data=DATA)
+    again = cached_status("cofirank-table2", quick=True, store=root, data=DATA)
+    assert again is not first and again.n_done == first.n_done + 1 and not again.pending
+    ResultsStore(root).delete(key)                   # a removed cell is seen too
+    assert cached_status("cofirank-table2", quick=True, store=root, data=DATA).n_done == first.n_done
+
+
 def test_bad_input_is_a_message(tmp_path, monkeypatch):
     c = Comparisons(store=str(tmp_path / "s"), quick=True, data={"name": "nosuchdata"},
                     reproduction="gapfm-table4")
@@ -97,6 +114,17 @@ def test_comparisons_in_the_browser(server, chromium, page_errors):
     page.locator(".bk-input-group").filter(has_text="Reproduction").locator("select").first.select_option(
         label=next(k for k in (f"{r.name} — {r.title}" for r in R.REPRODUCTIONS.values())
                    if k.startswith("cofirank-table2")))
+    # the figures' content leaves with the choice: the next thing shown is the new reproduction (or that it is read)
+    t0 = time.monotonic()
+    page.locator("h3").filter(has_text=R.REPRODUCTIONS["cofirank-table2"].title).first.wait_for(timeout=30_000)
+    titled = time.monotonic() - t0
+    page.wait_for_function("() => !document.body.innerText.includes('rank=10')", timeout=30_000)
+    # shadow roots too: the runs' names in the table and the legend
+    deadline = time.monotonic() + 30
+    while page.get_by_text("rank=10").count() and time.monotonic() < deadline:
+        page.wait_for_timeout(50)
+    assert page.get_by_text("rank=10").count() == 0, "the previous reproduction's runs are still shown"
+    print(f"comparisons: the new title {titled:.2f} s after the choice, the old runs gone {time.monotonic() - t0:.2f} s")
     page.get_by_text("CofiRank-Ordinal").first.wait_for(timeout=30_000)
     page.get_by_text("1 missing").first.wait_for(timeout=30_000)
     assert heading_sizes(page, "h3") == title_size    # the changed title keeps its size (Bootstrap's h3 is larger)

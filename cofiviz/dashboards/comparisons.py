@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from functools import partial
 
@@ -26,14 +27,14 @@ import panel as pn
 import param
 
 from ..errors import ParameterError
-from ..reproductions import REPRODUCTIONS, compute_cell, figure_trends, short_labels, status
+from ..reproductions import REPRODUCTIONS, cached_status, compute_cell, figure_trends, is_cached, short_labels
 from ..reproductions.report import p_text
 from ..reproductions.run import shipped_note
 from ..store import default_store
 from ._shared import KERNEL_LOCK, SessionWorker, kernels_need_lock
 from .theme import HEADINGS_CSS, PlotFlow, side_by_side
 
-__all__ = ["Comparisons", "default_store"]
+__all__ = ["Comparisons", "default_store", "read_all"]
 
 _FIGURES = ("Figure 1", "Figure 2", "Figure 3", "Figure 5")
 #: p_holm: the Wilcoxon test against the best method of the same N, Holm-corrected across the table
@@ -51,6 +52,23 @@ def _horizontal_group_labels(plot, element):
     for axis in plot.state.yaxis:
         if hasattr(axis, "group_label_orientation"):
             axis.group_label_orientation = "horizontal"
+
+
+def read_all(quick: bool = False, store: str | None = None, data=None) -> threading.Thread:
+    """Read every reproduction's results once, in a background thread, so that switching to any of them in any
+    session of this process shows it at once (:func:`cofiviz.reproductions.cached_status`)."""
+    store = store or str(default_store())
+
+    def read():
+        for name in REPRODUCTIONS:
+            try:
+                cached_status(name, quick=quick, store=store, data=data)
+            except Exception:  # the page says why when this reproduction is chosen
+                pass
+
+    thread = threading.Thread(target=read, daemon=True, name="cofiviz-comparisons-read-all")
+    thread.start()
+    return thread
 
 
 class Comparisons(pn.viewable.Viewer):
@@ -110,18 +128,66 @@ class Comparisons(pn.viewable.Viewer):
                                                            sizing_mode="stretch_width")
         self._status = None
         self._work = SessionWorker("compare")
+        self._reader = SessionWorker("read")       # schedules a read's result on the session's event loop
+        self._wanted = None                        # the latest choice: a thread's read is shown only while it is
         self._refresh()
 
     # ------------------------------------------------------------------ reading the store
     @param.depends("reproduction", "quick", "store", "data", watch=True)
     def _refresh(self):
+        """Show the chosen reproduction: at once when this process has read it before, else after saying so.
+
+        In a served session a reproduction not read yet is read in a thread: the page first empties and says
+        what it reads (so no other reproduction's content stays on screen meanwhile), and only the last choice
+        is drawn when several reads overlap.
+        """
         rep = REPRODUCTIONS[self.reproduction]
+        wanted = dict(quick=self.quick, store=self.store, data=self.data)
+        doc = pn.state.curdoc
+        self._wanted = object()                    # this choice: a read for an earlier one is not shown
+        if is_cached(rep.name, **wanted) or doc is None or doc.session_context is None:
+            self._read(rep, wanted, None)
+            return
+        import holoviews as hv
+
+        self._status = None                        # nothing to draw or compute until the read is done
+        self._compute.disabled = self._compute_all.disabled = True
+        with pn.io.hold():
+            self._summary.object = f"### {rep.title}\nReading its results …"
+            self._plots.objects = [hv.Div(f"<p>Reading the results of {rep.name} …</p>")]
+            self._table.value = pd.DataFrame(columns=_TABLE_COLUMNS)
+            self._table_title.object = ""
+            self._notes.object = ""
+            self._figure_widget.visible = rep.is_figures
+        self._reader.bind()
+        threading.Thread(target=self._read, args=(rep, wanted, self._wanted), daemon=True,
+                         name="cofiviz-comparisons-read").start()
+
+    def _read(self, rep, wanted: dict, token):
+        """Read ``rep``'s status (a thread's work when ``token`` is set) and show it."""
         t0 = time.perf_counter()
         try:
-            self._status = status(rep.name, quick=self.quick, store=self.store, data=self.data)
+            st, error = cached_status(rep.name, **wanted), None
         except Exception as exc:  # a missing paper table, an unreadable store, bad data: said in the page
-            self._status = None
-            self._show_error(f"Cannot read the results of {rep.name}: {exc}")
+            st, error = None, exc
+        seconds = time.perf_counter() - t0
+        if token is None:
+            self._show(rep, st, error, seconds)
+        else:
+            self._reader.schedule(self._show_if_current, token, rep, st, error, seconds)
+
+    def _show_if_current(self, token, rep, st, error, seconds):
+        if token is self._wanted:            # else a later choice is read (or shown) instead
+            self._show(rep, st, error, seconds)
+
+    def _show(self, rep, st, error, seconds: float):
+        with pn.io.hold():                       # the browser gets the new title and content in one message
+            self._show_held(rep, st, error, seconds)
+
+    def _show_held(self, rep, st, error, seconds: float):
+        self._status = st
+        if st is None:
+            self._show_error(f"Cannot read the results of {rep.name}: {error}")
             self._summary.object = f"### {rep.title}"
             self._plots.objects = []
             return
@@ -138,7 +204,7 @@ class Comparisons(pn.viewable.Viewer):
                 f"results store {where}" if n_shipped else f"{done} of {n} cells are in the results store {where}")
         self._summary.object = (
             f"### {rep.title}\n{held}"
-            f"{' (quick versions)' if self.quick else ''}; read in {time.perf_counter() - t0:.2f} s. "
+            f"{' (quick versions)' if self.quick else ''}; read in {seconds:.2f} s. "
             + ("Every cell is there." if done == n else
                f"**{n - done} missing**: compute them below, or run `cofiviz reproduce {rep.name}"
                f"{' --quick' if self.quick else ''}`."))

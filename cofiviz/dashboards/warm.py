@@ -1,7 +1,8 @@
 """Warm-up for the dashboards: build each one once and run its code paths on tiny inputs.
 
 Called by ``serve_setup.py`` (``panel serve --setup``) so that the first visitor of each app finds its
-modules imported, its numba kernels compiled and its shared data cached. When the recommendations page is
+modules imported, its numba kernels compiled and its shared data cached; the comparisons' results of every
+reproduction are read in a background thread. When the recommendations page is
 served, its models start training in the background here (:func:`~.recommenders.pool`): MovieLens 100K's, and
 MovieLens 1M's after them when ``$COFIVIZ_RECOMMENDERS_ML1M=1``.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from .comparisons import Comparisons
+from .comparisons import Comparisons, read_all
 from .losses import LossShapes
 from .monitor import TrainingMonitor
 from .playground import MetricPlayground
@@ -38,7 +39,9 @@ too, queued behind MovieLens 100K's, when :func:`~.recommenders.ml1m_from_enviro
     if wanted("playground"):
         MetricPlayground().__panel__()
     if wanted("comparisons"):
-        Comparisons.from_environment().__panel__()
+        page = Comparisons.from_environment()
+        page.__panel__()
+        read_all(quick=page.quick, store=page.store, data=page.data)   # in the background
     if wanted("losses"):
         LossShapes().__panel__()
     if wanted("monitor"):

@@ -64,31 +64,40 @@ class Shipped:
     table: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def __post_init__(self):
-        self._by_key = {k: g for k, g in self.results.groupby("cell", sort=False)} if len(self.results) else {}
-        self._per_user = ({k: g for k, g in self.per_user.groupby("cell", sort=False)} if len(self.per_user)
-                          else {})
-        self._traces = {k: g for k, g in self.traces.groupby("cell", sort=False)} if len(self.traces) else {}
+        # each table's row positions per cell (in file order): a cell's rows are taken, never copied ahead
+        self._rows = {t: (getattr(self, t).groupby("cell", sort=False).indices if len(getattr(self, t)) else {})
+                      for t in ("results", "per_user", "traces")}
 
     @property
     def keys(self) -> set[str]:
         """The store keys of the shipped cells."""
-        return set(self._by_key)
+        return set(self._rows["results"])
 
     def __contains__(self, key: str) -> bool:
-        return key in self._by_key
+        return key in self._rows["results"]
+
+    def _take(self, table: str, keys: list[str]) -> pd.DataFrame:
+        rows = self._rows[table]
+        parts = [rows[k] for k in keys if k in rows]
+        if not parts:
+            return pd.DataFrame()
+        return getattr(self, table).iloc[np.concatenate(parts)].reset_index(drop=True)
 
     def read(self, key: str) -> Results:
         """The shipped :class:`~cofiviz.results.Results` of one cell."""
-        if key not in self._by_key:
-            raise DataError(f"cell {key} is not in the shipped results of {self.name}")
-        empty = pd.DataFrame()
-        return Results(self._by_key[key].reset_index(drop=True),
-                       self._traces.get(key, empty).reset_index(drop=True),
-                       self._per_user.get(key, empty).reset_index(drop=True))
+        return self.read_many([key])
+
+    def read_many(self, keys) -> Results:
+        """The shipped :class:`~cofiviz.results.Results` of the cells ``keys``, in that order."""
+        keys = list(keys)
+        for key in keys:
+            if key not in self:
+                raise DataError(f"cell {key} is not in the shipped results of {self.name}")
+        return Results(self._take("results", keys), self._take("traces", keys), self._take("per_user", keys))
 
     def config(self, key: str) -> dict:
         """The configuration of a shipped cell (what :meth:`Cell.from_config` rebuilds it from)."""
-        return json.loads(self._by_key[key]["config"].iloc[0])
+        return json.loads(self.results["config"].iloc[self._rows["results"][key][0]])
 
 
 def _paths(name: str, directory: Path) -> dict[str, Path]:
@@ -157,6 +166,19 @@ class ShippedStore(ResultsStore):
         if shipped is None:
             return super().read(key)  # raises the store's DataError
         return shipped.read(key)
+
+    def read_many(self, keys) -> Results:
+        """The cells ``keys`` in that order; each run of consecutive keys from one shipped reproduction is taken
+        from its tables at once."""
+        runs: list[tuple[object, list[str]]] = []          # (the source, its keys): None is the user's store
+        for key in keys:
+            source = None if super().is_done(key) else self._shipped(key)
+            if runs and runs[-1][0] is source:
+                runs[-1][1].append(key)
+            else:
+                runs.append((source, [key]))
+        return Results.concat(super(ShippedStore, self).read_many(ks) if source is None else source.read_many(ks)
+                              for source, ks in runs)
 
 
 def with_shipped(store: ResultsStore, names: list[str] | str, directory: str | os.PathLike | None = None
