@@ -27,7 +27,7 @@ import panel as pn
 import param
 
 from ..errors import ParameterError
-from ..reproductions import REPRODUCTIONS, cached_status, compute_cell, figure_trends, is_cached, short_labels
+from ..reproductions import REPRODUCTIONS, cached_status, compute_cell, figure_trends, short_labels
 from ..reproductions.report import p_text
 from ..reproductions.run import shipped_note
 from ..store import default_store
@@ -135,17 +135,18 @@ class Comparisons(pn.viewable.Viewer):
     # ------------------------------------------------------------------ reading the store
     @param.depends("reproduction", "quick", "store", "data", watch=True)
     def _refresh(self):
-        """Show the chosen reproduction: at once when this process has read it before, else after saying so.
+        """Show the chosen reproduction.
 
-        In a served session a reproduction not read yet is read in a thread: the page first empties and says
-        what it reads (so no other reproduction's content stays on screen meanwhile), and only the last choice
-        is drawn when several reads overlap.
+        In a served session the page first empties and says what it reads, so that no other reproduction's
+        content stays on screen meanwhile; a thread reads it (at once when this process has read it before:
+        :func:`~cofiviz.reproductions.cached_status`), and only the last choice is drawn when several reads
+        overlap. Outside a server it is read and drawn at once.
         """
         rep = REPRODUCTIONS[self.reproduction]
         wanted = dict(quick=self.quick, store=self.store, data=self.data)
         doc = pn.state.curdoc
         self._wanted = object()                    # this choice: a read for an earlier one is not shown
-        if is_cached(rep.name, **wanted) or doc is None or doc.session_context is None:
+        if doc is None or doc.session_context is None:
             self._read(rep, wanted, None)
             return
         import holoviews as hv
@@ -177,14 +178,16 @@ class Comparisons(pn.viewable.Viewer):
             self._reader.schedule(self._show_if_current, token, rep, st, error, seconds)
 
     def _show_if_current(self, token, rep, st, error, seconds):
+        # a callback of the session's event loop: its changes reach the browser together when it returns (a
+        # ``pn.io.hold`` here would keep them from being sent at all)
         if token is self._wanted:            # else a later choice is read (or shown) instead
-            self._show(rep, st, error, seconds)
+            self._show_all(rep, st, error, seconds)
 
     def _show(self, rep, st, error, seconds: float):
         with pn.io.hold():                       # the browser gets the new title and content in one message
-            self._show_held(rep, st, error, seconds)
+            self._show_all(rep, st, error, seconds)
 
-    def _show_held(self, rep, st, error, seconds: float):
+    def _show_all(self, rep, st, error, seconds: float):
         self._status = st
         if st is None:
             self._show_error(f"Cannot read the results of {rep.name}: {error}")
