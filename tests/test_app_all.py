@@ -16,7 +16,7 @@ APPS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "apps").glob("*.py"))
 #: what each app shows once its first view is there
 READY = {"overview": "text=100,000", "playground": ".cofiviz-metric-values td", "losses": ".cofiviz-fig4-table td",
          "monitor": "text=Ready.", "recommendations": ".cofiviz-recommenders-progress",
-         "comparisons": ".cofiviz-comparisons-status"}
+         "comparisons": "text=read in"}     # the summary once the results are read (not while they are)
 
 
 @pytest.fixture(scope="module")
