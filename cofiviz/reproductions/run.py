@@ -31,7 +31,7 @@ from .report import PAIRED_COLUMNS, ReproductionReport, compare, write_html
 from .shipped import ShippedStore, Verification, covering_keys, load, ship, verify, with_shipped
 from .spec import Reproduction, get
 
-__all__ = ["reproduce", "status", "cached_status", "is_cached", "compute_cell", "ReproductionStatus", "verify_shipped", "ship_reproduction",
+__all__ = ["reproduce", "status", "cached_status", "compute_cell", "ReproductionStatus", "verify_shipped", "ship_reproduction",
            "shipped_note"]
 
 
@@ -182,14 +182,6 @@ def cached_status(name: str, *, quick: bool = False, store=None, data: Any = Non
     with _STATUSES_LOCK:
         _STATUSES[key] = (stamp, st)
     return st
-
-
-def is_cached(name: str, *, quick: bool = False, store=None, data: Any = None) -> bool:
-    """Whether :func:`cached_status` would answer at once."""
-    key = (name, bool(quick), str(_store(store).root), json.dumps(data, sort_keys=True, default=str))
-    with _STATUSES_LOCK:
-        hit = _STATUSES.get(key)
-    return hit is not None and hit[0] == _stamp(store)
 
 
 def compute_cell(cell, key: str, store, version: str | None = None) -> Results:
