@@ -224,7 +224,7 @@ class TrainingProcess:
         self.process.join(5)
 
     def follow(self, on_row, stop: threading.Event, closed: threading.Event | None = None,
-               poll: float = 0.1, on_message=None) -> tuple[str, str | None]:
+               poll: float = 0.1, on_message=None) -> tuple[dict, str | None]:
         """Hand each iteration's row to ``on_row`` until the run ends; returns ``(summary, error)``.
 
         ``on_message(kind, payload)`` receives the ``"sizes"`` message and a tuning job's ``"trial"`` and
