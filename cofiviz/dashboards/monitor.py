@@ -67,7 +67,8 @@ class TrainingMonitor(pn.viewable.Viewer):
     """Choose data, protocol and model; Run trains in a worker process and plots live."""
 
     # the first Run: LCR on MovieLens 100K learns for about half a minute, overfits from about iteration 60
-    # on, and early stopping puts back its best iterate (FIRST_FORM sets the patience that shows it)
+    # on, and early stopping puts back its best iterate (FIRST_FORM: a patience that lets the overfitting show,
+    # and no convergence test to end the run before it does)
     data = param.Selector(default="MovieLens 100K", objects=[*DATASETS, UPLOAD],
                           doc="Data set (or a file you upload).")
     protocol = param.Selector(default="weak", objects=list(PROTOCOL_CHOICES), doc="Evaluation protocol.")
@@ -78,7 +79,7 @@ class TrainingMonitor(pn.viewable.Viewer):
                            doc="Seconds Tune may search the model's settings on the validation part before it trains.")
 
     #: values the first form of a model starts from, where they differ from the model's defaults
-    FIRST_FORM = {"lcr": {"patience": 40}}
+    FIRST_FORM = {"lcr": {"patience": 150, "tol": 0.0}}
     #: the labels of the bounded inputs
     _BOUNDED = {"n": "N", "max_iter": "Max iter", "budget": "Tune budget (s)"}
 
@@ -327,6 +328,7 @@ class TrainingMonitor(pn.viewable.Viewer):
 
     # ------------------------------------------------------------------ on the event loop
     FLUSH_EVERY = 0.5
+    LIVE_TABLE_ROWS = 100
 
     def _show_trial(self, trial: dict):
         row = {"trial": trial["trial"], **{k: (round(v, 5) if isinstance(v, float) else v)
@@ -374,7 +376,9 @@ class TrainingMonitor(pn.viewable.Viewer):
             every.stream(new)
             if len(scored):
                 only_scored.stream(new_scored)
-        self._table.stream(df.round(5).astype({"iteration": int}), follow=True)
+        # the table keeps the newest LIVE_TABLE_ROWS rows while the run goes (a fast model would otherwise keep the
+        # browser busy redrawing thousands of rows); the whole run replaces them when it ends
+        self._table.stream(df.round(5).astype({"iteration": int}), rollover=self.LIVE_TABLE_ROWS, follow=True)
         self._tell(curve_notes(self._frame, self._sizes))
         row = rows[-1]
         text = f"Iteration **{row['iteration']}** of {self.max_iter}: loss {row['loss']:.4g}, {row['seconds']:.3f} s"
