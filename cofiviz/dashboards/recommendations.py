@@ -209,7 +209,8 @@ class Recommendations(pn.viewable.Viewer):
             return (f"each tuned for {models.budget:g} s on a seeded sample of {TUNE_USERS:,} users (a tenth of "
                     f"their ratings held out), then refitted on all of MovieLens 1M; CGPR, CGPOR and CofiRank are "
                     f"trained more cheaply, as their cards say")
-        return f"each tuned for {models.budget:g} s on a held-out tenth of the ratings, then refitted on all"
+        return ("each fitted on all the ratings with the settings that a search on a held-out tenth of them chose "
+                "(shipped with cofiviz, so that no model is searched here)")
 
     def _progress_text(self, st) -> str:
         total = len(self.pool.names)
@@ -261,8 +262,11 @@ class Recommendations(pn.viewable.Viewer):
         items = top_n(model, u, self.n, seen[seen >= 0])
         pct, rho = popularity_lean(model, u, items, counts, to_full)
         full = to_full[items]
-        tuned = (f"tuned: {meta['trials']} trial(s)" if meta.get("tuned") else "defaults") + \
-            f", {meta.get('seconds', float('nan')):.0f} s"
+        seconds = meta.get("seconds", float("nan"))
+        if meta.get("shipped"):
+            tuned = f"fitted in {seconds:.0f} s"
+        else:
+            tuned = (f"tuned: {meta['trials']} trial(s)" if meta.get("tuned") else "defaults") + f", {seconds:.0f} s"
         note = f"; {meta['note']}" if meta.get("note") else ""
         head = (f"#### {label}\n<small>{tuned}{note}; {_params_text(name, meta)}</small>\n\n"
                 f"popularity percentile **{pct:.0f}**, Spearman with popularity **{rho:+.2f}**")

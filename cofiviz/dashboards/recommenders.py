@@ -2,15 +2,19 @@
 for the recommendations page.
 
 :class:`RecommenderPool` trains the models of one data set one after another in a worker process (forked from
-the training workers' forkserver, at a lower priority and with a core left to the server), fastest first, so
-that the page appears at once and its lists fill in as the models finish. Each model is saved (``.npz`` +
-JSON) under :func:`recommenders_dir`; a server started later loads them from there instead of training again.
+the training workers' forkserver, at a lower priority than the server's, so that it trains on the cores the
+sessions leave idle), quickest fit first, so that the page appears at once and its lists fill in as the models
+finish. Each model is saved (``.npz`` + JSON) under :func:`recommenders_dir`; a server started later loads them
+from there instead of training again.
 
 How a model is trained is its :class:`Recipe` (:func:`recipe`):
 
 MovieLens 100K
-    tuned with :meth:`cofiviz.models.Model.tune` on a seeded tenth of the ratings held out (a budget of
-    :data:`BUDGET` seconds, ``$COFIVIZ_RECOMMENDER_BUDGET``), then refitted on all of them.
+    fitted on all the ratings with the settings that :func:`cofiviz.models.tuning.tune` chose for it on a
+    seeded tenth of the ratings held out (a search of :data:`BUDGET` seconds), a search made once and shipped
+    with cofiviz (:mod:`.recommender_settings`). A fresh server then spends on each model only its fit, not its
+    search. A model the file does not hold is tuned here (a budget of :data:`BUDGET` seconds,
+    ``$COFIVIZ_RECOMMENDER_BUDGET``), then refitted on all the ratings.
 MovieLens 1M
     trained only once a page asks for it (or ``$COFIVIZ_RECOMMENDERS_ML1M=1`` asks at the server's start), after
     MovieLens 100K's models: its pool waits for the 100K worker to end, so that the two never share the server's
@@ -53,26 +57,20 @@ from ..datasets import default_cache_dir
 from ..models import available_models, get_model_class, make_model
 from ..models.tuning import tune
 from ._shared import load_dataset
+from .recommender_settings import BUDGET, DATA, SETTINGS_FILE, settings_digest, shipped_settings
 from .training_process import leave_a_core, worker_context
 
-__all__ = ["DATA", "ML1M", "OFFERED", "BUDGET", "QUICK_ITERATIONS", "TUNE_USERS", "Recipe", "recipe",
+__all__ = ["DATA", "ML1M", "OFFERED", "BUDGET", "QUICK_ITERATIONS", "TUNE_USERS", "SETTINGS_FILE", "Recipe", "recipe",
            "RecommenderPool", "PoolStatus", "pool", "ordered", "train_one", "recommenders_dir", "user_sample",
            "cap_per_user", "quick_subset", "budget_from_environment", "quick_from_environment", "ml1m_from_environment"]
 
-DATA = "MovieLens 100K"
 ML1M = "MovieLens 1M"
 #: the data sets the page offers, the default first
 OFFERED = (DATA, ML1M)
 #: the folder (under MovieLens 100K's) and the name in paths of each data set other than the default
 FOLDERS = {ML1M: "movielens-1m"}
-#: seconds of tuning per model, unless ``$COFIVIZ_RECOMMENDER_BUDGET`` says otherwise
-BUDGET = 30.0
 #: iterations per model in quick mode (``$COFIVIZ_RECOMMENDERS_QUICK=1``)
 QUICK_ITERATIONS = 3
-#: trained first, in this order: they take a second each and fill the page at once
-FIRST = ("poprec", "itemmean", "regsvd", "nmf")
-#: trained last: their fits take minutes on MovieLens 100K
-LAST = ("cgpr", "cgpor")
 #: the file a model's directory holds once it is complete
 META = "meta.json"
 #: MovieLens 1M: the users of the seeded sample a model is tuned on
@@ -107,6 +105,8 @@ class Recipe:
         Settings fixed before the search and the fit.
     note : str
         What the page says about the recipe ("" for the data set's usual one).
+    shipped_trials : int, optional
+        ``params`` are the choice of a shipped search of this many trials (:data:`SETTINGS_FILE`).
     """
 
     search: bool = True
@@ -115,6 +115,7 @@ class Recipe:
     per_user: int | None = None
     params: dict = field(default_factory=dict)
     note: str = ""
+    shipped_trials: int | None = None
 
 
 _GP_ML1M = Recipe(search=False, fit_users=GP_EM_USERS, params={"max_iter": GP_EM_ITERATIONS, "tol": 0.0},
@@ -133,7 +134,12 @@ def recipe(name: str, data: str = DATA) -> Recipe:
     """How model ``name`` is trained on ``data`` (a label of :data:`OFFERED`) outside quick mode."""
     if data == ML1M:
         return ML1M_RECIPES.get(name, Recipe(tune_users=TUNE_USERS))
-    return Recipe()
+    entry = shipped_settings().get(name)
+    if entry is None:
+        return Recipe()
+    return Recipe(search=False, params=dict(entry["params"]), shipped_trials=entry["trials"],
+                  note=(f"settings shipped with cofiviz: chosen by a {entry['trials']:,}-trial search on a held-out "
+                        f"tenth of the ratings (validation {entry['metric']} {entry['score']:.4f})"))
 
 
 def _check_data(data: str) -> None:
@@ -172,17 +178,16 @@ def recommenders_dir(budget: float, quick: bool, data: str = DATA) -> Path:
     if os.environ.get("COFIVIZ_RECOMMENDERS_DIR"):
         base = Path(os.environ["COFIVIZ_RECOMMENDERS_DIR"]).expanduser()
     else:
-        mode = f"quick{QUICK_ITERATIONS}" if quick else f"tuned{budget:g}s"
+        mode = f"quick{QUICK_ITERATIONS}" if quick else f"shipped{settings_digest()}-tuned{budget:g}s"
         base = default_cache_dir() / "recommenders" / f"{__version__}-{mode}"
     return base / FOLDERS[data] if data in FOLDERS else base
 
 
 def ordered(names) -> list[str]:
-    """``names`` in training order: :data:`FIRST` (the quick baselines), the others alphabetically, :data:`LAST`."""
-    names = list(names)
-    first = [n for n in FIRST if n in names]
-    last = [n for n in LAST if n in names]
-    return first + sorted(n for n in names if n not in first and n not in last) + last
+    """``names`` in training order: quickest fit first (the shipped settings' ``fit_seconds``), so that the page
+    fills at once; the models without shipped settings last, alphabetically (each is searched first)."""
+    known = shipped_settings()
+    return sorted(names, key=lambda n: (n not in known, known.get(n, {}).get("fit_seconds", 0.0), n))
 
 
 def user_sample(ratings, n_users: int, seed: int = 0, *, reindex: bool = True):
@@ -227,7 +232,8 @@ def quick_subset(ratings, n_items: int = QUICK_ITEMS, per_user: int = QUICK_PER_
 
 def _describe(model, trials: int | None, seconds: float, quick: bool, data: str, how: Recipe, fitted_on) -> dict:
     return {"name": type(model).model_name(), "class": type(model).__name__, "params": model.get_params(),
-            "tuned": trials is not None, "trials": trials, "seconds": round(seconds, 2),
+            "tuned": trials is not None, "trials": trials, "shipped": how.shipped_trials is not None,
+            "seconds": round(seconds, 2),
             "iterations": len(model.history_), "cofiviz": __version__, "data": data, "quick": quick,
             "note": how.note, "fitted_on": {"ratings": len(fitted_on), "users": fitted_on.n_users,
                                             "items": fitted_on.n_items}}
@@ -256,7 +262,7 @@ def _fit(name: str, ratings, budget: float, quick: bool, data: str, how: Recipe 
         sample = user_sample(ratings, how.tune_users) if how.tune_users else ratings
         trials = len(tune(model, sample, None, budget=budget, seed=0, refit=False).trials)
     if how.fit_users is None:
-        return model.fit(ratings), trials, ratings, how
+        return model.fit(ratings), trials if how.shipped_trials is None else how.shipped_trials, ratings, how
     model.fit(user_sample(ratings, how.fit_users, reindex=False))
     return model.fold_in(ratings), trials, ratings, how
 
@@ -306,7 +312,7 @@ def _worker_main(control, directory: str, names: list[str], budget: float, quick
     ``directory/name.error`` and the next model goes on."""
     threading.Thread(target=_exit_when_server_goes, args=(control,), daemon=True,
                      name="cofiviz-recommenders-watch").start()
-    leave_a_core()
+    leave_a_core(spare=0)    # every core, below the server: sessions come first, but idle cores train
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     try:
@@ -504,3 +510,4 @@ def pool(start: bool = True, data: str = DATA) -> RecommenderPool:
     if start:
         chosen.start()
     return chosen
+

@@ -124,8 +124,10 @@ def _watch_server(control, stop: threading.Event) -> None:
         os._exit(0)
 
 
-def leave_a_core() -> None:
-    """Child side: a lower priority and one numba thread fewer than the cores this process may use."""
+def leave_a_core(spare: int = 1) -> None:
+    """Child side: a lower priority (:data:`NICENESS`) and ``spare`` numba threads fewer than the cores this
+    process may use (at least one). With ``spare=0`` the child uses every core, only when the server's own
+    threads leave them idle (the kernel runs a niced process after the others)."""
     try:
         os.nice(NICENESS)
     except OSError:
@@ -133,7 +135,7 @@ def leave_a_core() -> None:
     import numba
 
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 2)
-    numba.set_num_threads(max(1, min(numba.config.NUMBA_NUM_THREADS, cores - 1)))
+    numba.set_num_threads(max(1, min(numba.config.NUMBA_NUM_THREADS, cores - spare)))
 
 
 def _child_main(rows, control, job: TrainingJob) -> None:
