@@ -71,7 +71,7 @@ def err(ratings, scores, k=None, ymax=None) -> float:
         \\qquad R(g) = \\frac{2^{g} - 1}{2^{y_{\\max}}}
 
     Source: Chapelle et al., "Expected reciprocal rank for graded relevance", CIKM 2009, eq. 4 with the
-    gain of its §4 (cited by GAPfm, §2).
+    gain of its §4 (GAPfm's reference [6], cited in its §1).
 
     Parameters
     ----------
