@@ -13,8 +13,8 @@ The local models minimise the pairwise objective of eq (14),
 
 by Algorithm 1: an *estimation* step computes the combined predictions of all training entries
 and the pairwise derivative (synchronised, frozen), then an *update* step moves every local model
-along its gradient (eqs 17-18 through eq 15) in parallel — numba ``prange`` over (local model,
-row). See :mod:`cofiviz.models._local_kernels` for the exact regrouping of Algorithm 1's pair loop
+along its gradient (eqs 17-18 through eq 15), all local models at once — numba ``prange`` over
+users for the ``U_t``, then over items for the ``V_t``. See :mod:`cofiviz.models._local_kernels` for the exact regrouping of Algorithm 1's pair loop
 that makes the update O(nnz · r) per local model. Prediction is Algorithm 2. Early stopping on a
 validation set (``fit(train, valid)`` with ``patience``), at most ``max_iter`` = 200 iterations,
 and a stop when the training objective improves by less than ``tol`` = 0.001 (§5.1).
