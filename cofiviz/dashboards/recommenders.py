@@ -510,4 +510,3 @@ def pool(start: bool = True, data: str = DATA) -> RecommenderPool:
     if start:
         chosen.start()
     return chosen
-
