@@ -156,7 +156,7 @@ class TrainingMonitor(pn.viewable.Viewer):
             for name, w in widgets.items():
                 w.param.watch(partial(self._on_param_change, cls, name), "value")
             doc = (cls.__doc__ or "").strip().split("\n")[0]
-            form = pn.Column(pn.pane.Markdown(f"**{cls.__name__}** — {doc}"), *widgets.values(),
+            form = pn.Column(pn.pane.Markdown(f"**{cls.display_name()}** — {doc}"), *widgets.values(),
                              sizing_mode="stretch_width", visible=False,
                              css_classes=["cofiviz-monitor-form", f"cofiviz-form-{self.model}"])
             self._forms[self.model] = (form, widgets)

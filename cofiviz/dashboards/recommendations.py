@@ -250,7 +250,7 @@ class Recommendations(pn.viewable.Viewer):
         when the model cannot recommend."""
         model = self.pool.model(name)
         meta = self.pool.meta(name)
-        label = meta.get("class", name)
+        label = meta.get("label", meta.get("class", name))
         same = len(model.train_.item_ids) == r.n_items and np.array_equal(model.train_.item_ids, r.item_ids)
         to_full = np.arange(r.n_items) if same else _index_of(r.item_ids, model.train_.item_ids)
         where = np.flatnonzero(model.train_.user_ids.astype(str) == user_id)

@@ -231,7 +231,8 @@ def quick_subset(ratings, n_items: int = QUICK_ITEMS, per_user: int = QUICK_PER_
 
 
 def _describe(model, trials: int | None, seconds: float, quick: bool, data: str, how: Recipe, fitted_on) -> dict:
-    return {"name": type(model).model_name(), "class": type(model).__name__, "params": model.get_params(),
+    return {"name": type(model).model_name(), "class": type(model).__name__, "label": type(model).display_name(),
+            "params": model.get_params(),
             "tuned": trials is not None, "trials": trials, "shipped": how.shipped_trials is not None,
             "seconds": round(seconds, 2),
             "iterations": len(model.history_), "cofiviz": __version__, "data": data, "quick": quick,

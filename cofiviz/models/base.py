@@ -118,6 +118,8 @@ class Model(param.Parameterized):
     __abstract = True
     #: False for closed-form models (PopRec, ItemMean): ``fit`` runs exactly one iteration
     iterative: ClassVar[bool] = True
+    #: The name tables and pages show where it is not the class name (:meth:`display_name`)
+    display: ClassVar[str | None] = None
     #: What to change when a fit diverges: ``(parameter, "lower" | "raise")`` pairs, the step size
     #: first. Empty only for closed-form models, which have no such parameter.
     divergence_hint: ClassVar[tuple[tuple[str, str], ...]] = ()
@@ -182,6 +184,12 @@ class Model(param.Parameterized):
     def model_name(cls) -> str:
         """The registry name: the lower-case class name (``PopRec`` → ``"poprec"``)."""
         return cls.__name__.lower()
+
+    @classmethod
+    def display_name(cls) -> str:
+        """The name tables and pages show: :attr:`display` where the class sets it (``SVDpp`` → ``"SVD++"``),
+        else the class name."""
+        return cls.display or cls.__name__
 
     def __init__(self, **params):
         unknown = sorted(set(params) - set(self.param_names()))

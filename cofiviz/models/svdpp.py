@@ -72,6 +72,7 @@ class SVDpp(Model):
     a fitted model is loaded (the save keeps the table). A user without training ratings has ``z_u = 0``.
     """
 
+    display = "SVD++"
     #: what :meth:`tune` searches (see :mod:`cofiviz.models.space`); ``presets``: named settings
     search_space = {"rank": IntLogUniform(5, 50), "reg": LogUniform(0.005, 0.5), "reg_bias": LogUniform(0.005, 0.5),
                     "lr": LogUniform(0.002, 0.05)}

@@ -41,8 +41,6 @@ MAX_ITER = 30
 COSTLY = {"cgpr": {"settings": 1, "max_iter": 5}, "cgpor": {"settings": 1, "max_iter": 5}}
 #: the models listed after the ranking and rating methods
 BASELINES = ("itemmean", "poprec")
-#: display names where the class name is not the usual spelling
-_LABELS = {"svdpp": "SVD++"}
 
 
 def _rounded(value):
@@ -94,10 +92,6 @@ def settings(model: str, n: int = N_SETTINGS) -> list[dict]:
     return out
 
 
-def _label(model: str) -> str:
-    return _LABELS.get(model, get_model_class(model).__name__)
-
-
 def leaderboard_methods() -> list[Method]:
     """One :class:`Method` per registered model (the baselines last), each over its :func:`settings`."""
     names = [m for m in available_models() if m not in BASELINES] + [m for m in BASELINES if m in available_models()]
@@ -105,7 +99,7 @@ def leaderboard_methods() -> list[Method]:
         cap = min(COSTLY.get(m, {}).get("max_iter", MAX_ITER), int(get_model_class(m).param["max_iter"].default))
         return {"max_iter": cap, "patience": PATIENCE, "valid_metric": "ndcg@10"}
 
-    return [Method(_label(m), m, None, fixed(m), settings(m, COSTLY.get(m, {}).get("settings", N_SETTINGS)),
+    return [Method(get_model_class(m).display_name(), m, None, fixed(m), settings(m, COSTLY.get(m, {}).get("settings", N_SETTINGS)),
                    quick={"max_iter": 2}) for m in names]
 
 
