@@ -13,7 +13,7 @@ import pytest
 from cofiviz.dashboards._shared import load_dataset
 from cofiviz.dashboards.recommendations import Recommendations, list_overlap, popularity_lean, top_n
 from cofiviz.dashboards.recommender_settings import SETTINGS_FILE, ship_settings, shipped_settings
-from cofiviz.dashboards.recommenders import (COFIRANK_PER_USER, DATA, ML1M, ML1M_RECIPES, QUICK_ITEMS,
+from cofiviz.dashboards.recommenders import (DATA, HEAVY_ITERATIONS, HEAVY_USERS, ML1M, QUICK_ITEMS,
                                              QUICK_PER_USER, TUNE_USERS, Recipe, RecommenderPool, cap_per_user,
                                              ordered, quick_subset, recipe, recommenders_dir, train_one,
                                              user_sample)
@@ -118,15 +118,23 @@ def test_each_data_set_saves_in_a_folder_of_its_own(monkeypatch, tmp_path):
 
 
 def test_every_model_has_a_recipe_for_movielens_1m_and_the_costly_ones_a_documented_cheaper_one():
+    """What a model's class declares of its cost (``Model.scale``) picks its MovieLens 1M recipe: a heavy model is
+    fitted at its defaults on a sample of users and folds every user in, a capped one tunes and fits on at most
+    its cap of each user's ratings, the others are tuned on a sample of users."""
+    special = set()
     for name in available_models():
-        how = recipe(name, ML1M)
-        if name in ML1M_RECIPES:
-            assert how.note and (how.fit_users or how.per_user)
-            assert not how.fit_users or hasattr(get_model_class(name), "fold_in")
+        how, scale = recipe(name, ML1M), get_model_class(name).scale
+        if scale.heavy:
+            assert not how.search and how.fit_users == HEAVY_USERS and how.params["max_iter"] == HEAVY_ITERATIONS
+            assert hasattr(get_model_class(name), "fold_in") and scale.why in how.note
+            special.add(name)
+        elif scale.per_user is not None:
+            assert how.search and how.per_user == scale.per_user and scale.why in how.note
+            special.add(name)
         else:
             assert how == Recipe(tune_users=TUNE_USERS)
-    assert set(ML1M_RECIPES) == {"cgpr", "cgpor", "cofirank"}
-    assert not recipe("cgpr", ML1M).search and recipe("cofirank", ML1M).per_user == COFIRANK_PER_USER
+    assert special == {"cgpr", "cgpor", "cofirank"}
+    assert recipe("cofirank", ML1M).per_user == 100
 
 
 def test_a_cap_per_user_keeps_a_seeded_choice_of_each_users_ratings():

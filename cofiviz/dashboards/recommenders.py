@@ -20,15 +20,16 @@ MovieLens 1M
     MovieLens 100K's models: its pool waits for the 100K worker to end, so that the two never share the server's
     two cores. Each model is tuned with the same budget on a seeded sample of :data:`TUNE_USERS` users (all
     their ratings, a tenth held out), then refitted on all of MovieLens 1M with the chosen setting; an
-    iterative model refits for the number of iterations its best trial ran on the sample. The exceptions
-    (:data:`ML1M_RECIPES`): the collaborative Gaussian processes (CGPR, CGPOR), whose EM multiplies and
-    factorises 3,706 × 3,706 item matrices every iteration (about a minute each on one core), are not searched:
-    their EM runs for :data:`GP_EM_ITERATIONS` iterations at the defaults on a seeded sample of
-    :data:`GP_EM_USERS` users, and every user of MovieLens 1M is then folded in (each user's posterior from the
-    learned item mean and covariance). CofiRank, whose NDCG loss solves an assignment over each user's rated
-    items at every step of its bundle method (about k·n² for a user of n ratings; MovieLens 1M's users have up
-    to 2,314, and one iteration on all their ratings took 7 minutes), is tuned and fitted on at most
-    :data:`COFIRANK_PER_USER` ratings of each user (a seeded choice), as in CofiRank's own weak-generalization
+    iterative model refits for the number of iterations its best trial ran on the sample. What a model's class
+    declares of its cost (``Model.scale``, :func:`recipe`) makes the exceptions: a *heavy* model (the
+    collaborative Gaussian processes, CGPR and CGPOR, whose EM multiplies and factorises 3,706 × 3,706 item
+    matrices every iteration, about a minute each on one core) is not searched: it runs
+    :data:`HEAVY_ITERATIONS` iterations at its defaults on a seeded sample of :data:`HEAVY_USERS` users, and
+    every user of MovieLens 1M is then folded in (for the GPs, each user's posterior from the learned item mean
+    and covariance). A model capped *per user* (CofiRank, whose NDCG loss solves an assignment over each user's
+    rated items at every step of its bundle method, about k·n² for a user of n ratings; MovieLens 1M's users
+    have up to 2,314, and one iteration on all their ratings took 7 minutes) is tuned and fitted on at most
+    that many ratings of each user (a seeded choice; CofiRank's 100), as in CofiRank's own weak-generalization
     protocol of N ratings a user.
 
 ``$COFIVIZ_RECOMMENDERS_QUICK=1`` trains every model for :data:`QUICK_ITERATIONS` iterations at its defaults
@@ -75,11 +76,10 @@ QUICK_ITERATIONS = 3
 META = "meta.json"
 #: MovieLens 1M: the users of the seeded sample a model is tuned on
 TUNE_USERS = 1000
-#: MovieLens 1M: CGPR's and CGPOR's EM iterations, and the users of the seeded sample their EM learns from
-GP_EM_ITERATIONS = 3
-GP_EM_USERS = 1000
-#: MovieLens 1M: CofiRank's ratings per user at most
-COFIRANK_PER_USER = 100
+#: MovieLens 1M: a heavy model's iterations (``Model.scale.heavy``), and the users of the seeded sample it learns
+#: from before every user is folded in
+HEAVY_ITERATIONS = 3
+HEAVY_USERS = 1000
 #: MovieLens 1M in quick mode: the most-rated movies kept, and the ratings kept per user at most
 QUICK_ITEMS = 300
 QUICK_PER_USER = 30
@@ -118,22 +118,25 @@ class Recipe:
     shipped_trials: int | None = None
 
 
-_GP_ML1M = Recipe(search=False, fit_users=GP_EM_USERS, params={"max_iter": GP_EM_ITERATIONS, "tol": 0.0},
-                  note=f"not searched: EM for {GP_EM_ITERATIONS} iterations at the defaults on a seeded sample of "
-                       f"{GP_EM_USERS:,} users, then every user folded in (each EM iteration multiplies "
-                       f"3,706 × 3,706 item matrices)")
-#: MovieLens 1M's recipes that differ from the usual one (tuned on :data:`TUNE_USERS` users, refitted on all)
-ML1M_RECIPES = {"cgpr": _GP_ML1M, "cgpor": _GP_ML1M,
-                "cofirank": Recipe(tune_users=TUNE_USERS, per_user=COFIRANK_PER_USER,
-                                   note=f"tuned and fitted on at most {COFIRANK_PER_USER} ratings of each user (a "
-                                        f"seeded choice): its NDCG loss solves an assignment over each user's "
-                                        f"ratings, quadratic in their number")}
+def _ml1m_recipe(name: str) -> Recipe:
+    """MovieLens 1M's recipe of model ``name``, from what its class declares of its cost (``Model.scale``)."""
+    scale = get_model_class(name).scale
+    if scale.heavy:
+        params = {k: v for k, v in (("max_iter", HEAVY_ITERATIONS), ("tol", 0.0)) if k in get_model_class(name).param}
+        return Recipe(search=False, fit_users=HEAVY_USERS, params=params,
+                      note=f"not searched: {HEAVY_ITERATIONS} iterations at the defaults on a seeded sample of "
+                           f"{HEAVY_USERS:,} users, then every user folded in ({scale.why})")
+    if scale.per_user is not None:
+        return Recipe(tune_users=TUNE_USERS, per_user=scale.per_user,
+                      note=f"tuned and fitted on at most {scale.per_user} ratings of each user (a seeded choice): "
+                           f"{scale.why}")
+    return Recipe(tune_users=TUNE_USERS)
 
 
 def recipe(name: str, data: str = DATA) -> Recipe:
     """How model ``name`` is trained on ``data`` (a label of :data:`OFFERED`) outside quick mode."""
     if data == ML1M:
-        return ML1M_RECIPES.get(name, Recipe(tune_users=TUNE_USERS))
+        return _ml1m_recipe(name)
     entry = shipped_settings().get(name)
     if entry is None:
         return Recipe()

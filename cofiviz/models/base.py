@@ -45,6 +45,7 @@ from . import persistence
 from .divergence import DivergenceWatch, check_divergence
 # the registry's functions are re-exported here, where the model contract is looked for
 from .registry import MODEL_REGISTRY, available_models, get_model_class, make_model
+from .scale import Scale
 from .tuning import tune as tune_model
 
 __all__ = ["Model", "IterationInfo", "NotFittedError", "MODEL_REGISTRY", "get_model_class", "available_models",
@@ -123,6 +124,13 @@ class Model(param.Parameterized):
     #: What to change when a fit diverges: ``(parameter, "lower" | "raise")`` pairs, the step size
     #: first. Empty only for closed-form models, which have no such parameter.
     divergence_hint: ClassVar[tuple[tuple[str, str], ...]] = ()
+    #: How its fit grows with the data (:class:`~cofiviz.models.scale.Scale`): the leaderboards, the
+    #: recommendations page and the scale benchmark read it
+    scale: ClassVar[Scale] = Scale()
+    #: The ``warmup()`` functions of the kernels other modules share with its fit (``cofiviz.solvers.dense.warmup``,
+    #: another model's module's): a parallel warm-up (:func:`cofiviz.warmup`) runs them before its module's own
+    #: ``warmup()``, so that each kernel is compiled by one process
+    warmup_after: ClassVar[tuple[Callable[[], object], ...]] = ()
 
     seed = param.Integer(default=0, bounds=(0, None), doc="Seed of every random choice of the model.")
     max_iter = param.Integer(default=100, bounds=(1, 100_000), doc="Iterations at most.")

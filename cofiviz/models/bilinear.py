@@ -52,6 +52,7 @@ import numpy as np
 import pandas as pd
 import param
 
+from .. import losses
 from ..datasets import tiny
 from ..errors import DataError, ModelFitError
 from ..losses.partition import LISTWISE_TIES, listwise_ties_code
@@ -59,6 +60,7 @@ from ..losses.surrogates import SURROGATES
 from ..ratings import Ratings
 from ..solvers import dense
 from . import _bilinear_kernels as bk
+from . import _local_kernels as lk
 from ._local_kernels import apply_adagrad
 from .base import Model
 from .prior import LATE_PRIOR, ItemPriorParams
@@ -243,6 +245,8 @@ class Bilinear(Model, ItemPriorParams):
 
     tol_window = 10
     divergence_hint = (("lr", "lower"), ("reg", "raise"))
+    #: the warm-ups of the shared kernels its fit calls, run before its own in a parallel warm-up
+    warmup_after = (losses.warmup, lk.warmup, dense.warmup)
 
     # ------------------------------------------------------------------ features
     def _encode(self, train: Ratings) -> None:

@@ -50,6 +50,7 @@ from ..losses.smoothed_gap import warmup as loss_warmup
 from ..ratings import Ratings
 from . import _gapfm_kernels as K
 from .base import Model
+from .scale import Scale
 from .prior import LATE_PRIOR, ItemPriorParams
 from .space import Choice, IntLogUniform, LogUniform
 
@@ -150,6 +151,7 @@ class GAPfm(Model, ItemPriorParams):
                     "item_prior": Choice((0.0, 1.0, 2.0, 4.0)), "prior_damping": Choice((5.0, 10.0, 25.0, 50.0))}
     #: the configured model on the damped item mean (on MovieLens 100K at N = 10 its defaults rank below it)
     tune_anchors = ({"item_prior": 1.0},)
+    scale = Scale("item pairs")
     presets = {"paper": {"rank": 10, "reg": 0.001, "learning_rate": 1e-5, "item_reg": 0.0, "objective": "gap",
                          "user_weight": "one", "selection": "all", "item_update": "sequential"}}
 

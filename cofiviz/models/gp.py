@@ -40,9 +40,11 @@ from ..datasets import tiny
 from ..datasets.movielens import GENRES
 from ..errors import DataError, ModelFitError
 from ..ratings import Ratings
+from ..solvers import dense
 from . import _gp
 from . import _gp_kernels as gk
 from .base import Model
+from .scale import Scale
 from .space import LogUniform
 
 __all__ = ["GPR", "GPOR", "CGPR", "CGPOR", "item_features", "warmup"]
@@ -105,6 +107,9 @@ class _ItemGP(Model):
     iterative = False
     #: True for the ordinal likelihood, False for Gaussian noise
     ordinal: ClassVar[bool] = False
+    scale = Scale("Σn³+nnz·I")
+    #: the warm-ups of the shared kernels its fit calls, run before its own in a parallel warm-up
+    warmup_after = (dense.warmup,)
 
     features = param.Selector(default="auto", objects=["auto", "item_info", "one_hot"],
                               doc="Item features of the kernel: item_info's genres and year, one-hot ids, or auto.")
@@ -231,6 +236,8 @@ class _CollaborativeGP(_ItemGP):
     __abstract = True
     iterative = True
     divergence_hint = (("noise", "raise"), ("prior_weight", "raise"))
+    scale = Scale("Σn³+nnz·I+I³", heavy=True,
+                  why="each EM iteration multiplies and factorises items × items matrices")
 
     prior_weight = param.Number(default=10.0, bounds=(0.0, None),
                                 doc="τ: weight of the feature kernel K0 in K's prior, in pseudo-users.")

@@ -26,6 +26,7 @@ import param
 from ..datasets import tiny
 from ..errors import DataError
 from ..ratings import Ratings
+from ..solvers import dense
 from . import _local_kernels as lk
 from ._local import LocalParams, local_kernels
 from .base import Model
@@ -79,6 +80,8 @@ class LLORMA(Model, LocalParams):
 
     #: no step size: the penalties keep the ridge solves of ALS well-posed
     divergence_hint = (("reg", "raise"), ("reg_bias", "raise"))
+    #: the warm-ups of the shared kernels its fit calls, run before its own in a parallel warm-up
+    warmup_after = (svd_warmup, dense.warmup)
 
     def _setup(self, train: Ratings, rng: np.random.Generator) -> None:
         self.Ku_, self.Ki_, self.anchor_users_, self.anchor_items_, _, _ = local_kernels(

@@ -86,6 +86,8 @@ class RegSVD(Model):
     max_iter = param.Integer(default=60, bounds=(1, 100_000), doc="Epochs (SGD) or sweeps (ALS) at most.")
 
     divergence_hint = (("lr", "lower"), ("reg", "raise"))
+    #: the warm-ups of the shared kernels its fit calls, run before its own in a parallel warm-up
+    warmup_after = (lk.warmup,)
 
     def _divergence_hint(self) -> tuple[tuple[str, str], ...]:
         """ALS has no learning rate: only ``reg`` keeps its ridge solves stable."""
