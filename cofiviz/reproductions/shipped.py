@@ -45,7 +45,7 @@ from .agreement import CellAgreement, compare
 from .spec import Reproduction
 
 __all__ = ["SHIPPED_DIR", "shipped_dir", "Shipped", "ShippedStore", "with_shipped", "load", "ship", "verify", "Verification",
-           "stale", "covering_keys"]
+           "stale", "covering_keys", "covering_cells"]
 
 SHIPPED_DIR = Path(__file__).resolve().parent / "shipped"
 _TABLES = ("results", "per_user", "traces", "table")
@@ -342,6 +342,28 @@ def covering_keys(shipped: Shipped, max_fit_seconds: float | None = None) -> lis
         fits = fits[fits["fit_seconds"] <= max_fit_seconds]
     fits = fits.sort_values(["model", "fit_seconds", "cell"], kind="stable")
     return fits.drop_duplicates("model")["cell"].tolist()
+
+
+def covering_cells(shipped: dict[str, Shipped], max_fit_seconds: float | None = None) -> dict[str, list[str]]:
+    """Few shipped cells, chosen without chance, that cover every model and every reproduction of ``shipped``
+    (reproduction name -> its shipped results): each model's quickest cell of all the reproductions, then the
+    quickest cell of each reproduction none of those is in (ties by reproduction name and key).
+
+    A model whose every cell took longer than ``max_fit_seconds`` to fit is left out, as in :func:`covering_keys`.
+    Returns reproduction name -> its chosen keys (an empty list for none).
+    """
+    frames = []
+    for name, sh in shipped.items():
+        fits = sh.results.groupby(["model", "cell"])["fit_seconds"].max().reset_index()
+        frames.append(fits.assign(name=name))
+    fits = pd.concat(frames, ignore_index=True)
+    if max_fit_seconds is not None:
+        fits = fits[fits["fit_seconds"] <= max_fit_seconds]
+    fits = fits.sort_values(["fit_seconds", "name", "cell"], kind="stable")
+    chosen = fits.drop_duplicates("model")
+    rest = fits[~fits["name"].isin(set(chosen["name"]))].drop_duplicates("name")
+    picked = pd.concat([chosen, rest])
+    return {name: sorted(picked.loc[picked["name"] == name, "cell"]) for name in shipped}
 
 
 def verify(shipped: Shipped, k: int, *, seed: int | None = None, keys: list[str] | None = None,
