@@ -14,7 +14,7 @@ from cofiviz.dashboards._shared import load_dataset
 from cofiviz.dashboards.recommendations import Recommendations, list_overlap, popularity_lean, top_n
 from cofiviz.dashboards.recommender_settings import SETTINGS_FILE, ship_settings, shipped_settings
 from cofiviz.dashboards.recommenders import (DATA, HEAVY_ITERATIONS, HEAVY_USERS, ML1M, QUICK_ITEMS,
-                                             QUICK_PER_USER, TUNE_USERS, Recipe, RecommenderPool, cap_per_user,
+                                             QUICK_ITERATIONS, QUICK_PER_USER, TUNE_USERS, Recipe, RecommenderPool, cap_per_user,
                                              ordered, quick_subset, recipe, recommenders_dir, train_one,
                                              user_sample)
 from cofiviz.metrics.scorer import per_user_metrics
@@ -253,6 +253,8 @@ def test_movielens_1m_trains_after_movielens_100k_and_the_page_shows_it_by_ids(q
     assert min((ml1m.directory / n / "meta.json").stat().st_mtime for n in st.ready) >= last_100k
     assert not RecommenderPool(ml1m.directory, names=st.ready, quick=True, data=ML1M).start()
     assert ml1m.meta("regsvd")["data"] == ML1M and ml1m.meta("regsvd")["fitted_on"]["items"] == QUICK_ITEMS
+    # quick mode: a few iterations, and one for a heavy model
+    assert ml1m.meta("regsvd")["params"]["max_iter"] == QUICK_ITERATIONS and ml1m.meta("cgpr")["params"]["max_iter"] == 1
     assert set((pool.directory).iterdir()) >= {pool.directory / "movielens-1m"}
     v = Recommendations(models={DATA: pool, ML1M: ml1m})
     assert "MovieLens 100K" in v._progress.object and len(v.lean) == 3

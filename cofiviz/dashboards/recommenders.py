@@ -32,8 +32,8 @@ MovieLens 1M
     that many ratings of each user (a seeded choice; CofiRank's 100), as in CofiRank's own weak-generalization
     protocol of N ratings a user.
 
-``$COFIVIZ_RECOMMENDERS_QUICK=1`` trains every model for :data:`QUICK_ITERATIONS` iterations at its defaults
-instead (the test suite's servers use it); on MovieLens 1M it trains on a quick subset too
+``$COFIVIZ_RECOMMENDERS_QUICK=1`` trains every model for :data:`QUICK_ITERATIONS` iterations (a heavy one for
+:data:`QUICK_HEAVY_ITERATIONS`) at its defaults instead (the test suite's servers use it); on MovieLens 1M it trains on a quick subset too
 (:func:`quick_subset`: the ratings of the :data:`QUICK_ITEMS` most-rated movies, at most :data:`QUICK_PER_USER`
 a user). ``$COFIVIZ_RECOMMENDERS_DIR`` puts the saved models elsewhere (MovieLens 1M's in its subfolder
 ``movielens-1m``).
@@ -70,8 +70,9 @@ ML1M = "MovieLens 1M"
 OFFERED = (DATA, ML1M)
 #: the folder (under MovieLens 100K's) and the name in paths of each data set other than the default
 FOLDERS = {ML1M: "movielens-1m"}
-#: iterations per model in quick mode (``$COFIVIZ_RECOMMENDERS_QUICK=1``)
+#: iterations per model in quick mode (``$COFIVIZ_RECOMMENDERS_QUICK=1``), and per heavy model (``Model.scale``)
 QUICK_ITERATIONS = 3
+QUICK_HEAVY_ITERATIONS = 1
 #: the file a model's directory holds once it is complete
 META = "meta.json"
 #: MovieLens 1M: the users of the seeded sample a model is tuned on
@@ -253,7 +254,8 @@ def _fit(name: str, ratings, budget: float, quick: bool, data: str, how: Recipe 
         data_fit = quick_subset(ratings) if data == ML1M else ratings
         model = make_model(name)
         if "max_iter" in model.param_names():
-            model.set_params(max_iter=min(QUICK_ITERATIONS, model.max_iter))
+            most = QUICK_HEAVY_ITERATIONS if type(model).scale.heavy else QUICK_ITERATIONS
+            model.set_params(max_iter=min(most, model.max_iter))
         return model.fit(data_fit), None, data_fit, how
     how = recipe(name, data) if how is None else how
     ratings = ratings if how.per_user is None else cap_per_user(ratings, how.per_user)
