@@ -148,7 +148,7 @@ def evaluate(model, split: Split, metrics: str | Iterable[str] = DEFAULT_METRICS
     given = split.given
     folded = False
     if given is not None and len(given) and part == "test":
-        if hasattr(model, "fold_in"):
+        if model.folds_in():
             model.fold_in(given)
             folded = True
         known = _concat(split.train, given)

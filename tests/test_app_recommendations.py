@@ -126,7 +126,7 @@ def test_every_model_has_a_recipe_for_movielens_1m_and_the_costly_ones_a_documen
         how, scale = recipe(name, ML1M), get_model_class(name).scale
         if scale.heavy:
             assert not how.search and how.fit_users == HEAVY_USERS and how.params["max_iter"] == HEAVY_ITERATIONS
-            assert hasattr(get_model_class(name), "fold_in") and scale.why in how.note
+            assert get_model_class(name).folds_in() and scale.why in how.note
             special.add(name)
         elif scale.per_user is not None:
             assert how.search and how.per_user == scale.per_user and scale.why in how.note

@@ -20,7 +20,9 @@ and may set the class attributes ``iterative = False`` (closed-form: ``fit`` run
 ``has_loss = False`` (``_step`` returns ``nan``). Every model declares ``divergence_hint``, the
 parameters that keep its fit stable, named when a fit diverges (see :meth:`Model.fit`), and
 ``_state_spec(n_users, n_items)``, the arrays ``_set_state`` needs and their shapes, which
-:meth:`Model.load` checks a save against. A concrete subclass registers itself under its
+:meth:`Model.load` checks a save against. A model that can score new users from their own ratings with its
+item side kept (strong generalization) overrides :meth:`Model.fold_in`; :meth:`Model.folds_in` says whether it
+does, and the base class's ``fold_in`` refuses naming the model. A concrete subclass registers itself under its
 lower-case class name (``PopRec`` → ``"poprec"``, :meth:`Model.model_name`), which is also every
 instance's ``name``; mark base classes with param's ``__abstract = True`` and test helpers with
 ``register = False`` to keep them out of the registry. A model module may define a module-level
@@ -429,6 +431,26 @@ class Model(param.Parameterized):
         if self.train_ is None:
             raise NotFittedError(f"{type(self).__name__} is not fitted yet: call fit(train) or "
                                  f"{type(self).__name__}.load(path) first")
+
+    @classmethod
+    def folds_in(cls) -> bool:
+        """Whether the model scores new users from their own ratings with its learned item side kept
+        (:meth:`fold_in`, strong generalization): it does when its class defines ``fold_in``."""
+        return cls.fold_in is not Model.fold_in
+
+    def fold_in(self, given: Ratings, seed: int | None = None) -> "Model":
+        """Fit the users of ``given`` with what the model learned of the items kept (strong generalization).
+
+        A model that can (:meth:`folds_in`) overrides this; here it refuses, naming the model.
+
+        Raises
+        ------
+        ParameterError
+            The model cannot fold in new users.
+        """
+        raise ParameterError(f"{type(self).__name__} cannot fold in new users: it learns nothing of the items that "
+                             "would score a user from that user's ratings alone; fit it on the given ratings "
+                             "instead")
 
     def _check_given(self, given) -> None:
         """Validate the new users' ratings of a ``fold_in`` (strong generalization): fitted model,
