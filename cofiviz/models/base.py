@@ -90,10 +90,6 @@ Callback = Callable[[IterationInfo], Any]
 
 
 
-def _same(value, neutral) -> bool:
-    """Whether a parameter value is a :attr:`Model.key_neutral` value (``None`` only by identity)."""
-    return value is None if neutral is None else (value is not None and value == neutral)
-
 class Model(param.Parameterized):
     """Abstract collaborative ranking model.
 
@@ -149,39 +145,6 @@ class Model(param.Parameterized):
     tune_anchors: ClassVar[tuple[dict, ...]] = ()
     #: Named settings for :meth:`from_preset`; ``"paper"`` holds the paper's own settings.
     presets: ClassVar[dict[str, dict]] = {}
-    #: Features added after results were computed without them: ``{switch: (off value, its other
-    #: parameters)}``. While the switch is off, the model computes exactly what it did before the feature
-    #: existed, and :meth:`key_defaults` leaves the switch and its other parameters out of result keys, so
-    #: those results keep their keys (the verification of the shipped results checks the bits).
-    late_features: ClassVar[dict[str, tuple]] = {}
-
-    @classmethod
-    def key_defaults(cls, params: dict) -> dict:
-        """The defaults of the parameters ``params`` does not set, as a result's key records them.
-
-        Every parameter's default counts (a result computed before a default changed is never read as
-        one of the new default), except those of a :attr:`late_features` switch that is off.
-        """
-        out = {p: cls.param[p].default for p in cls.param_names() if p not in params}
-        for switch, (off, others) in cls.late_features.items():
-            if params.get(switch, cls.param[switch].default) == off:
-                for p in (switch, *others):
-                    out.pop(p, None)
-        return out
-
-    #: Parameters added after results were computed without them whose default is not the old behaviour:
-    #: ``{parameter: the value that computes what the model computed before the parameter existed}``. A
-    #: result that sets the parameter to that value keeps the key it had before (:meth:`key_params`); one
-    #: that relies on the new default gets a new key.
-    key_neutral: ClassVar[dict[str, Any]] = {}
-
-    @classmethod
-    def key_params(cls, params: dict) -> dict:
-        """``params`` as a result's key records them: without the :attr:`key_neutral` ones set to their
-        neutral value."""
-        return {k: v for k, v in params.items()
-                if not (k in cls.key_neutral and _same(v, cls.key_neutral[k]))}
-
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         # Registered under the lower-case class name unless the class is abstract (param's

@@ -192,8 +192,6 @@ class CofiRank(Model):
                     "max_iter": IntLogUniform(1, 31)}
     presets = {"paper": {"rank": 100, "reg": 10.0, "k": 10, "c_exponent": -0.25, "max_iter": 31, "loss": "ndcg",
                          "offsets": False, "item_prior": "none", "init": "uniform", "reg_users": None}}
-    #: results computed at a fixed λ, before ``reg_users`` existed, keep their keys where they set it to None
-    key_neutral = {"reg_users": None}
     #: the warm-ups of the shared kernels its fit calls, run before its own in a parallel warm-up
     warmup_after = (losses.warmup, bmrm_warmup, dense.warmup)
     scale = Scale("Σn²", per_user=100, why="its NDCG loss solves an assignment over each user's ratings, "

@@ -51,7 +51,7 @@ from ..ratings import Ratings
 from . import _gapfm_kernels as K
 from .base import Model
 from .scale import Scale
-from .prior import LATE_PRIOR, ItemPriorParams
+from .prior import ItemPriorParams
 from .space import Choice, IntLogUniform, LogUniform
 
 __all__ = ["GAPfm", "warmup"]
@@ -179,7 +179,6 @@ class GAPfm(Model, ItemPriorParams):
     valid_metric = param.String(default="ndcg@10", doc="Metric watched by early stopping.")
 
     divergence_hint = (("learning_rate", "lower"), ("reg", "raise"))
-    late_features = LATE_PRIOR
 
     # ------------------------------------------------------------------ training
     def _setup(self, train: Ratings, rng: np.random.Generator) -> None:

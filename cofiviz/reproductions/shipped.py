@@ -39,6 +39,7 @@ import pandas as pd
 from .._version import __version__
 from ..errors import DataError
 from ..experiment import Cell, resolve_model, run_cell
+from ..result_keys import neutral_params
 from ..results import Results
 from ..store import ResultsStore
 from .agreement import CellAgreement, compare
@@ -319,11 +320,11 @@ class Verification:
 
 
 def _shipped_cell(shipped: Shipped, key: str, version: str | None) -> Cell:
-    """The cell of a shipped ``key``. A configuration written before its model gained a ``key_neutral``
-    parameter lacks it, and the cell it describes is then the one with that parameter at its neutral value
+    """The cell of a shipped ``key``. A configuration written before its model gained a
+    :data:`~cofiviz.result_keys.KEY_NEUTRAL` parameter lacks it, and the cell it describes is then the one with that parameter at its neutral value
     (what the model computed then, and what the key says), not at the parameter's new default."""
     cell = Cell.from_config(shipped.config(key), experiment=shipped.name)
-    neutral = {p: v for p, v in resolve_model(cell.model).key_neutral.items() if p not in cell.params}
+    neutral = {p: v for p, v in neutral_params(resolve_model(cell.model)).items() if p not in cell.params}
     if not neutral or version is None:
         return cell
     then = replace(cell, params={**cell.params, **neutral})
