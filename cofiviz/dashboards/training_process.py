@@ -39,7 +39,7 @@ from .. import protocols
 from ..models import make_model
 from ..models.tuning import tune
 from ..ratings import Ratings
-from ..trace import Trace
+from ..training import train_and_evaluate
 from ._shared import load_dataset
 from .run_story import list_sizes, summarize
 
@@ -161,10 +161,7 @@ def _child_main(rows, control, job: TrainingJob) -> None:
                 return
             rows.send(("tuned", {"params": model.get_params(), "chosen": tuning.chosen,
                                  "kept_reference": bool(tuning.check.get("kept_reference"))}))
-        parts = {"train": split.train, "valid": split.valid, "test": split.candidates("test")}
         rows.send(("sizes", list_sizes(split)))
-        trace = Trace(parts, METRICS, train=split.train, threshold=RELEVANT_FROM, throttle=job.score_throttle,
-                      on_iteration=lambda record: rows.send(("row", trace.flat(record))))
         asked = []                      # set when the stop callback ended the fit
 
         def stop_asked(info):
@@ -173,7 +170,9 @@ def _child_main(rows, control, job: TrainingJob) -> None:
                 return True
             return False
 
-        model.fit(split.train, split.valid, callbacks=[trace, stop_asked])
+        train_and_evaluate(model, split, trace=("train", "valid", "test"), trace_metrics=METRICS,
+                           threshold=RELEVANT_FROM, throttle=job.score_throttle,
+                           on_iteration=lambda row: rows.send(("row", row)), callbacks=[stop_asked])
         rows.send(("done", summarize(model, stopped=bool(asked))))
     except (BrokenPipeError, ConnectionResetError):
         pass  # the server is gone: nobody to tell
