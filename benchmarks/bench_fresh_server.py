@@ -3,7 +3,7 @@
 A fresh server is ``cofiviz serve`` as ``make serve`` starts it (every dashboard, the warm-up, the numba cache as
 the install left it) with an empty folder of trained recommenders (``$COFIVIZ_RECOMMENDERS_DIR``): its
 background worker fits every model on MovieLens 100K with the shipped settings
-(:data:`cofiviz.dashboards.recommenders.SETTINGS_FILE`). The benchmark launches it, opens the recommendations
+(:data:`cofiviz.background.recommenders.SETTINGS_FILE`). The benchmark launches it, opens the recommendations
 page in Debian's Chromium as soon as the server answers, and records, from the launch:
 
 - when the server answered;
@@ -64,7 +64,7 @@ def _shown(text: str, total: int) -> int | None:
 def main(argv=None) -> dict:
     from playwright.sync_api import sync_playwright
 
-    from cofiviz.dashboards.recommenders import META, ordered, shipped_settings
+    from cofiviz.background.recommenders import META, ordered, shipped_settings
     from cofiviz.dashboards.serving import serve_command
     from cofiviz.models import available_models
 

@@ -301,7 +301,7 @@ def _cases(names) -> list[tuple[str, str, dict, tuple]]:
         raise SystemExit(f"unknown model(s) {unknown}; choose among {sorted(known)}")
     # quickest first, by the seconds of each model's fit on MovieLens 100K measured when its recommendation
     # settings shipped (models without them last); an extra case right after its model
-    from cofiviz.dashboards.recommenders import ordered
+    from cofiviz.background.recommenders import ordered
 
     extras = {model: [n for n, (m, _, _) in EXTRA.items() if m == model] for model in registered}
     order = [n for model in ordered(registered) for n in (model, *extras[model])]

@@ -17,7 +17,7 @@ from cofiviz.dashboards.monitor import TrainingMonitor
 from cofiviz.dashboards.overview import DatasetOverview
 from cofiviz.dashboards.playground import MetricPlayground
 from cofiviz.dashboards.recommendations import Recommendations
-from cofiviz.dashboards.recommenders import RecommenderPool
+from cofiviz.background.recommenders import RecommenderPool
 
 TYPED = (pn.widgets.IntInput, pn.widgets.FloatInput, pn.widgets.EditableFloatSlider, pn.widgets.EditableIntSlider,
          pn.widgets.Spinner)

@@ -15,7 +15,7 @@ import pytest
 from conftest import PanelServer, screenshot
 from cofiviz.dashboards._shared import model_names
 from cofiviz.dashboards.monitor import UPLOAD, UPLOAD_LIMIT_MB, TrainingMonitor
-from cofiviz.dashboards.training_process import TrainingProcess
+from cofiviz.background.training_process import TrainingProcess
 
 # the largest number of rows any Bokeh data source with an "iteration" column holds: the points drawn
 POINTS_JS = """() => { let best = 0;

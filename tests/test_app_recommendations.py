@@ -10,13 +10,13 @@ import tomllib
 import numpy as np
 import pytest
 
-from cofiviz.dashboards._shared import load_dataset
-from cofiviz.dashboards.recommendations import Recommendations, list_overlap, popularity_lean, top_n
-from cofiviz.dashboards.recommender_settings import SETTINGS_FILE, ship_settings, shipped_settings
-from cofiviz.dashboards.recommenders import (DATA, HEAVY_ITERATIONS, HEAVY_USERS, ML1M, QUICK_ITEMS,
+from cofiviz.background.offered import load_dataset
+from cofiviz.background.recommender_settings import SETTINGS_FILE, ship_settings, shipped_settings
+from cofiviz.background.recommenders import (DATA, HEAVY_ITERATIONS, HEAVY_USERS, ML1M, QUICK_ITEMS,
                                              QUICK_ITERATIONS, QUICK_PER_USER, TUNE_USERS, Recipe, RecommenderPool, cap_per_user,
                                              ordered, quick_subset, recipe, recommenders_dir, train_one,
                                              user_sample)
+from cofiviz.dashboards.recommendations import Recommendations, list_overlap, popularity_lean, top_n
 from cofiviz.metrics.scorer import per_user_metrics
 from cofiviz.models import available_models, get_model_class, make_model
 from cofiviz.protocols.validation import carve_validation
@@ -26,7 +26,7 @@ from conftest import ROOT, PanelServer, heading_sizes, screenshot
 def test_every_model_ships_settings_its_class_takes_and_the_quickest_fits_train_first():
     settings = shipped_settings()
     assert sorted(settings) == available_models(), \
-        "run `python -m cofiviz.dashboards.recommender_settings --ship --models NAME` for each model missing"
+        "run `python -m cofiviz.background.recommender_settings --ship --models NAME` for each model missing"
     for name, entry in settings.items():
         assert set(entry["params"]) == set(get_model_class(name).param_names()), f"{name}: ship its settings again"
         assert make_model(name, **entry["params"]).get_params() == entry["params"]
@@ -39,7 +39,7 @@ def test_every_model_ships_settings_its_class_takes_and_the_quickest_fits_train_
     assert seconds == sorted(seconds)
     assert ordered(["nope", *names[::-1]]) == [*names, "nope"]      # a model without settings is searched: last
     patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
-    assert SETTINGS_FILE.name in patterns["cofiviz.dashboards"]     # a wheel carries them
+    assert SETTINGS_FILE.name in patterns["cofiviz.background"]     # a wheel carries them
 
 
 def test_shipping_settings_writes_each_models_choice_and_keeps_the_others(tmp_path):

@@ -30,7 +30,7 @@ LAYERS = [
     (8, ["cofiviz.results", "cofiviz.experiment", "cofiviz.trace", "cofiviz.selection", "cofiviz.store",
          "cofiviz.sweep", "cofiviz.warmup", "cofiviz.training", "cofiviz.cell", "cofiviz.loading",
          "cofiviz.result_keys"]),
-    (9, ["cofiviz.reproductions", "cofiviz.reproduce"]),
+    (9, ["cofiviz.reproductions", "cofiviz.reproduce", "cofiviz.background"]),
     (10, ["cofiviz.cli", "cofiviz.dashboards"]),
     (11, ["cofiviz"]),
 ]

@@ -117,7 +117,7 @@ def test_the_leaderboards_fit_it_at_its_settings_and_a_heavy_one_at_its_defaults
 
 
 def test_the_recommendations_pool_trains_it_and_its_heavy_form_is_folded_in_on_movielens_1m(toy, tmp_path):
-    from cofiviz.dashboards.recommenders import ML1M, RecommenderPool, recipe
+    from cofiviz.background.recommenders import ML1M, RecommenderPool, recipe
 
     pool = RecommenderPool(tmp_path, quick=True)
     assert "toyitembias" in pool.names

@@ -1,4 +1,4 @@
-"""The monitor's sentences about a run (cofiviz.dashboards.run_story): how a fit ended, checked against the
+"""The monitor's sentences about a run (cofiviz.background.run_story): how a fit ended, checked against the
 epoch loop's own account (``stopped_reason_``), and what the curves show, on frames built by hand."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from cofiviz import protocols
-from cofiviz.dashboards.run_story import OVERFIT_AFTER, curve_notes, ending, list_sizes, summarize
-from cofiviz.dashboards.training_process import COLUMNS
+from cofiviz.background.run_story import OVERFIT_AFTER, curve_notes, ending, list_sizes, summarize
+from cofiviz.background.training_process import COLUMNS
 from cofiviz.models import make_model
 
 from contract import planted

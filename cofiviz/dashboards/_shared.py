@@ -1,5 +1,4 @@
-"""Helpers the dashboards share: the model names, the dashboard data sets (loaded once per process),
-kernel safety, and the per-session worker."""
+"""Helpers the dashboards share: the model names, kernel safety, the per-session worker and bounded inputs."""
 
 from __future__ import annotations
 
@@ -12,33 +11,9 @@ import numba
 import panel as pn
 import param
 
-from .. import datasets
 from ..models import available_models
-from ..ratings import Ratings
 
-__all__ = ["model_names", "KERNEL_LOCK", "use_thread_safe_numba", "DATASETS", "LOADED_ON_FIRST_USE",
-           "preloaded_datasets", "load_dataset", "SessionWorker", "clamp", "BoundedInput"]
-
-#: the data sets the dashboards offer: label -> (cofiviz.datasets name, keyword arguments)
-DATASETS = {
-    "MovieLens 100K": ("movielens-100k", {}),
-    "MovieLens 1M": ("movielens-1m", {}),
-    "Synthetic: popularity-dominated": ("synthetic", {"kind": "popularity", "n_users": 1000, "n_items": 800,
-                                                      "seed": 0}),
-    "Synthetic: locally low-rank": ("synthetic", {"kind": "local_low_rank", "n_users": 1000, "n_items": 800,
-                                                  "seed": 0}),
-    "Synthetic: small (300 users, 200 items)": ("synthetic", {"kind": "local_low_rank", "n_users": 300,
-                                                              "n_items": 200, "n_ratings": 12000, "seed": 0}),
-}
-
-#: labels that are loaded when a page first asks for them, not when a server or the training workers
-#: start: a million ratings would make every start slower for a data set few sessions open
-LOADED_ON_FIRST_USE = frozenset({"MovieLens 1M"})
-
-
-def preloaded_datasets() -> list[str]:
-    """The labels of :data:`DATASETS` that a server's setup and the training workers load as they start."""
-    return [label for label in DATASETS if label not in LOADED_ON_FIRST_USE]
+__all__ = ["model_names", "KERNEL_LOCK", "use_thread_safe_numba", "SessionWorker", "clamp", "BoundedInput"]
 
 #: Serialises numba-parallel work from several threads when the threading layer is not thread-safe
 #: (numba's ``workqueue`` layer crashes on concurrent parallel kernels; ``omp`` and ``tbb`` do not).
@@ -70,13 +45,6 @@ def kernels_need_lock() -> bool:
 def model_names() -> list[str]:
     """The registered model names (every model of :mod:`cofiviz.models`)."""
     return available_models()
-
-
-@pn.cache(max_items=8)
-def load_dataset(label: str) -> Ratings:
-    """The dataset behind a dashboard label, loaded once per process (read-only, shared)."""
-    name, kwargs = DATASETS[label]
-    return datasets.load(name, **kwargs)
 
 
 class SessionWorker:

@@ -37,11 +37,12 @@ import pandas as pd
 import panel as pn
 import param
 
+from ..background.offered import DATASETS
+from ..background.run_story import curve_notes, ending
+from ..background.training_process import COLUMNS, METRICS, PARTS, TrainingJob, TrainingProcess
 from ..models.registry import get_model_class
-from ._shared import DATASETS, BoundedInput, SessionWorker, model_names
+from ._shared import BoundedInput, SessionWorker, model_names
 from .model_form import bounded_label, check_param, model_form_widgets
-from .run_story import curve_notes, ending
-from .training_process import COLUMNS, METRICS, PARTS, TrainingJob, TrainingProcess
 from .theme import flow, side_by_side
 from .upload import UPLOAD, UPLOAD_CHUNK, UPLOAD_LIMIT_MB, ChunkedUpload, read_upload
 

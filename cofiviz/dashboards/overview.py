@@ -16,8 +16,8 @@ import panel as pn
 import param
 from bokeh.models import NumeralTickFormatter
 
+from ..background.offered import DATASETS, load_dataset
 from ..ratings import Ratings
-from ._shared import DATASETS, load_dataset
 from .theme import flow, side_by_side
 
 #: whole numbers with thousands separators on the axes ("350,000", not Bokeh's "3.500e+5")

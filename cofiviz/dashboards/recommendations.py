@@ -27,9 +27,11 @@ import pandas as pd
 import panel as pn
 import param
 
+from ..background.offered import load_dataset
+from ..background.recommenders import (DATA, ML1M, OFFERED, QUICK_ITEMS, QUICK_PER_USER, TUNE_USERS, RecommenderPool,
+                                       pool)
 from ..models.registry import get_model_class
-from ._shared import BoundedInput, load_dataset
-from .recommenders import DATA, ML1M, OFFERED, QUICK_ITEMS, QUICK_PER_USER, TUNE_USERS, RecommenderPool, pool
+from ._shared import BoundedInput
 from .theme import HEADINGS_CSS, flow, side_by_side
 
 __all__ = ["Recommendations", "popularity_lean", "list_overlap", "top_n", "POLL_MS"]

@@ -1,6 +1,6 @@
 """MovieLens 100K's settings of every model for the recommendations page, chosen once by a search and shipped.
 
-:func:`ship_settings` (``python -m cofiviz.dashboards.recommender_settings --ship``) tunes each model as the page's
+:func:`ship_settings` (``python -m cofiviz.background.recommender_settings --ship``) tunes each model as the page's
 pool would (:func:`cofiviz.models.tuning.tune`, :data:`BUDGET` seconds, seed 0, a seeded tenth of each user's
 ratings held out), fits the choice on all the ratings to time it, and writes :data:`SETTINGS_FILE` (package data).
 :func:`shipped_settings` reads it for :mod:`.recommenders`, whose fresh server then spends on each model only its
@@ -22,7 +22,7 @@ from .._version import __version__
 from ..jsonable import jsonable
 from ..models import available_models, make_model
 from ..models.tuning import tune
-from ._shared import load_dataset
+from .offered import load_dataset
 
 __all__ = ["DATA", "BUDGET", "SETTINGS_FILE", "shipped_settings", "settings_digest", "ship_settings"]
 
@@ -93,7 +93,7 @@ def ship_settings(names=None, budget: float = BUDGET, path: str | Path = SETTING
             log(f"{name}: {len(tuning.trials)} trials, validation {tuning.metric} "
                 f"{tuning.trials[tuning.chosen]['score']:.4f}, fit {seconds:.1f} s")
     content.update(data=DATA, seed=0, budget=float(budget), cofiviz=__version__,
-                   command="python -m cofiviz.dashboards.recommender_settings --ship")
+                   command="python -m cofiviz.background.recommender_settings --ship")
     content["models"] = dict(sorted(content["models"].items()))
     path.write_text(json.dumps(content, indent=1, sort_keys=False) + "\n")
     _read_settings.cache_clear()
@@ -101,7 +101,7 @@ def ship_settings(names=None, budget: float = BUDGET, path: str | Path = SETTING
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m cofiviz.dashboards.recommender_settings",
+    ap = argparse.ArgumentParser(prog="python -m cofiviz.background.recommender_settings",
                                  description="Ship the recommendations page's MovieLens 100K settings.")
     ap.add_argument("--ship", action="store_true", required=True,
                     help=f"search each model's settings and write them to {SETTINGS_FILE.name}")

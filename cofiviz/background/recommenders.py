@@ -57,7 +57,7 @@ from .._version import __version__
 from ..datasets import default_cache_dir
 from ..models import available_models, get_model_class, make_model
 from ..models.tuning import tune
-from ._shared import load_dataset
+from .offered import load_dataset
 from .recommender_settings import BUDGET, DATA, SETTINGS_FILE, settings_digest, shipped_settings
 from .training_process import leave_a_core, worker_context
 

@@ -40,7 +40,7 @@ from ..models import make_model
 from ..models.tuning import tune
 from ..ratings import Ratings
 from ..training import train_and_evaluate
-from ._shared import load_dataset
+from .offered import load_dataset
 from .run_story import list_sizes, summarize
 
 __all__ = ["TrainingJob", "TrainingProcess", "start_forkserver", "worker_context", "leave_a_core", "METRICS", "PARTS",
@@ -51,7 +51,7 @@ PARTS = ("train", "valid", "test")
 #: the columns of one iteration's row
 COLUMNS = ["iteration", "seconds", "elapsed", "loss"] + [f"{p}_{m}" for p in PARTS for m in METRICS]
 #: the module the forkserver imports before forking any worker
-PRELOAD = "cofiviz.dashboards._worker_preload"
+PRELOAD = "cofiviz.background._worker_preload"
 #: seconds a child whose server has gone may finish its iteration before it exits anyway
 ORPHAN_GRACE = 10.0
 #: how much lower than the server a child runs (``os.nice``)
