@@ -23,6 +23,7 @@ import panel as pn
 import param
 
 from .. import metrics as M
+from ..metrics.table import BUILT_IN
 from .theme import PlotFlow, side_by_side
 
 __all__ = ["MetricPlayground", "PRESETS", "contributions", "metric_values", "parse_numbers"]
@@ -79,13 +80,22 @@ def parse_numbers(text: str, n: int, name: str, *, integers: bool = False, low=N
 
 
 def metric_values(grades, scores, k: int = 5, threshold: float = 4, d: float = 3, alpha: float = 5) -> dict:
-    """The seven metrics of one list, computed by :mod:`cofiviz.metrics` (NaN when a metric skips it)."""
+    """The seven metrics of :data:`METRICS` of one list, then one per metric family registered beyond cofiviz's own
+    (:func:`cofiviz.metrics.register`, at cutoff ``k`` when it takes one), computed by :mod:`cofiviz.metrics` (NaN
+    when a metric skips the list)."""
     y = np.asarray(grades, dtype=np.float64)
     s = np.asarray(scores, dtype=np.float64)
-    return {"NDCG@k": M.ndcg(y, s, k=k), "AP": M.average_precision(y, s, threshold=threshold),
-            "GAP": M.gap(y, s, ymax=YMAX), "P@k": M.precision_at_k(y, s, k=k, threshold=threshold),
-            "ERU": M.eru(y, s, d=d, alpha=alpha), "MRR": M.mrr(y, s, threshold=threshold),
-            "ERR": M.err(y, s, ymax=YMAX)}
+    values = {"NDCG@k": M.ndcg(y, s, k=k), "AP": M.average_precision(y, s, threshold=threshold),
+              "GAP": M.gap(y, s, ymax=YMAX), "P@k": M.precision_at_k(y, s, k=k, threshold=threshold),
+              "ERU": M.eru(y, s, d=d, alpha=alpha), "MRR": M.mrr(y, s, threshold=threshold),
+              "ERR": M.err(y, s, ymax=YMAX)}
+    for fam in M.families():
+        if fam in BUILT_IN:
+            continue
+        name = fam.name if fam.cutoff == "none" else f"{fam.name}@{k}"
+        out = M.score_lists([0, len(y)], y, s, [name], threshold=threshold, ymax=YMAX, d=d, alpha=alpha)
+        values[fam.name.upper() + ("" if fam.cutoff == "none" else "@k")] = float(out[name][0])
+    return values
 
 
 def contributions(grades, scores, k: int = 5, threshold: float = 4, d: float = 3, alpha: float = 5):
@@ -259,9 +269,9 @@ class MetricPlayground(pn.viewable.Viewer):
         return rows
 
     def _values_md(self, v: dict) -> str:
-        cells = " | ".join(f"**{_fmt(v[m])}**" for m in METRICS)
-        head = " | ".join(m.replace("@k", f"@{self.k}") for m in METRICS)
-        return f"| {head} |\n|{'---|' * len(METRICS)}\n| {cells} |"
+        cells = " | ".join(f"**{_fmt(v[m])}**" for m in v)
+        head = " | ".join(m.replace("@k", f"@{self.k}") for m in v)
+        return f"| {head} |\n|{'---|' * len(v)}\n| {cells} |"
 
     def _formulas_md(self, v, order, terms, parts) -> str:
         yr = parts["ranked_grades"].astype(int)
