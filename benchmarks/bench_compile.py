@@ -15,13 +15,14 @@ Each line gives the wall-clock seconds, the CPU seconds of the process and its c
 sequential run of the same invocation; the load average is printed with them, since other work on the machine
 slows every figure. ``--quick`` warms up two small models only (seconds, not minutes: what the smoke test runs).
 
-``--plan`` measures instead the CPU seconds of each job of :data:`cofiviz.warmup.PLAN` (their ``seconds``): the
-jobs run one after the other, prerequisites first, in one fresh process with an empty cache.
+``--plan`` measures instead the CPU seconds of each job of :func:`cofiviz.warmup.plan`: the jobs run one after
+the other, prerequisites first, in one fresh process with an empty cache. Written to
+``cofiviz/warmup_seconds.json`` (``--json``), they order the parallel warm-up's jobs.
 
 Usage::
 
     .venv/bin/python benchmarks/bench_compile.py [--jobs N] [--quick] [--json OUT]
-    .venv/bin/python benchmarks/bench_compile.py --plan [--json OUT]
+    .venv/bin/python benchmarks/bench_compile.py --plan [--json cofiviz/warmup_seconds.json]
 """
 
 from __future__ import annotations
@@ -111,16 +112,16 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--jobs", type=int, default=None, help="processes of the parallel run (default: the cores)")
     ap.add_argument("--quick", action="store_true", help=f"warm up {' and '.join(QUICK_MODULES)} only")
-    ap.add_argument("--plan", action="store_true", help="the CPU seconds of each job of cofiviz.warmup.PLAN")
+    ap.add_argument("--plan", action="store_true", help="the CPU seconds of each job of cofiviz.warmup.plan()")
     ap.add_argument("--json", default=None, metavar="OUT")
     args = ap.parse_args(argv)
     if args.plan:
         seconds = plan_seconds()
         for name, secs in seconds.items():
-            print(f"{name:14s} {secs:6.1f} s cpu")
-        print(f"{'total':14s} {sum(seconds.values()):6.1f} s cpu  (load average {os.getloadavg()[0]:.2f})")
+            print(f"{name:30s} {secs:6.1f} s cpu")
+        print(f"{'total':30s} {sum(seconds.values()):6.1f} s cpu  (load average {os.getloadavg()[0]:.2f})")
         if args.json:
-            Path(args.json).write_text(json.dumps(seconds, indent=2))
+            Path(args.json).write_text(json.dumps({k: round(v, 1) for k, v in seconds.items()}, indent=2) + "\n")
         return 0
     out = run(jobs=args.jobs, quick=args.quick)
     what = "two models" if args.quick else "every module"

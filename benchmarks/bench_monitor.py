@@ -1,11 +1,11 @@
 """How fast the training monitor's curves advance on MovieLens 1M: points per second, scoring spaced out or not.
 
-Each case runs the monitor's own worker path (:class:`cofiviz.dashboards.training_process.TrainingProcess`,
+Each case runs the monitor's own worker path (:class:`cofiviz.background.training_process.TrainingProcess`,
 forked from the forkserver that preloads cofiviz, as a served monitor does) on MovieLens 1M with the
 monitor's default protocol (``weak``, N = 10, 5 validation ratings a user, at least 5 test ratings: 60,400
 training ratings, 30,200 validation, 909,609 test candidates), for ``--iterations`` iterations at the model's
 defaults (``tol = 0`` and ``patience = 0`` where the model has them, so that the run lasts). Each model runs
-twice: with the monitor's scoring (``score_throttle`` = :data:`~cofiviz.dashboards.training_process.SCORE_THROTTLE`
+twice: with the monitor's scoring (``score_throttle`` = :data:`~cofiviz.background.training_process.SCORE_THROTTLE`
 seconds: once scoring the three parts takes longer than that, an iteration is scored only after the model has
 trained as long as scoring takes) and with every iteration scored (``score_throttle=None``).
 
@@ -40,7 +40,7 @@ DEFAULT_MODELS = ("regsvd", "nmf", "gapfm", "cofirank", "gcr", "lcr", "llorma")
 
 def run(model: str, iterations: int, throttle) -> dict:
     """One monitor run of ``model``; its rows and their arrival times."""
-    from cofiviz.dashboards.training_process import TrainingJob, TrainingProcess
+    from cofiviz.background.training_process import TrainingJob, TrainingProcess
     from cofiviz.models import get_model_class
 
     names = get_model_class(model).param_names()
@@ -76,7 +76,7 @@ def main(argv=None) -> None:
     ap.add_argument("--iterations", type=int, default=20, help="iterations per run (default 20)")
     args = ap.parse_args(argv)
 
-    from cofiviz.dashboards.training_process import SCORE_THROTTLE, start_forkserver
+    from cofiviz.background.training_process import SCORE_THROTTLE, start_forkserver
 
     start_forkserver()
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}; MovieLens 1M, weak N=10; "

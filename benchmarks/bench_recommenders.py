@@ -1,10 +1,10 @@
 """How long the recommendations page's background worker takes to train each model on MovieLens 1M; a benchmark.
 
-Each model is trained by its recipe (:func:`cofiviz.dashboards.recommenders.recipe`: tuned for ``--budget``
+Each model is trained by its recipe (:func:`cofiviz.background.recommenders.recipe`: tuned for ``--budget``
 seconds on a seeded sample of 1,000 users, then refitted on all of MovieLens 1M; CGPR and CGPOR by EM on a
-sample of users, then every user folded in) with :func:`~cofiviz.dashboards.recommenders.train_one`, in a child
-process set up as the page's worker is (``leave_a_core``: a lower priority and one numba thread fewer than the
-cores), which reports the seconds, the trials, the iterations of the refit and its peak resident memory
+sample of users, then every user folded in) with :func:`~cofiviz.background.recommenders.train_one`, in a child
+process set up as the page's worker is (``leave_a_core(spare=0)``: a lower priority, a numba thread per
+core), which reports the seconds, the trials, the iterations of the refit and its peak resident memory
 (``VmHWM``). The models are saved into a temporary folder (or ``--dir``), never into the page's own.
 
 Usage (the machine is shared: the load average is printed on every row)::
@@ -22,11 +22,11 @@ import tempfile
 
 
 def _child(name: str, directory: str, budget: float, out) -> None:
-    from cofiviz.dashboards._shared import load_dataset
-    from cofiviz.dashboards.recommenders import ML1M, train_one
-    from cofiviz.dashboards.training_process import leave_a_core
+    from cofiviz.background.offered import load_dataset
+    from cofiviz.background.recommenders import ML1M, train_one
+    from cofiviz.background.training_process import leave_a_core
 
-    leave_a_core()
+    leave_a_core(spare=0)
     ratings = load_dataset(ML1M)
     try:
         meta = train_one(name, directory, budget=budget, ratings=ratings, data=ML1M)
@@ -38,7 +38,7 @@ def _child(name: str, directory: str, budget: float, out) -> None:
 
 
 def main(argv=None) -> None:
-    from cofiviz.dashboards.recommenders import BUDGET, ordered
+    from cofiviz.background.recommenders import BUDGET, ordered
     from cofiviz.models import available_models
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])

@@ -98,13 +98,6 @@ LCR_GOAL_SECONDS = 1.5
 #: fits quicker than this run ``--repeats`` times, and the quickest run counts
 REPEAT_UNDER_SECONDS = 20.0
 MEMORY_GOAL_MB = 2048.0
-#: the order of a default run, quickest first; registered models missing here run after these
-ORDER = ("poprec", "itemmean", "regsvd", "svdpp", "nmf", "bpmf", "mmmf", "bilinear", "gcr", "lcr", LCR_GOAL,
-         "llorma", "gapfm", "cofirank", COFIRANK_FIXED, "gpr", "gpor", "cgpr", "cgpor")
-#: the unit of work of the models that do not work per rating (see the module documentation)
-UNITS = {"gcr": "pairs", "lcr": "pairs", "gapfm": "item pairs", "cofirank": "Σn²", "wlt": "Σn²",
-         "gpr": "Σn³+nnz·I", "gpor": "Σn³+nnz·I",
-         "cgpr": "Σn³+nnz·I+I³", "cgpor": "Σn³+nnz·I+I³"}
 
 
 # ---------------------------------------------------------------------------------------------- work
@@ -132,9 +125,17 @@ def work_counts(train) -> dict:
             "index_items": int(train.n_items), "users": int(np.count_nonzero(counts))}
 
 
+def unit_of(model: str) -> str:
+    """What one iteration of registered model ``model`` grows with: what its class declares
+    (``Model.scale.unit``, :data:`cofiviz.models.scale.WORK_UNITS`)."""
+    from cofiviz.models import get_model_class
+
+    return get_model_class(model).scale.unit
+
+
 def work_of(model: str, counts: dict) -> float:
     """The work of one iteration of registered model ``model`` on a table of these ``counts``."""
-    unit = UNITS.get(model, "ratings")
+    unit = unit_of(model)
     if unit == "pairs":
         return float(counts["pairs"])
     if unit == "Σn²":
@@ -298,7 +299,12 @@ def _cases(names) -> list[tuple[str, str, dict, tuple]]:
     unknown = sorted(set(names or ()) - known)
     if unknown:
         raise SystemExit(f"unknown model(s) {unknown}; choose among {sorted(known)}")
-    order = [n for n in ORDER if n in known] + [n for n in registered if n not in ORDER]
+    # quickest first, by the seconds of each model's fit on MovieLens 100K measured when its recommendation
+    # settings shipped (models without them last); an extra case right after its model
+    from cofiviz.background.recommenders import ordered
+
+    extras = {model: [n for n, (m, _, _) in EXTRA.items() if m == model] for model in registered}
+    order = [n for model in ordered(registered) for n in (model, *extras[model])]
     chosen = [n for n in order if names is None or n in names]
     return [(n, *EXTRA[n]) if n in EXTRA else (n, n, {}, tuple(SPLITS)) for n in chosen]
 
@@ -397,8 +403,8 @@ def main(argv=None) -> dict:
             for ds in args.datasets:
                 c = counts[ds, sp]
                 row = {"case": case, "model": model, "params": params, "dataset": ds, "split": sp,
-                       "unit": UNITS.get(model, "ratings"), "ratings": c["ratings"], "work": work_of(model, c),
-                       "pairs": c["pairs"] if UNITS.get(model) == "pairs" else None}
+                       "unit": unit_of(model), "ratings": c["ratings"], "work": work_of(model, c),
+                       "pairs": c["pairs"] if unit_of(model) == "pairs" else None}
                 iterations = args.iterations if get_model_class(model).iterative else 1
                 note = None
                 if small is not None and not small.get("skipped") and not small.get("error"):

@@ -111,7 +111,7 @@ def evaluate(model, split: Split, metrics: str | Iterable[str] = DEFAULT_METRICS
     Users with no candidates in ``part`` are not listed. A user listed with ``NaN`` is one the
     metric cannot score (e.g. AP with no relevant candidate, NDCG with all-zero gains); such users are
     counted in ``n_skipped`` and left out of the mean. For the strong-generalization protocol
-    (a split with a ``given`` part), a model with ``fold_in(given)`` first fits the test users from
+    (a split with a ``given`` part), a model that folds in (``Model.folds_in``) first fits the test users from
     their given ratings (item factors frozen); the given ratings then also serve as those users' known
     ratings for ``zero_one``.
 
@@ -148,7 +148,7 @@ def evaluate(model, split: Split, metrics: str | Iterable[str] = DEFAULT_METRICS
     given = split.given
     folded = False
     if given is not None and len(given) and part == "test":
-        if hasattr(model, "fold_in"):
+        if model.folds_in():
             model.fold_in(given)
             folded = True
         known = _concat(split.train, given)

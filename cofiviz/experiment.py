@@ -27,42 +27,24 @@ fix it; the protocol's ``seed`` is always the cell's seed.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
-import json
 import os
-import time
-from collections import OrderedDict
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
-import pandas as pd
 
-from . import datasets, protocols
-from ._version import __version__
-from .errors import CofivizError, DataError, ModelFitError, ParameterError
-from .evaluation import evaluate
-from .jsonable import jsonable
+from . import protocols
+from .cell import Cell, cell_key, resolve_model, run_cell
+from .errors import CofivizError, DataError, ParameterError
+from .loading import data_version, load_data, make_split
 from .metrics.names import check_metrics
-from .metrics.scorer import default_threshold
-from .models import get_model_class
-from .ratings import Ratings
 from .results import Results
-from .split import Split
 from .store import ResultsStore
-from .trace import Trace
+from .training import TRACE_PARTS as _TRACE_PARTS
 
 __all__ = ["Experiment", "Cell", "Results", "run_cell", "load_data", "data_version", "make_split",
            "cell_key", "resolve_model"]
-
-_TRACE_PARTS = ("train", "valid", "test")
-
-
-# ====================================================================== helpers
-def _canonical_json(obj) -> str:
-    return json.dumps(jsonable(obj), sort_keys=True, separators=(",", ":"), default=str)
 
 
 def _grid(values: dict[str, Any]) -> list[dict[str, Any]]:
@@ -75,269 +57,6 @@ def _grid(values: dict[str, Any]) -> list[dict[str, Any]]:
     return [dict(zip(keys, combo)) for combo in itertools.product(*axes)]
 
 
-def resolve_model(name: str):
-    """The model class registered as ``name``.
-
-    Raises
-    ------
-    ParameterError
-        No such model; the message lists the available ones.
-    """
-    return get_model_class(str(name).strip())
-
-
-# ====================================================================== data and splits (cached per process)
-_DATA_CACHE: "OrderedDict[str, tuple[Ratings, str]]" = OrderedDict()
-_SPLIT_CACHE: "OrderedDict[str, Split]" = OrderedDict()
-_DATA_CACHE_SIZE = 4
-_SPLIT_CACHE_SIZE = 8
-
-
-def _fingerprint(r: Ratings) -> str:
-    h = hashlib.sha256()
-    for arr in (r.users, r.items, r.ratings):
-        h.update(np.ascontiguousarray(arr).tobytes())
-    for ids in (r.user_ids, r.item_ids):
-        h.update("\x1f".join(map(str, np.asarray(ids).tolist())).encode())
-    h.update(repr(tuple(r.scale)).encode())
-    return h.hexdigest()[:16]
-
-
-def load_data(data: dict) -> tuple[Ratings, str]:
-    """``(ratings, data_version)`` of a data spec ``{"name": ..., **loader_kwargs}`` or ``{"path": FILE}``.
-
-    Loaded once per process (a small LRU cache). The data version is a hash of the ratings' content
-    (triples, ids and scale), so a changed file or generator gives new store keys.
-    """
-    key = _canonical_json(data)
-    if key in _DATA_CACHE:
-        _DATA_CACHE.move_to_end(key)
-        return _DATA_CACHE[key]
-    spec = dict(data)
-    if "path" in spec:
-        path = spec.pop("path")
-        ratings = datasets.read(path, **spec)
-    else:
-        name = spec.pop("name", None)
-        if name is None:
-            raise ParameterError("data needs a 'name' (a dataset: " + ", ".join(datasets.available())
-                                 + ") or a 'path' (a ratings file)")
-        ratings = datasets.load(name, **spec)
-    out = (ratings, _fingerprint(ratings))
-    _DATA_CACHE[key] = out
-    while len(_DATA_CACHE) > _DATA_CACHE_SIZE:
-        _DATA_CACHE.popitem(last=False)
-    return out
-
-
-def data_version(data: dict) -> str:
-    """The content hash of a data spec (see :func:`load_data`)."""
-    return load_data(data)[1]
-
-
-def make_split(data: dict, protocol: str, params: dict, seed: int) -> Split:
-    """The protocol's split of the data (cached per process)."""
-    key = _canonical_json([data, protocol, params, seed])
-    if key in _SPLIT_CACHE:
-        _SPLIT_CACHE.move_to_end(key)
-        return _SPLIT_CACHE[key]
-    ratings, _ = load_data(data)
-    split = protocols.make(protocol, ratings, seed=seed, **params)
-    _SPLIT_CACHE[key] = split
-    while len(_SPLIT_CACHE) > _SPLIT_CACHE_SIZE:
-        _SPLIT_CACHE.popitem(last=False)
-    return split
-
-
-# ====================================================================== cells
-@dataclass(frozen=True)
-class Cell:
-    """One run: one model configuration, one protocol configuration, one seed.
-
-    Attributes
-    ----------
-    model : str
-        Registry name of the model.
-    params : dict
-        The model's parameters (the model seed included).
-    protocol : str
-    protocol_params : dict
-        The protocol's parameters (its seed is :attr:`seed`).
-    seed : int
-    data : dict
-        Data spec (see :func:`load_data`).
-    metrics : tuple of str
-        Final metrics.
-    trace_metrics : tuple of str
-        Metrics of the per-iteration trace.
-    trace_parts : tuple of str
-        Parts scored per iteration (``valid`` only when the split has one; ``test`` costs a full
-        evaluation per iteration).
-    trace_every : int
-        Score every ``trace_every``-th iteration (and the last).
-    per_user : bool
-        Keep one row per (user, metric) of the test part.
-    label : str
-        A display name (defaults to the model name).
-    threshold : float or None
-        Relevance threshold of the binary metrics (default: the protocol's).
-    experiment : str
-        The experiment's name (not part of the key).
-    """
-
-    model: str
-    params: dict
-    protocol: str
-    protocol_params: dict
-    seed: int
-    data: dict
-    metrics: tuple
-    trace_metrics: tuple = ()
-    trace_parts: tuple = ("valid",)
-    trace_every: int = 1
-    per_user: bool = False
-    label: str = ""
-    threshold: float | None = None
-    experiment: str = ""
-
-    def config(self) -> dict:
-        """The JSON-ready configuration that identifies the cell (the store key hashes it)."""
-        return jsonable({"model": self.model, "params": dict(sorted(self.params.items())),
-                          "protocol": self.protocol, "protocol_params": dict(sorted(self.protocol_params.items())),
-                          "seed": self.seed, "data": self.data, "metrics": list(self.metrics),
-                          "trace_metrics": list(self.trace_metrics), "trace_parts": list(self.trace_parts),
-                          "trace_every": self.trace_every, "per_user": self.per_user, "label": self.label,
-                          "threshold": self.threshold})
-
-    @classmethod
-    def from_config(cls, config: dict, experiment: str = "") -> "Cell":
-        c = dict(config)
-        for k in ("metrics", "trace_metrics", "trace_parts"):
-            c[k] = tuple(c.get(k, ()))
-        return cls(experiment=experiment, **c)
-
-    def model_defaults(self) -> dict:
-        """The model's defaults of the parameters the cell does not set (JSON-ready)."""
-        return jsonable(resolve_model(self.model).key_defaults(self.params))
-
-    def key(self, data_version: str) -> str:
-        """Stable hash of (configuration, the model's defaults it relies on, data version, cofiviz version).
-
-        The defaults are part of the key so that a cell computed before a default changed is never read as
-        a result of the new default; parameters at a ``key_neutral`` value are not (:meth:`Model.key_params`).
-        """
-        params = jsonable(resolve_model(self.model).key_params(dict(sorted(self.params.items()))))
-        return cell_key({**self.config(), "params": params, "defaults": self.model_defaults()}, data_version)
-
-    def describe(self) -> str:
-        shown = ", ".join(f"{k}={v}" for k, v in self.params.items() if k != "seed")
-        pp = ", ".join(f"{k}={v}" for k, v in self.protocol_params.items())
-        return f"{self.label or self.model}({shown}) on {self.protocol}({pp}) seed {self.seed}"
-
-
-def cell_key(config: dict, data_version: str, version: str | None = None) -> str:
-    """Stable 20-hex-digit hash of a cell configuration, the data version and the cofiviz version."""
-    payload = _canonical_json({"cell": config, "data_version": data_version,
-                               "cofiviz": __version__ if version is None else version})
-    return hashlib.sha256(payload.encode()).hexdigest()[:20]
-
-
-# ====================================================================== results
-def _identity_columns(cell: Cell, key: str) -> dict:
-    out = {"cell": key, "experiment": cell.experiment, "label": cell.label or cell.model, "model": cell.model,
-           "params": _canonical_json({k: v for k, v in cell.params.items()}),
-           "setting": _canonical_json({k: v for k, v in cell.params.items() if k != "seed"}),
-           "protocol": cell.protocol, "protocol_params": _canonical_json(cell.protocol_params),
-           "data": _canonical_json(cell.data), "seed": int(cell.seed)}
-    for k, v in cell.params.items():
-        out[f"model.{k}"] = v
-    for k, v in cell.protocol_params.items():
-        out[f"protocol.{k}"] = v
-    return out
-
-
-def run_cell(cell: Cell, key: str | None = None, expected_version: str | None = None) -> Results:
-    """Run one cell in this process: data, split, fit with a trace, evaluate.
-
-    A fit that diverges (:class:`~cofiviz.errors.ModelFitError`) is an outcome of its setting, not a failure:
-    :meth:`Results.diverged`, stored like any other cell, so that a grid with diverging settings completes (a
-    setting with a NaN validation value is never chosen, :func:`cofiviz.selection.choose_setting`).
-
-    Parameters
-    ----------
-    cell : Cell
-    key : str, optional
-        The cell's store key (computed here when not given).
-    expected_version : str, optional
-        The data version the caller computed; a different one here (another copy of the data on a
-        worker) raises :class:`~cofiviz.errors.DataError` rather than storing mislabelled results.
-
-    Returns
-    -------
-    Results
-    """
-    ratings, version = load_data(cell.data)
-    if expected_version is not None and version != expected_version:
-        raise DataError(f"data {cell.data} has version {version} here, but the sweep expected {expected_version}; "
-                        "every worker must see the same data")
-    key = key or cell.key(version)
-    split = make_split(cell.data, cell.protocol, cell.protocol_params, cell.seed)
-    klass = resolve_model(cell.model)
-    model = klass(**cell.params)
-    threshold = cell.threshold if cell.threshold is not None else default_threshold(split)
-    ident = _identity_columns(cell, key)
-
-    parts: dict[str, Ratings] = {}
-    for part in cell.trace_parts:
-        if part == "valid" and split.valid is not None and len(split.valid):
-            parts["valid"] = split.valid
-        elif part == "test" and split.given is None:   # strong generalization: test users need fold-in
-            parts["test"] = split.candidates("test")
-        elif part == "train":
-            parts["train"] = split.train
-    trace = Trace(parts, cell.trace_metrics, train=split.train, threshold=threshold, every=cell.trace_every)
-
-    t0 = time.perf_counter()
-    try:
-        model.fit(split.train, valid=split.valid, callbacks=[trace])
-    except ModelFitError as exc:
-        parts = ["test"] + (["valid"] if split.valid is not None and len(split.valid) else [])
-        return Results.diverged(ident, parts, check_metrics(list(cell.metrics)), trace.tidy(), threshold=float(threshold),
-                                fit_seconds=time.perf_counter() - t0, iterations=len(model.history_),
-                                best_iteration=-1, stopped_reason=f"diverged: {exc}")
-    fit_seconds = time.perf_counter() - t0
-    final = {"fit_seconds": fit_seconds, "iterations": len(model.history_),
-             "best_iteration": model.best_iteration_ if model.best_iteration_ is not None else -1,
-             "stopped_reason": model.stopped_reason_}
-
-    frames = []
-    ev = evaluate(model, split, metrics=list(cell.metrics), part="test", threshold=threshold)
-    frames.append(ev.summary.assign(part="test"))
-    if split.valid is not None and len(split.valid):
-        evv = evaluate(model, split, metrics=list(cell.metrics), part="valid", threshold=threshold)
-        frames.append(evv.summary.assign(part="valid"))
-    summ = pd.concat(frames, ignore_index=True)
-    res = pd.DataFrame({**{k: [v] * len(summ) for k, v in ident.items()},
-                        "part": summ["part"].to_numpy(), "metric": summ["metric"].to_numpy(),
-                        "value": summ["mean"].to_numpy(dtype=float), "std": summ["std"].to_numpy(dtype=float),
-                        "n_users": summ["n_users"].to_numpy(dtype=np.int64),
-                        "n_skipped": summ["n_skipped"].to_numpy(dtype=np.int64),
-                        "threshold": float(threshold), **{k: [v] * len(summ) for k, v in final.items()}})
-    traces = trace.tidy()
-    for k, v in reversed(list(ident.items())):
-        traces.insert(0, k, [v] * len(traces))
-    per_user = pd.DataFrame()
-    if cell.per_user:
-        pu = ev.per_user.copy()
-        pu["user"] = pu["user"].astype(str)
-        per_user = pd.DataFrame({"cell": key, "label": ident["label"], "seed": ident["seed"],
-                                 "user": pu["user"].to_numpy(), "metric": pu["metric"].to_numpy(),
-                                 "value": pu["value"].to_numpy(dtype=float),
-                                 "n_candidates": pu["n_candidates"].to_numpy()})
-    return Results(res, traces, per_user)
-
-
-# ====================================================================== the experiment
 def _normalise_models(models) -> list[dict]:
     if models is None:
         raise ParameterError("an experiment needs at least one model (models: [...])")

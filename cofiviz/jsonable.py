@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
 
 from .errors import ParameterError
 
-__all__ = ["jsonable", "NONFINITE"]
+__all__ = ["jsonable", "canonical_json", "NONFINITE"]
 
 #: What :func:`jsonable` does with NaN and infinite floats: keep them (``json.dumps`` writes ``NaN``,
 #: ``Infinity``, an extension of JSON that Python reads back) or turn them into ``None`` (``null``).
@@ -51,3 +52,9 @@ def _convert(obj, finite_only: bool):
     if finite_only and isinstance(obj, float) and not math.isfinite(obj):
         return None
     return obj
+
+
+def canonical_json(obj) -> str:
+    """``obj`` as compact JSON with sorted keys (:func:`jsonable` first, ``str`` for anything else): the text
+    cofiviz hashes for store keys and cache keys."""
+    return json.dumps(jsonable(obj), sort_keys=True, separators=(",", ":"), default=str)

@@ -159,6 +159,10 @@ class ResultsStore:
             tables[t] = pd.read_parquet(d / name) if name in manifest["files"] else pd.DataFrame()
         return Results(tables["results"], tables["traces"], tables["per_user"])
 
+    def read_many(self, keys: Iterable[str]):
+        """The cells of ``keys``, in that order, as one :class:`~cofiviz.results.Results` (each must be complete)."""
+        return Results.concat(self.read(k) for k in keys)
+
     def load(self, keys: Iterable[str] | None = None):
         """Every complete cell (or those of ``keys`` that are complete) as one :class:`Results`."""
         done = self.done_keys()

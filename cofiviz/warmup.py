@@ -6,7 +6,7 @@ visitor waits for a compilation. With a warm cache (``cache=True`` kernels, ``NU
 writable) it takes well under a second per module.
 
 With an empty cache, compiling is most of the work, and it runs in parallel: the modules' ``warmup()``
-functions are grouped into :data:`PLAN`'s jobs, which ``jobs`` fresh ``spawn`` processes sharing this one's
+functions are grouped into the jobs of :func:`plan`, which ``jobs`` fresh ``spawn`` processes sharing this one's
 numba cache compile at once, each writing the kernels it compiles to the cache; this process then loads
 every kernel from the cache (unless ``load=False``). When most kernels already have an entry in the cache
 (:data:`PARALLEL_FROM`), the modules run in this process only. numba's cache is not safe for two processes
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import json
 import multiprocessing
 import os
 import sys
@@ -34,6 +35,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from numba.core import caching
@@ -48,7 +50,8 @@ try:  # POSIX; without it every module warms up in this process
 except ImportError:  # pragma: no cover - Windows
     fcntl = None
 
-__all__ = ["warmup", "WarmupError", "PLAN", "PARALLEL_FROM", "default_jobs", "uncached_share"]
+__all__ = ["warmup", "WarmupError", "SHARED", "plan", "measured_seconds", "PARALLEL_FROM", "default_jobs",
+           "uncached_share"]
 
 
 class WarmupError(CofivizError, RuntimeError):
@@ -62,15 +65,16 @@ class Job:
     Attributes
     ----------
     name : str
-        The job's name, which ``after`` of other jobs refers to.
+        The job's name, which ``after`` of other jobs refers to: its first module.
     modules : tuple of str
         Module names, run in this order: a module :func:`warmup` is asked for, or one of its submodules
         (``cofiviz.solvers.lap`` warms up part of ``cofiviz.solvers``).
     after : tuple of str
         Jobs that must have finished first: they compile kernels this job's modules also use.
     seconds : float
-        The CPU seconds of its cold compile (``benchmarks/bench_compile.py --plan``), which order the jobs:
-        the longest chain of jobs first.
+        The CPU seconds of its cold compile, which order the jobs (the longest chain of jobs first): measured
+        by ``benchmarks/bench_compile.py --plan`` into :data:`SECONDS_FILE`, :data:`UNMEASURED_SECONDS` for a
+        module it does not hold.
     """
 
     name: str
@@ -79,33 +83,26 @@ class Job:
     seconds: float = 10.0
 
 
-#: The parallel warm-up's jobs. A kernel that several modules use is compiled by one job and the jobs of the
-#: other modules wait for it, so that they only load it: the surrogate losses (every pairwise model), the losses
-#: and the assignment (CofiRank, the bilinear model), BMRM (CofiRank), the fixed-order dense algebra (BMRM, GCR,
-#: LCR, LLORMA, the bilinear model, WLT, BPMF, the GPs), the elementary functions (the metrics, the losses,
-#: CofiRank, the local models, the GPs), the kernels of
-#: ``models/_local_kernels.py`` that RegSVD's warm-up compiles (GCR, LCR, LLORMA, the bilinear model). The
-#: other modules share no kernel. A module asked for that no job holds runs in one last job, after all of these.
-PLAN: tuple[Job, ...] = (
-    Job("surrogates", ("cofiviz.losses.surrogates",), seconds=0.5),
-    Job("losses", ("cofiviz.losses", "cofiviz.solvers.lap"), after=("surrogates", "elementary"), seconds=16.0),
-    Job("dense", ("cofiviz.solvers.dense",), seconds=6.0),
-    Job("elementary", ("cofiviz.elementary",), seconds=1.3),
-    Job("bmrm", ("cofiviz.solvers.bmrm",), after=("dense",), seconds=1.2),
-    Job("cofirank", ("cofiviz.models.cofirank",), after=("losses", "bmrm", "dense", "elementary"), seconds=12.7),
-    Job("local", ("cofiviz.models.regsvd",), after=("surrogates", "elementary"), seconds=10.0),
-    Job("local-models", ("cofiviz.models.gcr", "cofiviz.models.lcr", "cofiviz.models.llorma"),
-        after=("local", "dense"), seconds=2.8),
-    Job("bilinear", ("cofiviz.models.bilinear",), after=("losses", "local", "dense"), seconds=6.5),
-    Job("metrics", ("cofiviz.metrics",), after=("elementary",), seconds=11.7),
-    Job("gapfm", ("cofiviz.models.gapfm",), seconds=9.1),
-    Job("wlt", ("cofiviz.models.wlt",), after=("dense",), seconds=6.9),
-    Job("mmmf", ("cofiviz.models.mmmf",), seconds=3.2),
-    Job("bpmf", ("cofiviz.models.bpmf",), after=("dense",), seconds=2.3),
-    Job("gp", ("cofiviz.models.gp",), after=("dense", "elementary"), seconds=2.1),
-    Job("svdpp", ("cofiviz.models.svdpp",), seconds=1.7),
-    Job("nmf", ("cofiviz.models.nmf",), after=("dense",), seconds=1.0),
+#: The kernels several modules share, each compiled by one job before the modules that use them: the surrogate
+#: losses (every pairwise model), the elementary functions by the C library (the metrics, the losses, CofiRank,
+#: the local models, the GPs), the losses and the assignment (CofiRank, the bilinear model), the fixed-order dense
+#: algebra, BMRM, the kernels of the local models (``models/_local_kernels.py``) and the metrics. A model's
+#: module is a job of its own after the jobs its classes name (``Model.warmup_after``); a module asked for that
+#: neither holds runs in one last job, after all of these.
+SHARED: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
+    (("cofiviz.losses.surrogates",), ()),
+    (("cofiviz.elementary",), ()),
+    (("cofiviz.losses", "cofiviz.solvers.lap"), ("cofiviz.losses.surrogates", "cofiviz.elementary")),
+    (("cofiviz.solvers.dense",), ()),
+    (("cofiviz.solvers.bmrm",), ("cofiviz.solvers.dense",)),
+    (("cofiviz.models._local_kernels",), ("cofiviz.losses.surrogates", "cofiviz.elementary")),
+    (("cofiviz.metrics",), ("cofiviz.elementary",)),
 )
+
+#: CPU seconds of each job's cold compile, written by ``benchmarks/bench_compile.py --plan --ship``
+SECONDS_FILE = Path(__file__).with_name("warmup_seconds.json")
+#: the seconds assumed for a job the file does not hold
+UNMEASURED_SECONDS = 10.0
 
 #: the share of kernels missing from the cache from which :func:`warmup` compiles in parallel processes: a fresh
 #: cache misses them all, an edit of one kernel module a few, which this process compiles faster than new
@@ -116,9 +113,11 @@ _LOCK_NAME = "cofiviz-cache-writes.lock"
 
 
 def _targets() -> list[tuple[str, Callable[[], object]]]:
-    """``(module name, warmup function)`` for the metrics, every registered model's module, the losses and
-    the solvers, each once."""
-    modules = [metrics] + [sys.modules[get_model_class(name).__module__] for name in available_models()]
+    """``(module name, warmup function)`` for the metrics, every registered model's module and the shared
+    kernels its classes name (``Model.warmup_after``), the losses and the solvers, each once."""
+    classes = [get_model_class(name) for name in available_models()]
+    modules = [metrics] + [sys.modules[k.__module__] for k in classes]
+    modules += [sys.modules[fn.__module__] for k in classes for fn in k.warmup_after]
     found: dict[str, Callable[[], object]] = {}
     for mod in modules + [losses, solvers, elementary]:
         fn = getattr(mod, "warmup", None)
@@ -156,16 +155,48 @@ def _check_jobs(jobs) -> int:
     return jobs
 
 
+def measured_seconds() -> dict[str, float]:
+    """The CPU seconds of each job's cold compile that :data:`SECONDS_FILE` holds (none without the file)."""
+    try:
+        return {str(k): float(v) for k, v in json.loads(SECONDS_FILE.read_text()).items()}
+    except FileNotFoundError:
+        return {}
+
+
+def plan() -> list[Job]:
+    """Every job of the parallel warm-up: the :data:`SHARED` kernels', then one per registered model's module,
+    after the jobs of the warm-up functions its classes declare (``Model.warmup_after``)."""
+    seconds = measured_seconds()
+    owner = {m: mods[0] for mods, _ in SHARED for m in mods}
+    jobs = {mods[0]: Job(mods[0], mods, after, seconds.get(mods[0], UNMEASURED_SECONDS)) for mods, after in SHARED}
+    for name in available_models():
+        klass = get_model_class(name)
+        module = klass.__module__
+        if not callable(getattr(sys.modules[module], "warmup", None)):
+            continue
+        after = [owner.get(fn.__module__, fn.__module__) for fn in klass.warmup_after]
+        if module in jobs:
+            after = [*jobs[module].after, *after]
+        after = tuple(dict.fromkeys(a for a in after if a != module))
+        jobs[module] = Job(module, (module,), after, seconds.get(module, UNMEASURED_SECONDS))
+        owner[module] = module
+    unknown = {a for job in jobs.values() for a in job.after} - set(jobs)
+    if unknown:
+        raise WarmupError(f"the warm-up of {', '.join(sorted(unknown))} is asked to run first, but no job holds it")
+    return list(jobs.values())
+
+
 def _plan(names: Sequence[str]) -> list[Job]:
-    """:data:`PLAN` restricted to the modules ``names`` (a job keeps the modules that are one of them or a
+    """:func:`plan` restricted to the modules ``names`` (a job keeps the modules that are one of them or a
     submodule of one); a job left empty passes its prerequisites on to the jobs that waited for it, and the
     modules of ``names`` that no job holds form one last job, after all the others."""
 
     def asked(module: str) -> bool:
         return any(module == name or module.startswith(name + ".") for name in names)
 
-    needs = {job.name: job.after for job in PLAN}
-    kept = {job.name: Job(job.name, tuple(filter(asked, job.modules)), (), job.seconds) for job in PLAN}
+    full = plan()
+    needs = {job.name: job.after for job in full}
+    kept = {job.name: Job(job.name, tuple(filter(asked, job.modules)), (), job.seconds) for job in full}
     kept = {name: job for name, job in kept.items() if job.modules}
 
     def prerequisites(name: str) -> set[str]:
@@ -178,7 +209,7 @@ def _plan(names: Sequence[str]) -> list[Job]:
     held = [m for job in jobs for m in job.modules]
     rest = tuple(n for n in names if not any(m == n or m.startswith(n + ".") for m in held))
     if rest:
-        jobs.append(Job("others", rest, tuple(j.name for j in jobs), 10.0 * len(rest)))
+        jobs.append(Job("others", rest, tuple(j.name for j in jobs), UNMEASURED_SECONDS * len(rest)))
     return jobs
 
 
@@ -353,7 +384,7 @@ def warmup(verbose: bool = False, jobs: int | None = None, modules: Sequence[str
         Print one line per module with the wall-clock and CPU seconds it took (and the process that ran it).
     jobs : int, optional
         Processes that compile at once (default: :func:`default_jobs`, the cores). With ``jobs > 1`` the
-        modules run in :data:`PLAN`'s jobs in up to ``jobs`` fresh processes, which write the kernels to
+        modules run in the jobs of :func:`plan` in up to ``jobs`` fresh processes, which write the kernels to
         numba's cache; then every module's ``warmup()`` runs in this process and loads them. With
         ``jobs=1``, or a cache that holds most kernels already (:data:`PARALLEL_FROM`), the modules run here,
         one after the other.

@@ -67,7 +67,9 @@ class PanelServer:
         self._logf = open(self.log, "w")
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self._logf, stderr=subprocess.STDOUT,
                                      env={**os.environ, **server_env(), **(env or {})})
-        if wait_for_http(f"{self.url}/{Path(apps[0]).stem}", self.proc, self.log, timeout, "panel serve"):
+        # a static file answers once the warm-up is done, without building a session: polling an app's page on a
+        # loaded machine starts a session (a whole notebook run) at each poll that times out
+        if wait_for_http(f"{self.url}/static/js/bokeh.min.js", self.proc, self.log, timeout, "panel serve"):
             return
         self.close()
         raise RuntimeError(f"panel serve did not answer within {timeout} s: {self.log.read_text()[-3000:]}")

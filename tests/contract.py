@@ -423,6 +423,27 @@ class ModelContract:
             Exploding(**self.make_model().get_params()).fit(split.train)
 
     # ------------------------------------------------------------------ learning
+    def test_fold_in_fits_the_given_users_alone_or_refuses_naming_the_model(self, split):
+        """Strong generalization: a model that folds in (``folds_in``) fits the users of a given table from their
+        ratings, returns itself, leaves every other user's scores as they were and does the same twice; one that
+        cannot refuses with a ParameterError that names it."""
+        fitted_users = split.train.users < split.train.n_users // 2
+        train, given = split.train.take(fitted_users), split.train.take(~fitted_users)
+        model = self.make_model(seed=1).fit(train)
+        if not model.folds_in():
+            with pytest.raises(ParameterError, match=f"{type(model).__name__} cannot fold in"):
+                model.fold_in(given)
+            return
+        users, items = np.arange(train.n_users), np.arange(train.n_items)
+        before = model.score(users[:, None], items[None, :])
+        assert model.fold_in(given) is model
+        after = model.score(users[:, None], items[None, :])
+        kept = users < train.n_users // 2
+        assert np.array_equal(after[kept], before[kept])
+        assert np.isfinite(after[~kept]).all() and not np.array_equal(after[~kept], before[~kept])
+        again = self.make_model(seed=1).fit(train).fold_in(given)
+        assert np.array_equal(again.score(users[:, None], items[None, :]), after)
+
     def test_learns_planted_structure(self, split):
         model = self.make_model().fit(split.train)
         got = mean_metrics(model, split.test, ["ndcg@10"])["ndcg@10"]

@@ -9,6 +9,7 @@ import pytest
 from conftest import PanelServer, count_canvases, heading_sizes, screenshot
 from cofiviz import reproduce as R
 from cofiviz.dashboards.comparisons import Comparisons
+from cofiviz.reproductions import cached_status
 from cofiviz.store import ResultsStore
 
 DATA = {"name": "synthetic", "kind": "popularity", "n_users": 150, "n_items": 100, "density": 0.4}
@@ -42,7 +43,7 @@ def test_cached_results_show_and_a_missing_cell_is_computed(store, tmp_path):
     assert t.loc[t["method"] == "ItemMean", "status"].iloc[0] == "not run"
     assert "**1 missing**" in c._summary.object and len(c._pending_select.options) == 1
     # the plot draws the paper beside cofiviz
-    bars = c._plots.object
+    bars = c._plots.objects
     sources = {str(v) for el in bars for v in el.dimension_values("source")}
     assert sources == {"paper", "cofiviz"}
     c._pending_select.value = 0
@@ -58,7 +59,21 @@ def test_cached_results_show_and_a_missing_cell_is_computed(store, tmp_path):
     c.figure = "Figure 3"
     assert len(c._table.value) == 2 and c._table.value["run"].str.contains("loss=").all()
     c.figure = "Figure 5"     # not in the quick version: said, not drawn empty
-    assert "No run of Figure 5" in str(c._plots.object.data)
+    assert "No run of Figure 5" in str(c._plots.objects[0].data)
+
+
+def test_a_reproduction_is_read_once_until_a_cell_is_written(store, tmp_path):
+    root = tmp_path / "store"
+    shutil.copytree(store, root)
+    first = cached_status("cofirank-table2", quick=True, store=root, data=DATA)
+    assert cached_status("cofirank-table2", quick=True, store=root, data=DATA) is first
+    assert cached_status("cofirank-table2", quick=False, store=root, data=DATA) is not first   # other arguments
+    cell, key = first.pending[0]
+    R.compute_cell(cell, key, root, first.version)
+    again = cached_status("cofirank-table2", quick=True, store=root, data=DATA)
+    assert again is not first and again.n_done == first.n_done + 1 and not again.pending
+    ResultsStore(root).delete(key)                   # a removed cell is seen too
+    assert cached_status("cofirank-table2", quick=True, store=root, data=DATA).n_done == first.n_done
 
 
 def test_bad_input_is_a_message(tmp_path, monkeypatch):
@@ -97,6 +112,17 @@ def test_comparisons_in_the_browser(server, chromium, page_errors):
     page.locator(".bk-input-group").filter(has_text="Reproduction").locator("select").first.select_option(
         label=next(k for k in (f"{r.name} — {r.title}" for r in R.REPRODUCTIONS.values())
                    if k.startswith("cofirank-table2")))
+    # the figures' content leaves with the choice: the next thing shown is the new reproduction (or that it is read)
+    t0 = time.monotonic()
+    page.locator("h3").filter(has_text=R.REPRODUCTIONS["cofirank-table2"].title).first.wait_for(timeout=30_000)
+    titled = time.monotonic() - t0
+    page.wait_for_function("() => !document.body.innerText.includes('rank=10')", timeout=30_000)
+    # shadow roots too: the runs' names in the table and the legend
+    deadline = time.monotonic() + 30
+    while page.get_by_text("rank=10").count() and time.monotonic() < deadline:
+        page.wait_for_timeout(50)
+    assert page.get_by_text("rank=10").count() == 0, "the previous reproduction's runs are still shown"
+    print(f"comparisons: the new title {titled:.2f} s after the choice, the old runs gone {time.monotonic() - t0:.2f} s")
     page.get_by_text("CofiRank-Ordinal").first.wait_for(timeout=30_000)
     page.get_by_text("1 missing").first.wait_for(timeout=30_000)
     assert heading_sizes(page, "h3") == title_size    # the changed title keeps its size (Bootstrap's h3 is larger)
@@ -114,8 +140,8 @@ def test_long_method_names_lie_the_bars_down(tmp_path):
     import holoviews as hv
 
     def lying(name):
-        plots = Comparisons(reproduction=name, store=str(tmp_path / "store"))._plots.object
-        bars = [p for p in plots.traverse(lambda x: x, [hv.Bars])]
+        plots = Comparisons(reproduction=name, store=str(tmp_path / "store"))._plots.objects
+        bars = [b for p in plots for b in p.traverse(lambda x: x, [hv.Bars])]
         assert bars, name
         return {bool(hv.Store.lookup_options("bokeh", b, "plot").kwargs.get("invert_axes", False)) for b in bars}
 

@@ -65,7 +65,7 @@ def test_smoothed_rank_panel_draws_the_pair_loss_for_a_few_gammas():
     # far from Δf = 0 the sharp γ is flatter than the smooth one: the blog post's caveat
     far = smoothed_rank_summary(gammas=(0.5, 5.0), deltas=(-4.0,))
     assert abs(far["slope"].iloc[1]) < abs(far["slope"].iloc[0])
-    assert v._smoothed.object is not None
+    assert len(v._smoothed.objects) == 2
     v.__panel__()
 
 
@@ -105,6 +105,17 @@ def test_losses_gamma_changes_the_curves(server, chromium, page_errors):
     assert after != before and 1.3133 in after  # Log[M] at γ = 1: log(1 + e)
     page.wait_for_timeout(1000)
     screenshot(page, "losses-gamma1")
+
+    # γ = 99 is above the slider's range: the page draws γ = 3, shows 3 in the box and says why beside it
+    box.fill("99")
+    box.press("Enter")
+    page.get_by_text("γ (margin) = 99 is above its upper bound 3; set to 3.").first.wait_for(timeout=30_000)
+    deadline = time.monotonic() + 30
+    while 3.0486 not in _table_numbers(page) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert 3.0486 in _table_numbers(page)       # Log[M] at γ = 3: log(1 + e³)
+    assert box.input_value() == "3"
+    screenshot(page, "losses-gamma-refused")
 
     # a malformed score list shows a message, and the page keeps working
     scores = page.locator(".cofiviz-scores input").first

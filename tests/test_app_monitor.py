@@ -15,7 +15,7 @@ import pytest
 from conftest import PanelServer, screenshot
 from cofiviz.dashboards._shared import model_names
 from cofiviz.dashboards.monitor import UPLOAD, UPLOAD_LIMIT_MB, TrainingMonitor
-from cofiviz.dashboards.training_process import TrainingProcess
+from cofiviz.background.training_process import TrainingProcess
 
 # the largest number of rows any Bokeh data source with an "iteration" column holds: the points drawn
 POINTS_JS = """() => { let best = 0;
@@ -40,6 +40,10 @@ SOURCES_JS = """() => { const n = [];
         }
     }
     return n.sort((a, b) => a - b); }"""
+
+
+#: a small data set and a fast model, for the tests that are about the page's machinery, not the first Run
+QUICK = {"data": "Synthetic: small (300 users, 200 items)", "model": "regsvd"}
 
 
 def _wait(condition, timeout=60.0):
@@ -71,7 +75,7 @@ def test_every_model_can_start_from_its_form_at_the_defaults(name):
 
 
 def test_a_form_is_built_once_and_shown_again():
-    m = TrainingMonitor()
+    m = TrainingMonitor(model="regsvd")
     first = m._forms["regsvd"][0]
     m.model = "lcr"
     assert "LCR" in _shown_form_title(m)
@@ -83,15 +87,23 @@ def test_a_form_is_built_once_and_shown_again():
     assert [f.visible for f in m._form.objects] == [False, True]
 
 
+def test_the_page_opens_on_a_ranking_model_on_movielens_100k():
+    m = TrainingMonitor()
+    assert (m.data, m.model, m.protocol, m.n) == ("MovieLens 100K", "lcr", "weak", 50)
+    for name, value in TrainingMonitor.FIRST_FORM["lcr"].items():
+        assert m._form_widgets[name].value == value
+
+
 def test_monitor_trains_in_a_worker_process_and_validates_input():
-    m = TrainingMonitor(max_iter=4)
+    m = TrainingMonitor(max_iter=4, **QUICK)
     m._on_run()
     assert m._work.join(120)
     assert m._process is not None and m._process.process.pid != os.getpid()
     assert m._process.process.exitcode == 0
     assert list(m.history["iteration"]) == [1, 2, 3, 4]
     assert m.history[["train_ndcg@10", "valid_ap", "test_gap"]].notna().all().all()
-    assert "Finished after **4** iteration(s): reached max_iter (4)" in m._status.object
+    assert "Finished after **4** iterations. Ran the 4 iterations Max iter allows." in m._status.object
+    assert len(m._table.value) == 4
     assert m._csv_bytes().read().startswith(b"iteration,")
     # out-of-range parameter: a message, no run
     m._form_widgets["reg"].value = -1.0
@@ -134,46 +146,49 @@ def test_upload_chunks_handled_out_of_order_on_several_threads_make_the_file():
 
 
 def test_tune_searches_in_the_worker_then_trains_the_chosen_setting():
-    m = TrainingMonitor(max_iter=6, budget=5)
+    m = TrainingMonitor(max_iter=6, budget=5, **QUICK)
     m._on_run(tune=True)
     assert m._work.join(180)
     trials = m._trials.value
     assert m._trials.visible and len(trials) >= 2 and list(trials["trial"]) == list(range(len(trials)))
     assert trials["valid ndcg@10"].notna().any()
-    best = trials.loc[trials["valid ndcg@10"].idxmax()]
+    chosen = trials[trials["note"] == "chosen"]
+    assert len(chosen) == 1
     # the chosen setting is in the form, and it is what was trained
     for name in ("rank", "reg", "lr"):
-        assert m._form_widgets[name].value == pytest.approx(best[name], abs=1e-5), name   # the table rounds
+        assert m._form_widgets[name].value == pytest.approx(chosen[name].iloc[0], abs=1e-5), name   # rounded
     assert len(m.history) >= 1 and "Finished after" in m._status.object
     # Stop while tuning ends the run without training
-    m2 = TrainingMonitor(max_iter=6, budget=600)
+    m2 = TrainingMonitor(max_iter=6, budget=600, **QUICK)
     m2._on_run(tune=True)
     deadline = time.monotonic() + 120
     while not len(m2._trial_rows) and time.monotonic() < deadline:
         time.sleep(0.1)
     m2._on_stop()
     assert m2._work.join(120)
-    assert "stopped while tuning" in m2._status.object and len(m2.history) == 0
+    assert "Stopped while tuning, after" in m2._status.object and "nothing was trained" in m2._status.object
+    assert len(m2.history) == 0
 
 
 def test_out_of_bounds_n_and_max_iter_are_reset_with_a_reason():
     m = TrainingMonitor()
-    m._bounded["n"].value = 500
-    assert m.n == 100 and m._bounded["n"].value == 100
-    assert m._notice.visible and m._notice.object == "N = 500 is above its upper bound 100; reset to 100."
-    m._bounded["n"].value = 20                    # a valid value: kept, and the stale note goes
-    assert m.n == 20 and not m._notice.visible
-    m._bounded["max_iter"].value = 0
-    assert m.max_iter == 1 and "Max iter = 0 is below its lower bound 1; reset to 1." == m._notice.object
-    m._bounded["max_iter"].value = None
-    assert m.max_iter == 1 and "Max iter must be a whole number from 1 to 10000; reset to 1." == m._notice.object
+    n, max_iter = m._bounded["n"], m._bounded["max_iter"]
+    n.widget.value = 500
+    assert m.n == 100 and n.widget.value == 100
+    assert n.note.visible and n.note.object == "N = 500 is above its upper bound 100; set to 100."
+    n.widget.value = 20                           # a valid value: kept, and the stale note goes
+    assert m.n == 20 and not n.note.visible
+    max_iter.widget.value = 0
+    assert m.max_iter == 1 and "Max iter = 0 is below its lower bound 1; set to 1." == max_iter.note.object
+    max_iter.widget.value = None
+    assert m.max_iter == 1 and "Max iter needs a number; kept 1." == max_iter.note.object
     m.max_iter = 12                               # set from Python: the input follows
-    assert m._bounded["max_iter"].value == 12
+    assert max_iter.widget.value == 12
 
 
 def test_two_concurrent_runs_start_one():
     """Run called from two threads at once (a double click on a server with several threads) starts one run."""
-    m = TrainingMonitor(max_iter=2)
+    m = TrainingMonitor(max_iter=2, **QUICK)
     for _ in range(12):
         barrier = threading.Barrier(2)
 
@@ -189,41 +204,60 @@ def test_two_concurrent_runs_start_one():
         assert m._work.join(120)
         assert list(m.history["iteration"]) == [1, 2], m.history
         assert not m._work.busy
+    finished = m._status.object
+    m._on_stop()                                   # a Stop that arrives after the run ended changes nothing
+    assert m._status.object == finished
 
 
 def test_worker_errors_come_back_as_messages():
-    m = TrainingMonitor(data=UPLOAD, max_iter=3)
+    m = TrainingMonitor(data=UPLOAD, max_iter=3, model="regsvd")
     m._upload.value = {"tiny.csv": "".join(f"{u},{i},{1 + i % 5}\n" for u in range(4) for i in range(5))}
     m._on_run()                                    # 5 ratings per user: too few for N = 10
     assert m._work.join(120)
     assert m._error.visible and m._error.object.startswith("Training failed:")
     assert "every user was dropped" in m._error.object
-    assert "failed" in m._status.object and len(m.history) == 0
+    assert m._status.object == "Failed before the first iteration: the message above says why."
+    assert len(m.history) == 0
 
 
 def _long_run(m):
     m._form_widgets["tol"].value = 0.0
+    m._form_widgets["patience"].value = 0
     m._on_run()
     assert _wait(lambda: len(m._pending) + len(m._frame) >= 2), "no iteration arrived"
 
 
+def test_a_choice_made_during_a_run_says_the_run_keeps_its_own():
+    m = TrainingMonitor(max_iter=10_000, **QUICK)
+    _long_run(m)
+    assert not m._during_run.visible
+    m.protocol = [p for p in m.param.protocol.objects if p != m.protocol][0]
+    assert m._during_run.visible and "goes on with the data, protocol and model it started with" in \
+        m._during_run.object
+    m._on_stop()
+    assert m._work.join(60)
+    assert not m._during_run.visible
+    m.n = 20                                      # no run: nothing to say
+    assert not m._during_run.visible
+
+
 def test_closing_the_session_stops_the_worker():
-    m = TrainingMonitor(max_iter=10_000)
+    m = TrainingMonitor(max_iter=10_000, **QUICK)
     _long_run(m)
     m._work._on_destroyed(None)  # what Bokeh calls when the browser tab's session is destroyed
     assert m._work.join(30)
-    assert "stopped by a callback" in m._status.object
+    assert ", as asked. The model keeps that iteration" in m._status.object
     assert len(m.history) < 10_000
     assert m._process.process.exitcode == 0        # it stopped by itself, within its grace period
 
 
 def test_a_closed_session_whose_run_does_not_stop_has_its_process_ended(monkeypatch):
     monkeypatch.setattr(TrainingProcess, "KILL_GRACE", 0.0)   # no time to finish the iteration
-    m = TrainingMonitor(max_iter=10_000)
+    m = TrainingMonitor(max_iter=10_000, **QUICK)
     _long_run(m)
     m._work._on_destroyed(None)
     assert m._work.join(30)
-    assert "the session closed and its training process was ended" in m._status.object
+    assert "The session closed and its training process was ended." in m._status.object
     assert not m._process.alive and m._process.process.exitcode != 0
 
 
@@ -271,10 +305,18 @@ def _select(page, label: str, value: str):
     box.select_option(value)
 
 
+def _choose(page, data: str, model: str = "regsvd", title: str = "RegSVD"):
+    """Choose a data set and a model, and wait for the model's form."""
+    _select(page, "Data", data)
+    _select(page, "Model", model)
+    page.locator("strong", has_text=title).first.wait_for(state="visible", timeout=30_000)
+
+
 def _set_long_run(page, max_iter: int = 5000):
-    """Many iterations and no convergence test, so that the run lasts until Stop."""
+    """Many iterations, no convergence test and no early stopping, so that the run lasts until Stop."""
     _fill(page, "Max iter", max_iter)
     _fill(page, "tol [", 0)
+    _fill(page, "patience [", 0)
     page.wait_for_timeout(300)
 
 
@@ -300,13 +342,15 @@ def _wait_points(page, n, timeout=60):
 def test_monitor_run_draws_points_and_stop_stops(open_page, page_errors):
     page = open_page()
     # the larger synthetic set and the most iterations allowed: the run is still going when Stop is pressed
-    _select(page, "Data", "Synthetic: locally low-rank")
+    _choose(page, "Synthetic: locally low-rank")
     _set_long_run(page, 10_000)
     page.get_by_role("button", name="Run").click()
     pts = _wait_points(page, 3)
     assert pts >= 3, f"only {pts} points drawn"
-    page.get_by_role("button", name="Stop").click()
-    page.get_by_text("stopped by a callback").first.wait_for(timeout=30_000)
+    # the page draws a fast model's iterations as they come: on a loaded machine it may take long to hand a click
+    # to the button
+    page.get_by_role("button", name="Stop").click(timeout=120_000)
+    page.get_by_text(", as asked.").first.wait_for(timeout=60_000)
     stopped_at = _settled_points(page)
     screenshot(page, "monitor-stopped-run")
     page.wait_for_timeout(1500)
@@ -314,9 +358,10 @@ def test_monitor_run_draws_points_and_stop_stops(open_page, page_errors):
     assert stopped_at < 10_000
     page.get_by_role("button", name="CSV").first.wait_for(timeout=10_000)
     # the table of iterations counts them in whole numbers
-    first = page.locator('.tabulator-cell[tabulator-field="iteration"]').first
-    first.wait_for(timeout=10_000)
-    assert first.inner_text().strip() == "1"
+    cells = page.locator('.tabulator-cell[tabulator-field="iteration"]')
+    cells.first.wait_for(timeout=10_000)
+    shown = [c.strip() for c in cells.all_inner_texts()]
+    assert shown and all(c.replace(",", "").isdigit() for c in shown), shown
     screenshot(page, "monitor-stopped")
     assert page_errors.errors == [], page_errors.errors
 
@@ -324,7 +369,7 @@ def test_monitor_run_draws_points_and_stop_stops(open_page, page_errors):
 @pytest.mark.browser
 def test_monitor_on_movielens_1m_draws_points_as_the_model_trains(open_page, page_errors):
     page = open_page()
-    _select(page, "Data", "MovieLens 1M")
+    _choose(page, "MovieLens 1M")
     _set_long_run(page)
     page.get_by_role("button", name="Run").click()
     # the worker loads MovieLens 1M (on first use) and splits it before the first iteration
@@ -334,7 +379,7 @@ def test_monitor_on_movielens_1m_draws_points_as_the_model_trains(open_page, pag
     assert _wait_points(page, seen + 3, timeout=300) >= seen + 3, "the curves stopped advancing"
     screenshot(page, "monitor-ml1m-training")
     page.get_by_role("button", name="Stop").click()
-    page.get_by_text("stopped by a callback").first.wait_for(timeout=120_000)
+    page.get_by_text(", as asked.").first.wait_for(timeout=120_000)
     rows, scored = _downloaded_run(page, "regsvd")
     assert scored[0]["iteration"] == "1"              # the first iteration is always scored
     screenshot(page, "monitor-ml1m-stopped")
@@ -353,7 +398,7 @@ def test_monitor_on_movielens_1m_scores_cofirank_between_its_iterations(open_pag
     assert _wait_points(page, 2, timeout=600) >= 2, page.evaluate(POINTS_JS)
     seen = page.evaluate(POINTS_JS)
     assert _wait_points(page, seen + 1, timeout=300) > seen, "the curves stopped advancing"
-    page.get_by_text("Finished after 12 iteration(s)").first.wait_for(timeout=600_000)
+    page.get_by_text("Finished after 12 iterations.").first.wait_for(timeout=600_000)
     rows, scored = _downloaded_run(page, "cofirank")
     assert len(rows) == 12 and scored[0]["iteration"] == "1" and scored[-1]["iteration"] == "12"
     screenshot(page, "monitor-ml1m-cofirank")
@@ -382,6 +427,7 @@ def _downloaded_run(page, model: str):
 @pytest.mark.browser
 def test_tune_in_the_page_lists_its_trials_then_trains(open_page, page_errors):
     page = open_page()
+    _choose(page, QUICK["data"])
     _fill(page, "Tune budget", 5)
     _fill(page, "Max iter", 5)
     page.wait_for_timeout(300)
@@ -395,18 +441,27 @@ def test_tune_in_the_page_lists_its_trials_then_trains(open_page, page_errors):
 
 
 @pytest.mark.browser
-def test_double_click_on_run_starts_one_run(open_page, page_errors):
+def test_the_first_run_learns_overfits_and_is_put_back_each_said_in_a_sentence(open_page, page_errors):
+    """Run double-clicked on the page's defaults starts one run: LCR on MovieLens 100K learns, overfits and is put
+    back to its best iterate, each said in a plain sentence; the table of iterations fills while it runs."""
     page = open_page()
-    _fill(page, "Max iter", 6)
-    page.wait_for_timeout(300)
     page.get_by_role("button", name="Run").dblclick()
-    page.get_by_text("Finished after").first.wait_for(timeout=60_000)
+    page.get_by_text("Validation ranks each user's 5 validation ratings").first.wait_for(timeout=120_000)
+    page.locator('.tabulator-cell[tabulator-field="iteration"]').first.wait_for(timeout=60_000)
+    assert page.get_by_text("Finished after").count() == 0, "the table filled only at the end"
+    screenshot(page, "monitor-first-run-training")
+    page.get_by_text("Finished after").first.wait_for(timeout=600_000)
+    status = page.get_by_text("Finished after").first.inner_text()
+    assert "Stopped early" in status and "put back to iteration" in status, status
+    assert page.get_by_text("Overfitting: since iteration").count() >= 1
     with page.expect_download() as download:
         page.get_by_role("button", name="CSV").first.click()
     rows = list(csv.DictReader(io.StringIO(open(download.value.path()).read())))
-    assert [int(r["iteration"]) for r in rows] == [1, 2, 3, 4, 5, 6]
-    assert page.evaluate(POINTS_JS) == 6
-    assert page.get_by_text("Finished after 6 iteration(s)").count() >= 1
+    assert [int(r["iteration"]) for r in rows] == list(range(1, len(rows) + 1))     # one run, not two
+    assert _settled_points(page) == len(rows)
+    assert f"Finished after {len(rows)} iterations." in status
+    print(f"first Run: {len(rows)} iterations in {float(rows[-1]['elapsed']):.1f} s of fitting")
+    screenshot(page, "monitor-first-run")
     assert page_errors.errors == [], page_errors.errors
 
 
@@ -414,8 +469,7 @@ def test_double_click_on_run_starts_one_run(open_page, page_errors):
 def test_monitor_two_sessions_stay_independent(open_page, page_errors):
     a = open_page()
     b = open_page()
-    _select(a, "Data", "Synthetic: locally low-rank")   # iterations slow enough to keep A's plots light
-    _set_long_run(a)
+    _set_long_run(a, 10_000)        # the first Run's LCR: iterations slow enough to keep A's plots light
     a.get_by_role("button", name="Run").click()
     assert _wait_points(a, 3) >= 3
     # while A trains, B follows B's own choices: the file input, then the model form
@@ -430,8 +484,9 @@ def test_monitor_two_sessions_stay_independent(open_page, page_errors):
     before = a.evaluate(POINTS_JS)
     assert _wait_points(a, before + 2) >= before + 2, "A stopped progressing"
     screenshot(b, "monitor-second-session")
-    a.get_by_role("button", name="Stop").click()
-    a.get_by_text("stopped by a callback").first.wait_for(timeout=30_000)
+    # A has drawn for a while: on a loaded machine its page may take long to hand a click to the button
+    a.get_by_role("button", name="Stop").click(timeout=120_000)
+    a.get_by_text(", as asked.").first.wait_for(timeout=30_000)
     screenshot(a, "monitor-first-session")
     assert page_errors.errors == [], page_errors.errors
 
@@ -440,7 +495,7 @@ def test_monitor_two_sessions_stay_independent(open_page, page_errors):
 def test_out_of_bounds_n_is_reset_with_a_message_in_the_page(open_page, page_errors):
     page = open_page()
     _fill(page, "N [", 500)
-    page.get_by_text("N = 500 is above its upper bound 100; reset to 100.").first.wait_for(timeout=30_000)
+    page.get_by_text("N = 500 is above its upper bound 100; set to 100.").first.wait_for(timeout=30_000)
     assert _input(page, "N [").input_value() == "100"
     screenshot(page, "monitor-n-reset")
     assert page_errors.errors == [], page_errors.errors
@@ -483,7 +538,7 @@ def test_uploads_large_too_large_and_empty(open_page, page_errors, tmp_path):
     _select(page, "Model", "poprec")
     page.locator("strong", has_text="PopRec").first.wait_for(state="visible", timeout=30_000)
     page.get_by_role("button", name="Run").click()
-    page.get_by_text("Finished after 1 iteration(s): fitted (one pass)").first.wait_for(timeout=300_000)
+    page.get_by_text("Finished after 1 iteration. Fitted in one pass").first.wait_for(timeout=300_000)
     assert page.evaluate(POINTS_JS) == 1
     # larger than the limit: the browser refuses it and says why
     page.close()

@@ -1,26 +1,76 @@
 """The recommendations page: every model trained once in a background process, popularity lean, list overlap,
 and the app in a real headless Chromium, filling in as the models finish."""
 
+import hashlib
+import json
 import re
 import time
+import tomllib
 
 import numpy as np
 import pytest
 
-from cofiviz.dashboards._shared import load_dataset
-from cofiviz.dashboards.recommendations import Recommendations, list_overlap, popularity_lean, top_n
-from cofiviz.dashboards.recommenders import (COFIRANK_PER_USER, DATA, ML1M, ML1M_RECIPES, QUICK_ITEMS,
-                                             QUICK_PER_USER, TUNE_USERS, Recipe, RecommenderPool, cap_per_user,
+from cofiviz.background.offered import load_dataset
+from cofiviz.background.recommender_settings import SETTINGS_FILE, ship_settings, shipped_settings
+from cofiviz.background.recommenders import (DATA, HEAVY_ITERATIONS, HEAVY_USERS, ML1M, QUICK_ITEMS,
+                                             QUICK_ITERATIONS, QUICK_PER_USER, TUNE_USERS, Recipe, RecommenderPool, cap_per_user,
                                              ordered, quick_subset, recipe, recommenders_dir, train_one,
                                              user_sample)
-from cofiviz.models import available_models, get_model_class
-from conftest import PanelServer, heading_sizes, screenshot
+from cofiviz.dashboards.recommendations import Recommendations, list_overlap, popularity_lean, top_n
+from cofiviz.metrics.scorer import per_user_metrics
+from cofiviz.models import available_models, get_model_class, make_model
+from cofiviz.protocols.validation import carve_validation
+from conftest import ROOT, PanelServer, heading_sizes, screenshot
 
 
-def test_training_order_puts_the_quick_baselines_first_and_keeps_every_model():
+def test_every_model_ships_settings_its_class_takes_and_the_quickest_fits_train_first():
+    settings = shipped_settings()
+    assert sorted(settings) == available_models(), \
+        "run `python -m cofiviz.background.recommender_settings --ship --models NAME` for each model missing"
+    for name, entry in settings.items():
+        assert set(entry["params"]) == set(get_model_class(name).param_names()), f"{name}: ship its settings again"
+        assert make_model(name, **entry["params"]).get_params() == entry["params"]
+        how = recipe(name, DATA)
+        assert not how.search and how.params == entry["params"] and how.shipped_trials == entry["trials"] >= 1
+        assert f"{entry['trials']:,}-trial search" in how.note
     names = ordered(available_models())
     assert sorted(names) == available_models()
-    assert names[:2] == ["poprec", "itemmean"]
+    seconds = [settings[n]["fit_seconds"] for n in names]
+    assert seconds == sorted(seconds)
+    assert ordered(["nope", *names[::-1]]) == [*names, "nope"]      # a model without settings is searched: last
+    patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    assert SETTINGS_FILE.name in patterns["cofiviz.background"]     # a wheel carries them
+
+
+def test_shipping_settings_writes_each_models_choice_and_keeps_the_others(tmp_path):
+    path = tmp_path / "settings.json"
+    ship_settings(["poprec"], budget=0.5, path=path, log=None)
+    ship_settings(["itemmean"], budget=0.5, path=path, log=None)
+    content = json.loads(path.read_text())
+    assert sorted(content["models"]) == ["itemmean", "poprec"] and content["data"] == DATA
+    entry = shipped_settings(path)["itemmean"]
+    assert entry["trials"] >= 1 and entry["metric"] == "ndcg@10" and 0.0 < entry["score"] <= 1.0
+    assert make_model("itemmean", **entry["params"]).get_params() == entry["params"]
+    assert shipped_settings(tmp_path / "absent.json") == {}
+
+
+def _cheap_shipped() -> list[str]:
+    """The models whose shipped fit takes at most a second where they shipped (a choice without chance)."""
+    return sorted(n for n, e in shipped_settings().items() if e["fit_seconds"] <= 1.0)
+
+
+def test_the_shipped_settings_score_what_their_search_recorded():
+    """Each cheap model's shipped setting, fitted on the search's part of MovieLens 100K (a seeded tenth held
+    out), scores on the held-out tenth the value the search recorded, to the last bit."""
+    r = load_dataset(DATA)
+    train, valid = carve_validation(r, seed=0)
+    cheap = _cheap_shipped()
+    assert len(cheap) >= 8, cheap
+    for name in cheap:
+        entry = shipped_settings()[name]
+        model = make_model(name, **entry["params"]).fit(train, valid=valid)
+        values = per_user_metrics(model, valid, [entry["metric"]], train=model.train_)[entry["metric"]]
+        assert float(values[~np.isnan(values)].mean()) == entry["score"], name
 
 
 def test_poprec_follows_popularity_and_itemmean_less(tmp_path):
@@ -57,6 +107,8 @@ def test_each_data_set_saves_in_a_folder_of_its_own(monkeypatch, tmp_path):
     monkeypatch.delenv("COFIVIZ_RECOMMENDERS_DIR", raising=False)
     base = recommenders_dir(30.0, False)
     assert base.name.endswith("-tuned30s") and recommenders_dir(30.0, False, DATA) == base
+    digest = hashlib.sha1(SETTINGS_FILE.read_bytes()).hexdigest()[:8]
+    assert f"shipped{digest}" in base.name           # new shipped settings train into a new folder
     assert recommenders_dir(30.0, False, ML1M) == base / "movielens-1m"
     monkeypatch.setenv("COFIVIZ_RECOMMENDERS_DIR", str(tmp_path))
     assert recommenders_dir(1.0, True) == tmp_path and recommenders_dir(1.0, True, ML1M) == tmp_path / "movielens-1m"
@@ -66,16 +118,23 @@ def test_each_data_set_saves_in_a_folder_of_its_own(monkeypatch, tmp_path):
 
 
 def test_every_model_has_a_recipe_for_movielens_1m_and_the_costly_ones_a_documented_cheaper_one():
+    """What a model's class declares of its cost (``Model.scale``) picks its MovieLens 1M recipe: a heavy model is
+    fitted at its defaults on a sample of users and folds every user in, a capped one tunes and fits on at most
+    its cap of each user's ratings, the others are tuned on a sample of users."""
+    special = set()
     for name in available_models():
-        assert recipe(name, DATA) == Recipe()
-        how = recipe(name, ML1M)
-        if name in ML1M_RECIPES:
-            assert how.note and (how.fit_users or how.per_user)
-            assert not how.fit_users or hasattr(get_model_class(name), "fold_in")
+        how, scale = recipe(name, ML1M), get_model_class(name).scale
+        if scale.heavy:
+            assert not how.search and how.fit_users == HEAVY_USERS and how.params["max_iter"] == HEAVY_ITERATIONS
+            assert get_model_class(name).folds_in() and scale.why in how.note
+            special.add(name)
+        elif scale.per_user is not None:
+            assert how.search and how.per_user == scale.per_user and scale.why in how.note
+            special.add(name)
         else:
             assert how == Recipe(tune_users=TUNE_USERS)
-    assert set(ML1M_RECIPES) == {"cgpr", "cgpor", "cofirank"}
-    assert not recipe("cgpr", ML1M).search and recipe("cofirank", ML1M).per_user == COFIRANK_PER_USER
+    assert special == {"cgpr", "cgpor", "cofirank"}
+    assert recipe("cofirank", ML1M).per_user == 100
 
 
 def test_a_cap_per_user_keeps_a_seeded_choice_of_each_users_ratings():
@@ -161,7 +220,7 @@ def quick_pool(quick_pools):
 
 def test_the_pool_trains_in_the_background_and_reports_failures(quick_pool):
     st = quick_pool.wait(600)
-    assert st.ready == ["poprec", "itemmean", "regsvd"] and not st.pending
+    assert st.ready == ordered(["poprec", "itemmean", "regsvd"]) and not st.pending
     assert "nope" in st.failed and "unknown model" in st.failed["nope"]
     # a pool whose every model is saved starts no worker: a server started later loads them
     assert not RecommenderPool(quick_pool.directory, names=st.ready, quick=True).start()
@@ -189,11 +248,13 @@ def test_movielens_1m_trains_after_movielens_100k_and_the_page_shows_it_by_ids(q
     pool, ml1m, queued = quick_pools
     assert queued, "MovieLens 1M's worker started while MovieLens 100K's was training"
     st = ml1m.wait(900)
-    assert st.ready == ["poprec", "itemmean", "regsvd", "cgpr"], st
+    assert st.ready == ordered(["poprec", "itemmean", "regsvd", "cgpr"]), st
     last_100k = max((pool.directory / n / "meta.json").stat().st_mtime for n in pool.status().ready)
     assert min((ml1m.directory / n / "meta.json").stat().st_mtime for n in st.ready) >= last_100k
     assert not RecommenderPool(ml1m.directory, names=st.ready, quick=True, data=ML1M).start()
     assert ml1m.meta("regsvd")["data"] == ML1M and ml1m.meta("regsvd")["fitted_on"]["items"] == QUICK_ITEMS
+    # quick mode: a few iterations, and one for a heavy model
+    assert ml1m.meta("regsvd")["params"]["max_iter"] == QUICK_ITERATIONS and ml1m.meta("cgpr")["params"]["max_iter"] == 1
     assert set((pool.directory).iterdir()) >= {pool.directory / "movielens-1m"}
     v = Recommendations(models={DATA: pool, ML1M: ml1m})
     assert "MovieLens 100K" in v._progress.object and len(v.lean) == 3
@@ -259,6 +320,11 @@ def test_the_page_fills_in_every_model_with_plots_and_follows_the_user(server, c
     box.fill("99999")
     box.press("Enter")
     page.get_by_text("is not in MovieLens 100K").first.wait_for(timeout=60_000)
+    box.fill("0")
+    box.press("Enter")
+    page.get_by_text("User = 0 is below its lower bound 1; set to 1.").first.wait_for(timeout=60_000)
+    page.get_by_text("User 1:").first.wait_for(timeout=60_000)
+    assert box.input_value() == "1"
     assert page_errors.errors == [], page_errors.errors
 
 

@@ -8,8 +8,9 @@ import numba
 import pytest
 
 import cofiviz
-from cofiviz.dashboards import _shared, serving, training_process, warm
-from cofiviz.dashboards._shared import DATASETS, LOADED_ON_FIRST_USE, load_dataset, preloaded_datasets
+from cofiviz.background import offered, training_process
+from cofiviz.background.offered import DATASETS, LOADED_ON_FIRST_USE, load_dataset, preloaded_datasets
+from cofiviz.dashboards import _shared, serving, warm
 
 
 def test_movielens_1m_is_offered_and_loaded_on_first_use_only():
@@ -21,16 +22,16 @@ def test_movielens_1m_is_offered_and_loaded_on_first_use_only():
 
 @pytest.fixture
 def loads(monkeypatch):
-    """Record the labels loaded through ``_shared.load_dataset`` instead of loading them."""
+    """Record the labels loaded through ``offered.load_dataset`` instead of loading them."""
     seen: list[str] = []
-    monkeypatch.setattr(_shared, "load_dataset", seen.append)
+    monkeypatch.setattr(offered, "load_dataset", seen.append)
     monkeypatch.setattr(cofiviz, "warmup", lambda *a, **k: 0.0)
     return seen
 
 
 def test_training_workers_preload_leaves_movielens_1m_out(loads, monkeypatch, capsys):
     monkeypatch.setattr(numba.config, "THREADING_LAYER", numba.config.THREADING_LAYER)  # the module sets it
-    runpy.run_module("cofiviz.dashboards._worker_preload")
+    runpy.run_module("cofiviz.background._worker_preload")
     assert "ready in" in capsys.readouterr().out
     assert loads == preloaded_datasets() and "MovieLens 1M" not in loads
 

@@ -7,6 +7,7 @@ import http.server
 import io
 import json
 import socket
+import sys
 import threading
 import time
 import zipfile
@@ -18,6 +19,7 @@ import pytest
 
 from cofiviz import DataError, DataSourceError, ParameterError, Ratings, Split
 from cofiviz.datasets import available, describe, load, movielens_100k, read, read_frame
+from cofiviz.datasets import grouplens as grouplens_module
 from cofiviz.datasets import movielens as ml_module
 from cofiviz.datasets.movielens import EXPECTED, GENRES
 
@@ -258,7 +260,7 @@ def test_grouplens_slow_name_lookup_is_bounded(tmp_path, monkeypatch):
 
 def test_every_source_failing_says_what_was_tried_and_how_to_fix(tmp_path, monkeypatch):
     monkeypatch.setattr(ml_module, "GROUPLENS_URL", "http://127.0.0.1:9/ml-100k.zip")    # nothing listens
-    monkeypatch.setattr(ml_module.sys, "executable", str(tmp_path / "no-python"))         # pip cannot run
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-python"))                   # pip cannot run
     with pytest.raises(DataSourceError) as err:
         movielens_100k(cache_dir=tmp_path / "empty", timeout=2)
     msg = str(err.value)
@@ -295,7 +297,7 @@ def test_cache_dir_that_cannot_be_written_is_not_fatal(tmp_path, ml, grouplens_z
     def refuse(*a, **k):
         raise PermissionError("read-only file system")
 
-    monkeypatch.setattr(ml_module, "_write_cache", refuse)
+    monkeypatch.setattr(grouplens_module, "_write_cache", refuse)
     got = movielens_100k(cache_dir=tmp_path, sources=("cache",))
     assert got.equals(ml) and "read-only" in got.report["cache_error"]
 

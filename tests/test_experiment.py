@@ -237,12 +237,13 @@ def test_a_late_feature_stays_out_of_keys_while_it_is_off(monkeypatch):
     ``prior_damping`` enters a key, so those results keep theirs; switched on, the damping's default counts.
     GCR and LCR had the offset from the start, and its parameters are in every key of theirs."""
     from cofiviz.models import LCR, GAPfm
+    from cofiviz.result_keys import key_defaults
 
-    off = GAPfm.key_defaults({})
+    off = key_defaults(GAPfm, {})
     assert "item_prior" not in off and "prior_damping" not in off and "rank" in off
-    assert "prior_damping" not in GAPfm.key_defaults({"item_prior": 0.0})
-    assert GAPfm.key_defaults({"item_prior": 1.0})["prior_damping"] == 10.0
-    assert {"item_prior", "prior_damping"} <= set(LCR.key_defaults({}))
+    assert "prior_damping" not in key_defaults(GAPfm, {"item_prior": 0.0})
+    assert key_defaults(GAPfm, {"item_prior": 1.0})["prior_damping"] == 10.0
+    assert {"item_prior", "prior_damping"} <= set(key_defaults(LCR, {}))
     base = dict(protocol="lcr-weak", protocol_params={"n_train": 10}, seed=0, data={"name": "tiny"}, metrics=("ndcg@10",))
     plain = Cell(model="gapfm", params={"max_iter": 2}, **base)
     k = plain.key("v1")
@@ -259,9 +260,10 @@ def test_a_parameter_at_its_key_neutral_value_keeps_the_key_it_had_before_it_exi
     behaviour: a cell that sets it to None (λ as given, what CofiRank computed before) hashes as the cell
     without it did then; one relying on the new default gets a new key."""
     from cofiviz.models import CofiRank
+    from cofiviz.result_keys import key_params
 
-    assert CofiRank.key_params({"reg": 10.0, "reg_users": None}) == {"reg": 10.0}
-    assert CofiRank.key_params({"reg": 10.0, "reg_users": 500}) == {"reg": 10.0, "reg_users": 500}
+    assert key_params(CofiRank, {"reg": 10.0, "reg_users": None}) == {"reg": 10.0}
+    assert key_params(CofiRank, {"reg": 10.0, "reg_users": 500}) == {"reg": 10.0, "reg_users": 500}
     base = dict(model="cofirank", protocol="lcr-weak", protocol_params={"n_train": 10}, seed=0,
                 data={"name": "tiny"}, metrics=("ndcg@10",))
     pinned = Cell(params={"reg": 10.0, "reg_users": None}, **base)
@@ -269,3 +271,19 @@ def test_a_parameter_at_its_key_neutral_value_keeps_the_key_it_had_before_it_exi
     defaults_then = {k: v for k, v in before.model_defaults().items() if k != "reg_users"}
     assert pinned.key("v1") == cell_key({**before.config(), "defaults": defaults_then}, "v1")
     assert before.key("v1") != pinned.key("v1")   # the new default scales λ: a new result
+
+
+def test_the_key_migrations_name_registered_models_and_their_parameters():
+    """The store's key migrations live in ``cofiviz.result_keys`` alone: each names a registered model and
+    parameters it has (a renamed parameter fails here, not as silently changed keys), and no model class
+    carries store history of its own."""
+    from cofiviz.models import MODEL_REGISTRY, Model
+    from cofiviz.result_keys import KEY_NEUTRAL, LATE_FEATURES
+
+    for name, features in LATE_FEATURES.items():
+        names = MODEL_REGISTRY[name].param_names()
+        for switch, (_off, others) in features.items():
+            assert {switch, *others} <= set(names), (name, switch, others)
+    for name, neutral in KEY_NEUTRAL.items():
+        assert set(neutral) <= set(MODEL_REGISTRY[name].param_names()), (name, neutral)
+    assert not any(hasattr(Model, a) for a in ("late_features", "key_neutral", "key_defaults", "key_params"))

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cofiviz import Ratings
 from cofiviz.errors import DataError, ParameterError
@@ -368,6 +370,17 @@ def test_shape_functions():
     from cofiviz.metrics import gap
     S = sg.cumulative_deltas(5)
     assert exact.sum() / S[y].sum() == pytest.approx(gap(y, f, ymax=5))
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 5), st.integers(-2, 2)), min_size=1, max_size=8))
+def test_gap_terms_follow_the_metrics_tie_rule(pairs):
+    """Equal scores (drawn from five values, so ties are common): the exact terms over Z are the library's GAP."""
+    from cofiviz.metrics import gap
+    y = np.array([p[0] for p in pairs])
+    f = np.array([float(p[1]) for p in pairs])
+    exact, _ = sg.gap_terms(f, y)
+    assert exact.sum() / sg.cumulative_deltas(5)[y].sum() == pytest.approx(gap(y, f, ymax=5), rel=1e-12)
 
 
 # ---------------------------------------------------------------------------------- the contract and learning

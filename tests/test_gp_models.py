@@ -271,14 +271,14 @@ def test_item_features_are_the_genres_and_the_standardised_year():
     np.testing.assert_array_equal(X[:, :len(GENRE_NAMES)], info[GENRE_NAMES].to_numpy(dtype=float))
     year = info["release_year"].to_numpy()
     np.testing.assert_allclose(X[:, -1], (year - year.mean()) / year.std())
-    assert what == "6 genre indicators + standardised release year"
+    assert what == "6 indicator columns + standardised release year"
 
 
 def test_missing_item_features_are_a_clear_error_or_one_hot_ids():
     train = tiny()
     assert train.item_info is None
     for klass in (GPR, GPOR, CGPR, CGPOR):
-        with pytest.raises(DataError, match="features='item_info' needs item features: Ratings.item_info with genre"):
+        with pytest.raises(DataError, match="features=.item_info. needs item features: Ratings.item_info with boolean indicator"):
             klass(features="item_info").fit(train)
         model = klass(max_iter=2).fit(train)  # auto: one-hot item ids
         assert model.features_used_ == "one-hot item ids (4)"

@@ -90,8 +90,8 @@ def test_quick_leaderboard_ranks_every_model_with_paired_tests(tmp_path):
     from cofiviz.dashboards.comparisons import Comparisons
 
     page = Comparisons(store=str(tmp_path / "s"), quick=True, data=DATA, reproduction="ml1m")
-    layout = page._table_plot(page._status.table[page._status.table["metric"] == "ndcg@10"])
-    bars = [el for el in layout.traverse(lambda e: e, [hv.Bars])]
+    plots = page._table_plot(page._status.table[page._status.table["metric"] == "ndcg@10"])
+    bars = [el for plot in plots for el in plot.traverse(lambda e: e, [hv.Bars])]
     assert len(bars) == 1 and [d.name for d in bars[0].kdims] == ["method"]
     assert len(bars[0]) == len(R.REPRODUCTIONS["ml1m"].methods)
 

@@ -431,3 +431,13 @@ def test_partition_kernel_is_what_the_wrapper_calls_and_the_ties_codes():
 def test_partition_refuses_bad_input(call, match):
     with pytest.raises(ParameterError, match=match):
         call()
+
+
+@pytest.mark.parametrize("ratings", [(1.0, 0.0), (0.0, 1.0), (3.0, 1.0), (2.0, 2.0), (0.0, 4.0)])
+def test_the_pair_curves_exact_loss_is_one_minus_the_metrics_ndcg_tied_or_not(ratings):
+    """The exact step the losses page draws is ``1 − cofiviz.metrics.ndcg`` of the two-item list, ties included."""
+    from cofiviz.metrics import ndcg
+    d = np.array([-2.0, -1e-9, 0.0, 1e-9, 2.0])
+    _, exact = smoothed_rank_pair_curve(d, gamma=1.0, ratings=ratings)
+    expected = [1.0 - ndcg(np.array(ratings), np.array([x, 0.0])) for x in d]
+    np.testing.assert_allclose(exact, expected, rtol=0, atol=1e-15)

@@ -206,21 +206,21 @@ def test_accepts_lists_ints_and_float32():
 
 
 def test_read_only_inputs_and_huge_k_need_no_new_compilation():
-    from cofiviz.metrics.batch import _score_lists_kernel
-    from cofiviz.metrics.ndcg import _ndcg_user
+    from cofiviz.metrics.ndcg import _ndcg_lists, _ndcg_user
+    from cofiviz.metrics.ranking import _prepare_lists_kernel
 
     y = np.array([3.0, 0.0, 1.0, 5.0])
     s = np.array([0.5, 0.25, 0.125, 0.7])
     off = np.array([0, 2, 4])
     M.score_lists(off, y, s, ["ndcg"])
     M.ndcg(y, s)
-    n_sig = len(_score_lists_kernel.signatures), len(_ndcg_user.signatures)
+    n_sig = len(_prepare_lists_kernel.signatures), len(_ndcg_lists.signatures), len(_ndcg_user.signatures)
     for a in (y, s, off):
         a.flags.writeable = False
     assert M.score_lists(off, y, s, ["ndcg"])["ndcg"].tolist() == M.score_lists(off, y.copy(), s.copy(),
                                                                                  ["ndcg"])["ndcg"].tolist()
     assert M.ndcg(y, s, k=10 ** 30) == M.ndcg(y.copy(), s.copy(), k=None)
-    assert (len(_score_lists_kernel.signatures), len(_ndcg_user.signatures)) == n_sig
+    assert (len(_prepare_lists_kernel.signatures), len(_ndcg_lists.signatures), len(_ndcg_user.signatures)) == n_sig
 
 
 def test_non_integer_ratings_for_ndcg_ap_eru():

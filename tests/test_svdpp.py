@@ -187,3 +187,12 @@ def test_block_order_is_the_order_of_user_then_key(counts, data):
     within = np.full(len(users), -1, dtype=np.int64)
     K.block_order(indptr, keys, within)
     np.testing.assert_array_equal(within, np.lexsort((keys, users)))
+
+
+def test_tables_and_pages_call_it_svd_plus_plus():
+    from cofiviz.models import PopRec
+    from cofiviz.reproductions.leaderboard import leaderboard_methods
+
+    assert SVDpp.display_name() == "SVD++" and PopRec.display_name() == "PopRec"
+    labels = {m.model: m.label for m in leaderboard_methods()}
+    assert labels["svdpp"] == "SVD++" and labels["poprec"] == "PopRec"

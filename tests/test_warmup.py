@@ -41,7 +41,7 @@ def test_the_command_line_rejects_a_bad_jobs(capsys):
 def test_the_plan_holds_every_module_once_and_its_order_has_no_cycle():
     names = [name for name, _ in W._targets()]
     jobs = W._plan(names)
-    assert "others" not in {j.name for j in jobs}, "a warmed-up module is missing from PLAN"
+    assert "others" not in {j.name for j in jobs}, "a warmed-up module is missing from the plan"
     held = [m for j in jobs for m in j.modules]
     assert len(held) == len(set(held))
     for name in names:
@@ -60,14 +60,33 @@ def test_the_plan_holds_every_module_once_and_its_order_has_no_cycle():
 
 def test_a_partial_plan_keeps_the_order_and_runs_unknown_modules_last():
     jobs = {j.name: j for j in W._plan(["cofiviz.solvers", "cofiviz.models.bilinear", "my_own_kernels"])}
-    assert jobs["losses"].modules == ("cofiviz.solvers.lap",)
-    assert jobs["bmrm"].modules == ("cofiviz.solvers.bmrm",)
-    assert jobs["dense"].modules == ("cofiviz.solvers.dense",)
-    assert set(jobs["bilinear"].after) == {"losses", "dense"}     # its other prerequisite, "local", is not asked for
+    assert jobs["cofiviz.losses"].modules == ("cofiviz.solvers.lap",)
+    assert jobs["cofiviz.solvers.bmrm"].modules == ("cofiviz.solvers.bmrm",)
+    assert jobs["cofiviz.solvers.dense"].modules == ("cofiviz.solvers.dense",)
+    # its other prerequisite, the local models' kernels, is not asked for
+    assert set(jobs["cofiviz.models.bilinear"].after) == {"cofiviz.losses", "cofiviz.solvers.dense"}
     assert jobs["others"].modules == ("my_own_kernels",)
-    assert set(jobs["others"].after) == {"losses", "bmrm", "dense", "bilinear"}
+    assert set(jobs["others"].after) == set(jobs) - {"others"}
     chain = W._chain_seconds(list(jobs.values()))
-    assert chain["losses"] > chain["bilinear"] > chain["others"]
+    assert chain["cofiviz.losses"] > chain["cofiviz.models.bilinear"] > chain["others"]
+
+
+def test_the_plan_follows_what_each_model_declares_and_its_seconds_are_measured():
+    """A model's module is a job after the jobs of the warm-ups its classes name (``Model.warmup_after``); the
+    jobs' seconds come from the benchmark's measurement (``bench_compile.py --plan``), one for every job."""
+    from cofiviz.models import available_models, get_model_class
+
+    jobs = {j.name: j for j in W.plan()}
+    for name in available_models():
+        klass = get_model_class(name)
+        if klass.__module__ in jobs:
+            owners = {next(j.name for j in jobs.values() if fn.__module__ in j.modules) for fn in klass.warmup_after}
+            assert owners <= set(jobs[klass.__module__].after), name
+    assert set(jobs["cofiviz.models.cofirank"].after) == {"cofiviz.elementary", "cofiviz.losses",
+                                                          "cofiviz.solvers.bmrm", "cofiviz.solvers.dense"}
+    measured = W.measured_seconds()
+    assert set(jobs) <= set(measured), sorted(set(jobs) - set(measured))
+    assert all(jobs[n].seconds == measured[n] >= 0 for n in jobs)
 
 
 def test_parallel_warmup_compiles_in_children_and_the_next_process_only_loads(tmp_path):

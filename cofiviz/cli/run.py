@@ -5,11 +5,9 @@ from __future__ import annotations
 import itertools
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-from ..evaluation import evaluate
 from ..metrics.names import check_metrics
 from ..metrics.scorer import default_threshold
 from ..models import get_model_class
@@ -17,7 +15,7 @@ from ..models.tuning import tune as tune_model
 from ..protocols import carve_validation
 from ..selection import grid_search
 from ..split import Split
-from ..trace import Trace
+from ..training import train_and_evaluate
 from .options import (UsageError, add_reading_arguments, convert_model_sets, parse_sets, print_table, reading,
                       write_json)
 
@@ -179,12 +177,9 @@ def run(args) -> int:
         if tuning.validation == "carved":
             search["carve"] = ("max(2, round(n/10)) of each user's training ratings (users with n >= 5), "
                                f"seed {seed}; the chosen values were refit on the full train file")
-    trace = Trace({"valid": split.valid}, metrics if split.valid is not None and len(split.valid) else [],
-                  train=split.train, threshold=threshold, ymax=args.ymax)
-    t0 = time.perf_counter()
-    model.fit(split.train, valid=split.valid, callbacks=[trace])
-    fit_seconds = time.perf_counter() - t0
-    ev = evaluate(model, split, metrics=metrics, part="test", threshold=threshold, ymax=args.ymax)
+    run = train_and_evaluate(model, split, metrics=metrics, trace_metrics=metrics, threshold=threshold,
+                             ymax=args.ymax)
+    trace, fit_seconds, ev = run.trace, run.fit_seconds, run.evaluations["test"]
 
     summary_rows = ev.summary.to_dict("records")
     result = {

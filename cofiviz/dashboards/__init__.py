@@ -1,0 +1,1 @@
+"""The Panel dashboards: one `pn.viewable.Viewer` class per page, served by ``apps/*.py``."""

@@ -1,42 +1,19 @@
-"""Helpers the dashboards share: the model names, the dashboard data sets (loaded once per process),
-kernel safety, and the per-session worker."""
+"""Helpers the dashboards share: the model names, kernel safety, the per-session worker and bounded inputs."""
 
 from __future__ import annotations
 
 import os
 import threading
+import weakref
 from functools import partial
 
 import numba
 import panel as pn
+import param
 
-from .. import datasets
 from ..models import available_models
-from ..ratings import Ratings
 
-__all__ = ["model_names", "KERNEL_LOCK", "use_thread_safe_numba", "DATASETS", "LOADED_ON_FIRST_USE",
-           "preloaded_datasets", "load_dataset", "SessionWorker"]
-
-#: the data sets the dashboards offer: label -> (cofiviz.datasets name, keyword arguments)
-DATASETS = {
-    "MovieLens 100K": ("movielens-100k", {}),
-    "MovieLens 1M": ("movielens-1m", {}),
-    "Synthetic: popularity-dominated": ("synthetic", {"kind": "popularity", "n_users": 1000, "n_items": 800,
-                                                      "seed": 0}),
-    "Synthetic: locally low-rank": ("synthetic", {"kind": "local_low_rank", "n_users": 1000, "n_items": 800,
-                                                  "seed": 0}),
-    "Synthetic: small (300 users, 200 items)": ("synthetic", {"kind": "local_low_rank", "n_users": 300,
-                                                              "n_items": 200, "n_ratings": 12000, "seed": 0}),
-}
-
-#: labels that are loaded when a page first asks for them, not when a server or the training workers
-#: start: a million ratings would make every start slower for a data set few sessions open
-LOADED_ON_FIRST_USE = frozenset({"MovieLens 1M"})
-
-
-def preloaded_datasets() -> list[str]:
-    """The labels of :data:`DATASETS` that a server's setup and the training workers load as they start."""
-    return [label for label in DATASETS if label not in LOADED_ON_FIRST_USE]
+__all__ = ["model_names", "KERNEL_LOCK", "use_thread_safe_numba", "SessionWorker", "clamp", "BoundedInput"]
 
 #: Serialises numba-parallel work from several threads when the threading layer is not thread-safe
 #: (numba's ``workqueue`` layer crashes on concurrent parallel kernels; ``omp`` and ``tbb`` do not).
@@ -68,13 +45,6 @@ def kernels_need_lock() -> bool:
 def model_names() -> list[str]:
     """The registered model names (every model of :mod:`cofiviz.models`)."""
     return available_models()
-
-
-@pn.cache(max_items=8)
-def load_dataset(label: str) -> Ratings:
-    """The dataset behind a dashboard label, loaded once per process (read-only, shared)."""
-    name, kwargs = DATASETS[label]
-    return datasets.load(name, **kwargs)
 
 
 class SessionWorker:
@@ -163,3 +133,92 @@ class SessionWorker:
         if self.thread is not None:
             self.thread.join(timeout)
         return not (self.thread is not None and self.thread.is_alive())
+
+
+def clamp(value, bounds, label: str) -> tuple[object, str | None]:
+    """``value`` kept within ``bounds`` (``None``: unbounded on that side), and a note when it was not: the value to
+    use and ``None``, or the nearest bound and a sentence that says why (``"γ = 99 is above its upper bound 3;
+    set to 3."``)."""
+    lo, hi = bounds
+    if lo is not None and value < lo:
+        return lo, f"{label} = {value:g} is below its lower bound {lo:g}; set to {lo:g}."
+    if hi is not None and value > hi:
+        return hi, f"{label} = {value:g} is above its upper bound {hi:g}; set to {hi:g}."
+    return value, None
+
+
+class BoundedInput(pn.viewable.Viewer):
+    """A number a user types, for a bounded parameter of a page, with a note beside it when it is refused.
+
+    A value within the parameter's bounds sets the parameter; one outside sets it to the nearest bound, shows the
+    bound in the input, and the note under the input says what was typed and what is used, so that the plot
+    always shows what the input shows. An empty input is reset to the parameter's value with a note too. The
+    input follows the parameter when the page changes it. The widget carries the CSS class ``cofiviz-bounded``, and
+    :meth:`of` finds its :class:`BoundedInput` again.
+    """
+
+    _of: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+    @classmethod
+    def of(cls, widget) -> "BoundedInput | None":
+        """The :class:`BoundedInput` whose input ``widget`` is, or ``None``."""
+        return cls._of.get(widget)
+
+    def __init__(self, obj: param.Parameterized, name: str, widget=pn.widgets.EditableFloatSlider,
+                 label: str | None = None, css_classes: list[str] | None = None, term: str | None = None, **kwargs):
+        super().__init__()
+        p = obj.param[name]
+        self._obj, self._name = obj, name
+        self.label = label or p.label
+        #: what the note calls the input (default: its label)
+        self.term = term or self.label
+        self.bounds = p.bounds
+        opts = dict(label=self.label, value=getattr(obj, name), css_classes=["cofiviz-bounded"] + (css_classes or []),
+                    sizing_mode="stretch_width", **kwargs)
+        # a slider spans the bounds; a number box gets none, which the browser would enforce without a word
+        self._slider = issubclass(widget, (pn.widgets.EditableFloatSlider, pn.widgets.EditableIntSlider))
+        if self._slider:
+            opts.update(start=self.bounds[0], end=self.bounds[1], step=p.step or opts.get("step", 0.1))
+        self.widget = widget(**opts)
+        BoundedInput._of[self.widget] = self
+        self.note = pn.pane.Markdown("", visible=False, margin=(0, 10), styles={"color": "#b45309"},
+                                     css_classes=["cofiviz-input-note"] + [f"{c}-note" for c in css_classes or []])
+        self._resetting = False
+        self.widget.param.watch(self._typed, "value")
+        obj.param.watch(self._follow, name)
+
+    @property
+    def value(self):
+        """The parameter's value: what the page draws."""
+        return getattr(self._obj, self._name)
+
+    def _typed(self, event):
+        if self._resetting:
+            return
+        value = event.new
+        if value is None:
+            new = getattr(self._obj, self._name)
+            msg = f"{self.term} needs a number; kept {new:g}."
+        else:
+            new, msg = clamp(value, self.bounds, self.term)
+        self.note.object, self.note.visible = msg or "", bool(msg)
+        if new != value:
+            self._show(new)
+        setattr(self._obj, self._name, new)
+
+    def _follow(self, event):
+        if self.widget.value != event.new:
+            self._show(event.new)
+
+    def _show(self, value):
+        """Put ``value`` in the input without taking it for a typed one (and a slider back on its bounds)."""
+        self._resetting = True
+        try:
+            self.widget.value = value
+            if self._slider:
+                self.widget.param.update(start=self.bounds[0], end=self.bounds[1])
+        finally:
+            self._resetting = False
+
+    def __panel__(self):
+        return pn.Column(self.widget, self.note, sizing_mode="stretch_width", margin=0)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from functools import partial
 
@@ -26,14 +27,14 @@ import panel as pn
 import param
 
 from ..errors import ParameterError
-from ..reproductions import REPRODUCTIONS, compute_cell, figure_trends, short_labels, status
+from ..reproductions import REPRODUCTIONS, cached_status, compute_cell, figure_trends, short_labels
 from ..reproductions.report import p_text
 from ..reproductions.run import shipped_note
 from ..store import default_store
 from ._shared import KERNEL_LOCK, SessionWorker, kernels_need_lock
-from .theme import HEADINGS_CSS
+from .theme import HEADINGS_CSS, PlotFlow, side_by_side
 
-__all__ = ["Comparisons", "default_store"]
+__all__ = ["Comparisons", "default_store", "read_all"]
 
 _FIGURES = ("Figure 1", "Figure 2", "Figure 3", "Figure 5")
 #: p_holm: the Wilcoxon test against the best method of the same N, Holm-corrected across the table
@@ -51,6 +52,23 @@ def _horizontal_group_labels(plot, element):
     for axis in plot.state.yaxis:
         if hasattr(axis, "group_label_orientation"):
             axis.group_label_orientation = "horizontal"
+
+
+def read_all(quick: bool = False, store: str | None = None, data=None) -> threading.Thread:
+    """Read every reproduction's results once, in a background thread, so that switching to any of them in any
+    session of this process shows it at once (:func:`cofiviz.reproductions.cached_status`)."""
+    store = store or str(default_store())
+
+    def read():
+        for name in REPRODUCTIONS:
+            try:
+                cached_status(name, quick=quick, store=store, data=data)
+            except Exception:  # the page says why when this reproduction is chosen
+                pass
+
+    thread = threading.Thread(target=read, daemon=True, name="cofiviz-comparisons-read-all")
+    thread.start()
+    return thread
 
 
 class Comparisons(pn.viewable.Viewer):
@@ -89,14 +107,15 @@ class Comparisons(pn.viewable.Viewer):
         self._error = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
         self._summary = pn.pane.Markdown("", css_classes=["cofiviz-comparisons-status"], stylesheets=[HEADINGS_CSS],
                                          sizing_mode="stretch_width")
-        self._plots = pn.pane.HoloViews(None, sizing_mode="stretch_width", min_height=320)
+        self._plots = PlotFlow()
         self._table = pn.widgets.Tabulator(pd.DataFrame(columns=_TABLE_COLUMNS), disabled=True, show_index=False,
                                            height=300, sizing_mode="stretch_width", pagination=None,
                                            layout="fit_data_stretch", widths={"run": 240, "method": 320},
                                            # long method names wrap within their column instead of being cut
                                            formatters={"method": {"type": "textarea"}})
         self._notes = pn.pane.Markdown("", sizing_mode="stretch_width")
-        self._pending_select = pn.widgets.Select(label="Missing cells", options={}, sizing_mode="stretch_width")
+        self._pending_select = pn.widgets.Select(label="Cell to compute", options={}, sizing_mode="stretch_width")
+        self._table_title = pn.pane.Markdown("#### Paper and cofiviz", stylesheets=[HEADINGS_CSS])
         self._compute = pn.widgets.Button(label="Compute selected", color="primary", width=160)
         self._compute_all = pn.widgets.Button(label="Compute all missing", width=170)
         self._stop_btn = pn.widgets.Button(label="Stop", color="danger", width=80, disabled=True)
@@ -109,20 +128,71 @@ class Comparisons(pn.viewable.Viewer):
                                                            sizing_mode="stretch_width")
         self._status = None
         self._work = SessionWorker("compare")
+        self._reader = SessionWorker("read")       # schedules a read's result on the session's event loop
+        self._wanted = None                        # the latest choice: a thread's read is shown only while it is
         self._refresh()
 
     # ------------------------------------------------------------------ reading the store
     @param.depends("reproduction", "quick", "store", "data", watch=True)
     def _refresh(self):
+        """Show the chosen reproduction.
+
+        In a served session the page first empties and says what it reads, so that no other reproduction's
+        content stays on screen meanwhile; a thread reads it (at once when this process has read it before:
+        :func:`~cofiviz.reproductions.cached_status`), and only the last choice is drawn when several reads
+        overlap. Outside a server it is read and drawn at once.
+        """
         rep = REPRODUCTIONS[self.reproduction]
+        wanted = dict(quick=self.quick, store=self.store, data=self.data)
+        doc = pn.state.curdoc
+        self._wanted = object()                    # this choice: a read for an earlier one is not shown
+        if doc is None or doc.session_context is None:
+            self._read(rep, wanted, None)
+            return
+        import holoviews as hv
+
+        self._status = None                        # nothing to draw or compute until the read is done
+        self._compute.disabled = self._compute_all.disabled = True
+        with pn.io.hold():
+            self._summary.object = f"### {rep.title}\nReading its results …"
+            self._plots.objects = [hv.Div(f"<p>Reading the results of {rep.name} …</p>")]
+            self._table.value = pd.DataFrame(columns=_TABLE_COLUMNS)
+            self._table_title.object = ""
+            self._notes.object = ""
+            self._figure_widget.visible = rep.is_figures
+        self._reader.bind()
+        threading.Thread(target=self._read, args=(rep, wanted, self._wanted), daemon=True,
+                         name="cofiviz-comparisons-read").start()
+
+    def _read(self, rep, wanted: dict, token):
+        """Read ``rep``'s status (a thread's work when ``token`` is set) and show it."""
         t0 = time.perf_counter()
         try:
-            self._status = status(rep.name, quick=self.quick, store=self.store, data=self.data)
+            st, error = cached_status(rep.name, **wanted), None
         except Exception as exc:  # a missing paper table, an unreadable store, bad data: said in the page
-            self._status = None
-            self._show_error(f"Cannot read the results of {rep.name}: {exc}")
+            st, error = None, exc
+        seconds = time.perf_counter() - t0
+        if token is None:
+            self._show(rep, st, error, seconds)
+        else:
+            self._reader.schedule(self._show_if_current, token, rep, st, error, seconds)
+
+    def _show_if_current(self, token, rep, st, error, seconds):
+        # a callback of the session's event loop: its changes reach the browser together when it returns (a
+        # ``pn.io.hold`` here would keep them from being sent at all)
+        if token is self._wanted:            # else a later choice is read (or shown) instead
+            self._show_all(rep, st, error, seconds)
+
+    def _show(self, rep, st, error, seconds: float):
+        with pn.io.hold():                       # the browser gets the new title and content in one message
+            self._show_all(rep, st, error, seconds)
+
+    def _show_all(self, rep, st, error, seconds: float):
+        self._status = st
+        if st is None:
+            self._show_error(f"Cannot read the results of {rep.name}: {error}")
             self._summary.object = f"### {rep.title}"
-            self._plots.object = None
+            self._plots.objects = []
             return
         self._show_error(None)
         self._figure_widget.visible = rep.is_figures
@@ -137,7 +207,7 @@ class Comparisons(pn.viewable.Viewer):
                 f"results store {where}" if n_shipped else f"{done} of {n} cells are in the results store {where}")
         self._summary.object = (
             f"### {rep.title}\n{held}"
-            f"{' (quick versions)' if self.quick else ''}; read in {time.perf_counter() - t0:.2f} s. "
+            f"{' (quick versions)' if self.quick else ''}; read in {seconds:.2f} s. "
             + ("Every cell is there." if done == n else
                f"**{n - done} missing**: compute them below, or run `cofiviz reproduce {rep.name}"
                f"{' --quick' if self.quick else ''}`."))
@@ -158,7 +228,8 @@ class Comparisons(pn.viewable.Viewer):
         if st is None:
             return
         if st.reproduction.is_figures:
-            self._plots.object = self._figure_plot(st)
+            self._table_title.object = f"#### The runs of {self.figure}: final and best test {self.metric}"
+            self._plots.objects = self._figure_plot(st)
             summary = st.table
             if len(summary):
                 s = summary[(summary["figure"] == self.figure) & (summary["metric"] == self.metric)]
@@ -169,9 +240,12 @@ class Comparisons(pn.viewable.Viewer):
             return
         t = st.table
         t = t[t["metric"] == self.metric] if len(t) else t
-        self._plots.object = self._table_plot(t)
+        self._plots.objects = self._table_plot(t)
         # the authors' own code's numbers exist for a few CofiRank rows only
         cols = [c for c in _TABLE_COLUMNS if c in t.columns and (c != "original" or t[c].notna().any())]
+        with_paper = "paper" in cols and t["paper"].notna().any()
+        self._table_title.object = ("#### The paper's numbers and cofiviz's" if with_paper else
+                                    "#### cofiviz's results (no paper printed these)")
         view = t[cols].copy()
         if "p_holm" in view.columns:  # p-values span many decades: shown as text, "best" on the best row
             view["p_holm"] = ["best" if vb == 0 else ("—" if pd.isna(p) else p_text(p))
@@ -180,7 +254,7 @@ class Comparisons(pn.viewable.Viewer):
             pd.DataFrame(columns=_TABLE_COLUMNS)
 
     def _table_plot(self, t: pd.DataFrame):
-        """Grouped bars per N: the paper's value beside cofiviz's for every method."""
+        """Grouped bars per N, the paper's value beside cofiviz's for each method: a list of plots."""
         import holoviews as hv
         import holoviews.plotting.bokeh  # noqa: F401  (the backend .opts needs, also outside a notebook)
 
@@ -191,7 +265,7 @@ class Comparisons(pn.viewable.Viewer):
         df = pd.concat(frames) if frames else pd.DataFrame(columns=["N", "method", "source", "value"])
         df = df[df["value"].notna()]
         if df.empty:
-            return hv.Div("<p>No result in the store yet for this metric: compute a cell below.</p>")
+            return [hv.Div("<p>No result in the store yet for this metric: compute a cell below.</p>")]
         lo = max(0.0, float(df["value"].min()) - 0.05)
         hi = min(1.0, float(df["value"].max()) + 0.03)
         # without published numbers (the leaderboards) one bar per method; many methods: one plot per row
@@ -213,27 +287,29 @@ class Comparisons(pn.viewable.Viewer):
                  title=f"{self.metric}, N = {n}", responsive=True, min_width=300, ylim=(lo, hi), tools=["hover"],
                  show_legend=False, **shape(g), **style)
                  for n, g in df.groupby("N", sort=True)]
-        return hv.Layout(plots).cols(1 if many or lying else min(3, len(plots))).opts(shared_axes=False)
+        return plots
 
     def _figure_plot(self, st):
-        """LCR figures: test curves over iterations per run; Figure 5 adds the final-value heatmap."""
+        """LCR figures: test curves over iterations per run, and for Figure 5 the final-value heat map: a list of plots."""
         import holoviews as hv
         import holoviews.plotting.bokeh  # noqa: F401  (the backend .opts needs, also outside a notebook)
 
         t = st.results.traces
         if t.empty or not (t["label"] == self.figure).any():
-            return hv.Div(f"<p>No run of {self.figure} in the store yet: compute its cells below.</p>")
+            return [hv.Div(f"<p>No run of {self.figure} in the store yet: compute its cells below.</p>")]
         g = t[(t["label"] == self.figure) & (t["part"] == "test") & (t["metric"] == self.metric)]
         if g.empty:
-            return hv.Div(f"<p>{self.figure} has no test {self.metric} trace.</p>")
+            return [hv.Div(f"<p>{self.figure} has no test {self.metric} trace.</p>")]
         short = short_labels(g["setting"].unique())
-        curves = {short[s]: hv.Curve(gs.sort_values("iteration"), "iteration", ("value", f"test {self.metric}"))
+        # the run is a column of each curve, so that the hover names it
+        curves = {short[s]: hv.Curve(gs.sort_values("iteration").assign(run=short[s]), "iteration",
+                                     [("value", f"test {self.metric}"), "run"])
                   for s, gs in g.groupby("setting", sort=False)}
         overlay = hv.NdOverlay(curves, kdims="run").opts(
             title=f"LCR {self.figure}: test {self.metric} over iterations", height=380, responsive=True,
             legend_position="right", tools=["hover"])
         if self.figure != "Figure 5":
-            return overlay
+            return [overlay]
         summ = st.table
         s = summ[(summ["figure"] == "Figure 5") & (summ["metric"] == self.metric)].copy()
         # categorical axes, in numeric order
@@ -242,12 +318,13 @@ class Comparisons(pn.viewable.Viewer):
         s = s.sort_values(["n_local", "rank"]).astype({"rank": str, "n_local": str})
         heat = hv.HeatMap(s, ["n_local", "rank"], ("final", f"final test {self.metric}")).opts(
             title=f"Figure 5: final test {self.metric}, rank × number of local models", height=360,
-            width=820, colorbar=True, tools=["hover"], cmap="viridis")
+            responsive=True, colorbar=True, tools=["hover"], cmap="viridis")
         labels = hv.Labels(s.assign(text=s["final"].map(lambda v: f"{v:.3f}")), ["n_local", "rank"], "text").opts(
             text_color="white", text_font_size="9pt")
         # twenty runs: the hover names each curve instead of a legend taller than the plot
-        curves = overlay.opts(show_legend=False, responsive=False, width=820, height=360)
-        return hv.Layout([heat * labels, curves]).cols(1).opts(shared_axes=False)
+        curves = overlay.opts(show_legend=False, height=360,
+                              title=f"LCR Figure 5: test {self.metric} over iterations (hover a curve for its run)")
+        return [heat * labels, curves]
 
     def _show_error(self, msg: str | None):
         self._error.object = msg or ""
@@ -325,9 +402,8 @@ class Comparisons(pn.viewable.Viewer):
             pn.widgets.Select.from_param(self.param.metric, label="Metric", sizing_mode="stretch_width"),
             self._figure_widget, sizing_mode="stretch_width")
         compute = pn.Column(pn.pane.Markdown("#### Missing cells"), self._pending_select,
-                            pn.Row(self._compute, self._compute_all, self._stop_btn), self._progress,
+                            pn.FlexBox(self._compute, self._compute_all, self._stop_btn, flex_wrap="wrap"),
+                            self._progress,
                             sizing_mode="stretch_width")
-        left = pn.Column(controls, compute, width=360)
-        right = pn.Column(self._summary, self._plots, pn.pane.Markdown("#### Paper and cofiviz"), self._table,
-                          pn.pane.Markdown("#### Notes"), self._notes, sizing_mode="stretch_width")
-        return pn.Column(self._error, pn.Row(left, right, sizing_mode="stretch_width"), sizing_mode="stretch_width")
+        right = [self._summary, self._plots, self._table_title, self._table, pn.pane.Markdown("#### Notes"), self._notes]
+        return pn.Column(self._error, side_by_side([controls, compute], right), sizing_mode="stretch_width")

@@ -41,6 +41,8 @@ from ..losses.surrogates import SURROGATE_LABELS, figure4_frame
 from ..losses.listwise import PL_TIES, pl_list_probability, plackett_luce_loss
 from ..losses.smoothed_rank import smoothed_rank_pair_curve
 from ..losses.ties import tie_probabilities
+from ._shared import BoundedInput
+from .theme import PlotFlow, side_by_side
 from .playground import parse_numbers
 
 __all__ = ["LossShapes", "figure4_summary", "tie_summary", "smoothed_rank_summary"]
@@ -74,11 +76,22 @@ def smoothed_rank_summary(gammas=tuple(SR_GAMMAS), deltas=(-4.0, 0.0, 4.0), h: f
     return pd.DataFrame(rows).round(4)
 
 
+def outcome_probabilities(model: str, delta, p: float) -> dict[str, np.ndarray]:
+    """P(win), P(tie), P(loss) of a tie-aware model (:func:`cofiviz.losses.tie_probabilities`), and at its
+    Bradley–Terry limit (Rao–Kupper's θ = 1, Davidson's ν = 0, where the library's models refuse the parameter
+    because a tie has probability 0) the limit itself: P(win) = 1 / (1 + exp(−Δf)), P(tie) = 0."""
+    delta = np.asarray(delta, dtype=float)
+    if (model == "rao_kupper" and p == 1.0) or (model == "davidson" and p == 0.0):
+        win = 1.0 / (1.0 + np.exp(-delta))
+        return {"win": win, "tie": np.zeros_like(win), "loss": 1.0 - win}
+    return tie_probabilities(model, delta, p)
+
+
 def tie_summary(theta: float, nu: float, deltas=(0.0, 1.0, 3.0)) -> pd.DataFrame:
     """P(win), P(tie), P(loss) of both tie-aware models at a few score differences: a table for the page."""
     rows = []
     for model, label, p in (("rao_kupper", f"Rao–Kupper θ={theta:g}", theta), ("davidson", f"Davidson ν={nu:g}", nu)):
-        probs = tie_probabilities(model, np.asarray(deltas, dtype=float), p)
+        probs = outcome_probabilities(model, np.asarray(deltas, dtype=float), p)
         for k, d in enumerate(deltas):
             rows.append({"model": label, "Δf": f"{d:g}", "P(win)": probs["win"][k], "P(tie)": probs["tie"][k],
                          "P(loss)": probs["loss"][k]})
@@ -107,8 +120,10 @@ class LossShapes(pn.viewable.Viewer):
     scale = param.Number(default=1.0, bounds=(0.1, 10.0), step=0.1,
                          doc="GAPfm: score scale c, the logistic smooths c·f (larger c = sharper).")
 
-    theta = param.Number(default=2.0, bounds=(1.01, 10.0), step=0.01, doc="Rao–Kupper threshold θ > 1.")
-    nu = param.Number(default=1.0, bounds=(0.01, 5.0), step=0.01, doc="Davidson tie propensity ν > 0.")
+    theta = param.Number(default=2.0, bounds=(1.0, 10.0), step=0.01,
+                         doc="Rao–Kupper threshold θ ≥ 1 (θ = 1: Bradley–Terry, no ties).")
+    nu = param.Number(default=1.0, bounds=(0.0, 5.0), step=0.01,
+                      doc="Davidson tie propensity ν ≥ 0 (ν = 0: Bradley–Terry, no ties).")
     tie_range = param.Number(default=6.0, bounds=(1.0, 12.0), step=0.5, doc="Δf axis from −range to +range.")
     pl_grades = param.String(default="5, 4, 4, 3, 3, 1", doc="Plackett–Luce list: ratings of items A..F (ties allowed).")
     pl_scores = param.String(default="1.2, 0.4, 0.9, -0.3, 0.1, -1.0", doc="Plackett–Luce list: scores of items A..F.")
@@ -118,22 +133,22 @@ class LossShapes(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         self._error = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
-        self._fig4 = pn.pane.HoloViews(sizing_mode="stretch_width")
+        self._fig4 = PlotFlow()
         self._fig4_table = pn.pane.DataFrame(pd.DataFrame(), index=False, sizing_mode="stretch_width",
                                              css_classes=["cofiviz-fig4-table"])
         self._bound = pn.pane.HoloViews(sizing_mode="stretch_width")
         self._bound_error = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
         self._bound_text = pn.pane.Markdown(sizing_mode="stretch_width", css_classes=["cofiviz-bound-text"])
-        self._gapfm = pn.pane.HoloViews(sizing_mode="stretch_width")
+        self._gapfm = PlotFlow()
         self._gapfm_text = pn.pane.Markdown(sizing_mode="stretch_width")
-        self._smoothed = pn.pane.HoloViews(sizing_mode="stretch_width")
+        self._smoothed = PlotFlow()
         self._smoothed_table = pn.pane.DataFrame(smoothed_rank_summary(), index=False, sizing_mode="stretch_width",
                                                  css_classes=["cofiviz-smoothed-table"])
         self._last_list = (np.array([5, 4, 3, 2, 1, 0.0]), np.array([0.5, 0.9, 0.1, 0.3, -0.2, -0.6]))
-        self._ties = pn.pane.HoloViews(sizing_mode="stretch_width")
+        self._ties = PlotFlow()
         self._ties_table = pn.pane.DataFrame(pd.DataFrame(), index=False, sizing_mode="stretch_width",
                                              css_classes=["cofiviz-ties-table"])
-        self._pl = pn.pane.HoloViews(sizing_mode="stretch_width")
+        self._pl = PlotFlow()
         self._pl_error = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
         self._pl_text = pn.pane.Markdown(sizing_mode="stretch_width", css_classes=["cofiviz-pl-text"])
         self._update_fig4()
@@ -173,7 +188,7 @@ class LossShapes(pn.viewable.Viewer):
             plots.append(hv.Overlay(curves).opts(
                 title=f"{SURROGATE_LABELS[loss]}, γ = {self.gamma:g}", height=320, responsive=True,
                 legend_position="top_right", ylim=(-0.2, ymax) if ymax else (-0.2, None), toolbar="above"))
-        self._fig4.object = hv.Layout(plots).cols(2).opts(shared_axes=False)
+        self._fig4.objects = plots
         self._fig4_table.object = figure4_summary(frame)
 
     # ----------------------------------------------------------------------------- CofiRank bound
@@ -253,15 +268,17 @@ class LossShapes(pn.viewable.Viewer):
                 color="#55a868", line_width=2, line_dash="dashed"),
         ]).opts(title="1/R of item A (other scores fixed) and its smoothings", height=300, responsive=True,
                 legend_position="top_right", toolbar="above")
-        self._gapfm.object = hv.Layout([ind, rr]).cols(2).opts(shared_axes=False)
+        self._gapfm.objects = [ind, rr]
         grades = np.minimum(y, 5).astype(int)
         rated = grades >= 1  # GAPfm's sums run over the user's rated items only
         try:
             exact, smooth = gap_terms(c * f[rated], grades[rated], ymax=5)
+            value = M.gap(grades[rated], c * f[rated], ymax=5)
             self._gapfm_text.object = (
-                f"On the rated items of the list above (grades capped at 5) with scale c = {c:g}: exact Z·GAP = **{exact.sum():.4f}**, "
-                f"smoothed GAP (eq 8) = **{smooth.sum():.4f}**. Eq 7 replaces 1/R by g(f), which ignores the "
-                "other items entirely: it only tracks 1/R when scores are spread over a wide range.")
+                f"On the rated items of the list above (grades capped at 5) with scale c = {c:g}: exact GAP = "
+                f"**{value:.4f}** (Z·GAP = **{exact.sum():.4f}**; equal scores ranked as the metrics rank them, the "
+                f"lower grade first), smoothed GAP (eq 8) = **{smooth.sum():.4f}**. Eq 7 replaces 1/R by g(f), "
+                "which ignores the other items entirely: it only tracks 1/R when scores are spread over a wide range.")
         except Exception as exc:  # e.g. a list with no rated item
             self._gapfm_text.object = f"Smoothed GAP is not defined for this list: {exc}"
 
@@ -278,26 +295,28 @@ class LossShapes(pn.viewable.Viewer):
                                          label=f"γ = {g:g}").opts(color=color, line_width=2, tools=["hover"]))
         loss_curves.append(hv.Curve((d, exact), "Δf = f_a − f_b", "loss", label="1 − NDCG exact").opts(
             color="black", line_dash="dashed", interpolation="steps-mid", line_width=1.5))
-        self._smoothed.object = hv.Layout([
+        self._smoothed.objects = [
             hv.Overlay(loss_curves).opts(title="Smoothed NDCG loss of a pair (ratings 1 and 0)", height=300,
                                          responsive=True, legend_position="top_right", toolbar="above"),
             hv.Overlay(slope_curves).opts(title="Its slope: flat where σ(γΔf) saturates", height=300,
                                           responsive=True, legend_position="top_right", toolbar="above"),
-        ]).cols(2).opts(shared_axes=False)
+        ]
 
     # ----------------------------------------------------------------------------- ties (Rao–Kupper, Davidson)
     @param.depends("theta", "nu", "tie_range", watch=True)
     def _update_ties(self):
         d = np.linspace(-self.tie_range, self.tie_range, 241)
         plots = []
-        for model, title, p in (("rao_kupper", f"Rao–Kupper (1967), θ = {self.theta:g}", float(self.theta)),
-                                ("davidson", f"Davidson (1970), ν = {self.nu:g}", float(self.nu))):
-            probs = tie_probabilities(model, d, p)
+        bt = " (Bradley–Terry: no ties)"
+        for model, title, p in (("rao_kupper", f"Rao–Kupper (1967), θ = {self.theta:g}" + bt * (self.theta == 1),
+                                 float(self.theta)),
+                                ("davidson", f"Davidson (1970), ν = {self.nu:g}" + bt * (self.nu == 0), float(self.nu))):
+            probs = outcome_probabilities(model, d, p)
             curves = [hv.Curve((d, probs[o]), "Δf = f_i − f_j", "probability", label=f"P({o})").opts(
                 color=OUTCOME_COLORS[o], line_width=2, tools=["hover"]) for o in ("win", "tie", "loss")]
             plots.append(hv.Overlay(curves).opts(title=title, height=320, responsive=True, ylim=(0, 1.02),
                                                  legend_position="right", toolbar="above"))
-        self._ties.object = hv.Layout(plots).cols(2).opts(shared_axes=False)
+        self._ties.objects = plots
         self._ties_table.object = tie_summary(float(self.theta), float(self.nu))
 
     # ----------------------------------------------------------------------------- Plackett–Luce
@@ -334,7 +353,7 @@ class LossShapes(pn.viewable.Viewer):
         bars = hv.Bars(pd.DataFrame({"item": [f"{a} ({y[k]:g})" for k, a in enumerate(ITEMS)], "gradient": grad}),
                        "item", "gradient").opts(title="∂loss/∂f per item (rating): negative = push up", height=320,
                                                 responsive=True, color="#4c72b0", toolbar="above")
-        self._pl.object = hv.Layout([curve, bars]).cols(2).opts(shared_axes=False)
+        self._pl.objects = [curve, bars]
         order = M.rank_order(y, f)
         n_tied = int(len(y) - len(np.unique(y)))
         self._pl_text.object = (
@@ -347,27 +366,26 @@ class LossShapes(pn.viewable.Viewer):
             "of the tied items).")
 
     def __panel__(self):
-        fig4_controls = pn.Param(self.param, parameters=["family", "gamma", "df_range"], show_name=False,
-                                 widgets={"family": pn.widgets.RadioButtonGroup,
-                                          "gamma": {"type": pn.widgets.EditableFloatSlider, "name": "γ (margin)",
-                                                    "css_classes": ["cofiviz-gamma"]},
-                                          "df_range": pn.widgets.FloatSlider},
-                                 sizing_mode="stretch_width")
+        fig4_controls = pn.Column(
+            pn.Param(self.param, parameters=["family"], show_name=False,
+                     widgets={"family": pn.widgets.RadioButtonGroup}, sizing_mode="stretch_width"),
+            BoundedInput(self, "gamma", label="γ (margin)", css_classes=["cofiviz-gamma"]),
+            pn.Param(self.param, parameters=["df_range"], show_name=False, widgets={"df_range": pn.widgets.FloatSlider},
+                     sizing_mode="stretch_width"),
+            sizing_mode="stretch_width")
         bound_controls = pn.Param(self.param, parameters=["grades", "scores", "moving", "k"], show_name=False,
                                   widgets={"moving": pn.widgets.RadioButtonGroup, "k": pn.widgets.IntSlider,
                                            "grades": {"type": pn.widgets.TextInput, "css_classes": ["cofiviz-grades"]},
                                            "scores": {"type": pn.widgets.TextInput, "css_classes": ["cofiviz-scores"]}},
                                   sizing_mode="stretch_width")
-        gap_controls = pn.Param(self.param, parameters=["scale"], show_name=False,
-                                widgets={"scale": {"type": pn.widgets.EditableFloatSlider, "name": "Scale c"}},
-                                sizing_mode="stretch_width")
-        tie_controls = pn.Param(self.param, parameters=["theta", "nu", "tie_range"], show_name=False,
-                                widgets={"theta": {"type": pn.widgets.EditableFloatSlider, "name": "θ (Rao–Kupper)",
-                                                   "css_classes": ["cofiviz-theta"]},
-                                         "nu": {"type": pn.widgets.EditableFloatSlider, "name": "ν (Davidson)",
-                                                "css_classes": ["cofiviz-nu"]},
-                                         "tie_range": {"type": pn.widgets.FloatSlider, "name": "Δf range"}},
-                                sizing_mode="stretch_width")
+        gap_controls = BoundedInput(self, "scale", label="Scale c", css_classes=["cofiviz-scale"])
+        tie_controls = pn.Column(
+            BoundedInput(self, "theta", label="θ (Rao–Kupper)", css_classes=["cofiviz-theta"]),
+            BoundedInput(self, "nu", label="ν (Davidson)", css_classes=["cofiviz-nu"]),
+            pn.Param(self.param, parameters=["tie_range"], show_name=False,
+                     widgets={"tie_range": {"type": pn.widgets.FloatSlider, "name": "Δf range"}},
+                     sizing_mode="stretch_width"),
+            sizing_mode="stretch_width")
         pl_controls = pn.Param(self.param, parameters=["pl_grades", "pl_scores", "pl_ties", "pl_moving"],
                                show_name=False,
                                widgets={"pl_grades": {"type": pn.widgets.TextInput, "name": "Ratings of A..F",
@@ -384,34 +402,28 @@ class LossShapes(pn.viewable.Viewer):
                 "P(tie) = (θ² − 1) π_i π_j / ((π_i + θ π_j)(π_j + θ π_i)). Davidson: "
                 "P(i ≻ j) = π_i / (π_i + π_j + ν √(π_i π_j)), P(tie) = ν √(π_i π_j) / (same). "
                 "θ = 1 or ν = 0 is Bradley–Terry, where equal ratings carry no information and are dropped."),
-            pn.Row(pn.Column(tie_controls, self._ties_table, width=340), self._ties, sizing_mode="stretch_width"),
+            side_by_side([tie_controls, self._ties_table], [self._ties]),
             pn.pane.Markdown(
                 "## Plackett–Luce: the listwise loss of one rated list\n"
                 "P(1 ≻ 2 ≻ … ≻ M) = Π_i exp(f_i) / Σ_(j ≥ i) exp(f_j) (Luce 1959, Plackett 1975); the loss is "
                 "its negative logarithm, with equal ratings treated by Breslow's or Efron's rule."),
-            pn.Row(pn.Column(pl_controls, width=340), pn.Column(self._pl_error, self._pl, self._pl_text,
-                                                                sizing_mode="stretch_width"),
-                   sizing_mode="stretch_width"),
+            side_by_side([pl_controls], [self._pl_error, self._pl, self._pl_text]),
             sizing_mode="stretch_width")
         shapes_tab = pn.Column(
             self._error,
             pn.pane.Markdown("## LCR Figure 4: pairwise surrogates against Δf for ΔM = 1…4"),
-            pn.Row(pn.Column(fig4_controls, self._fig4_table, width=340), self._fig4, sizing_mode="stretch_width"),
+            side_by_side([fig4_controls, self._fig4_table], [self._fig4]),
             pn.pane.Markdown("## CofiRank: convex upper bound vs the true NDCG regret"),
-            pn.Row(pn.Column(bound_controls, width=340), pn.Column(self._bound_error, self._bound, self._bound_text,
-                                                                  sizing_mode="stretch_width"),
-                   sizing_mode="stretch_width"),
+            side_by_side([bound_controls], [self._bound_error, self._bound, self._bound_text]),
             pn.pane.Markdown("## GAPfm: logistic smoothing of the rank terms"),
-            pn.Row(pn.Column(gap_controls, width=340), pn.Column(self._gapfm, self._gapfm_text,
-                                                                sizing_mode="stretch_width"),
-                   sizing_mode="stretch_width"),
+            side_by_side([gap_controls], [self._gapfm, self._gapfm_text]),
             pn.pane.Markdown(
                 "## The smoothed rank: ApproxNDCG\n"
                 "The blog post's smoothed position π̂_i = 1 + Σ_(j≠i) σ(γ(f_j − f_i)) in place of the position in "
                 "NDCG gives the loss 1 − Σ_i (2^y_i − 1) / log2(1 + π̂_i) / IDCG (Qin, Liu & Li 2010). Larger γ "
                 "follows the exact step more closely, but the loss is non-convex and flat once the pair's "
                 "probability is near 0 or 1, in the right order or the wrong one."),
-            pn.Row(pn.Column(self._smoothed_table, width=340), self._smoothed, sizing_mode="stretch_width"),
+            side_by_side([self._smoothed_table], [self._smoothed]),
             sizing_mode="stretch_width")
         # dynamic: a tab's plots are rendered when it is first shown, so the first view costs what it did
         # before the second tab existed

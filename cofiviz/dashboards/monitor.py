@@ -16,6 +16,11 @@ the browser refuses a larger file with a message, and an empty or malformed file
 of N or Max iter outside its bounds is reset to the bound, and the page says why. Each model's form is
 built the first time the model is chosen and kept: choosing it again only shows it.
 
+It opens on a first Run that teaches: LCR on MovieLens 100K learns for about half a minute, then
+overfits, and early stopping puts back its best iterate. Beside the plots, sentences of
+:mod:`.run_story` say why validation and test curves differ in height, when the model overfits, and
+why the run ended; the table of iterations fills as the run goes.
+
 ``panel serve apps/monitor.py`` serves it; in JupyterLab, ``TrainingMonitor()`` shows it inline
 (updates are then applied directly; uploading there needs ``pn.extension("filedropper")``).
 """
@@ -23,8 +28,6 @@ built the first time the model is chosen and kept: choosing it again only shows 
 from __future__ import annotations
 
 import io
-import os
-import tempfile
 import threading
 import time
 from functools import partial
@@ -34,19 +37,17 @@ import pandas as pd
 import panel as pn
 import param
 
-from ..datasets import read
-from ..errors import DataError
+from ..background.offered import DATASETS
+from ..background.run_story import curve_notes, ending
+from ..background.training_process import COLUMNS, METRICS, PARTS, TrainingJob, TrainingProcess
 from ..models.registry import get_model_class
-from ._shared import DATASETS, SessionWorker, model_names
-from .training_process import COLUMNS, METRICS, PARTS, TrainingJob, TrainingProcess
+from ._shared import BoundedInput, SessionWorker, model_names
+from .model_form import bounded_label, check_param, model_form_widgets
+from .theme import flow, side_by_side
+from .upload import UPLOAD, UPLOAD_CHUNK, UPLOAD_LIMIT_MB, ChunkedUpload, read_upload
 
 __all__ = ["TrainingMonitor", "UPLOAD", "UPLOAD_LIMIT_MB", "model_form_widgets", "read_upload"]
 
-UPLOAD = "Uploaded file"
-#: the largest upload the browser sends, in MB of 1,000,000 bytes
-UPLOAD_LIMIT_MB = 64
-#: an upload travels in chunks of this many bytes (binary websocket messages well under any size limit)
-UPLOAD_CHUNK = 4_000_000
 PART_COLORS = {"train": "#4c72b0", "valid": "#55a868", "test": "#c44e52"}
 #: the metric columns of a row (NaN in an iteration that was not scored)
 _SCORED = [c for c in COLUMNS if c.split("_", 1)[0] in PARTS]
@@ -59,122 +60,6 @@ PROTOCOL_CHOICES = {
 }
 
 
-def read_upload(data: bytes | str, filename: str):
-    """Read an uploaded ratings file with :func:`cofiviz.datasets.read` through a temporary file.
-
-    Parameters
-    ----------
-    data : bytes or str
-        The file's content (text files may arrive decoded).
-    filename : str
-        The visitor's name for the file (its extension tells the format).
-
-    Raises
-    ------
-    cofiviz.errors.DataError
-        The file is empty, larger than :data:`UPLOAD_LIMIT_MB`, or malformed (the message says which rows
-        and why).
-    """
-    name = os.path.basename(filename or "upload.csv")
-    if isinstance(data, str):
-        data = data.encode("utf-8")
-    if not data:
-        raise DataError(f"{name}: the file is empty")
-    if len(data) > UPLOAD_LIMIT_MB * 1_000_000:
-        raise DataError(f"{name}: {len(data) / 1e6:.1f} MB is more than the {UPLOAD_LIMIT_MB} MB an upload may have")
-    suffix = os.path.splitext(name)[1].lower() or ".csv"
-    with tempfile.TemporaryDirectory(prefix="cofiviz-upload-") as tmp:
-        path = os.path.join(tmp, f"upload{suffix}")
-        with open(path, "wb") as fh:
-            fh.write(data)
-        try:
-            return read(path, name=name)
-        except Exception as exc:  # name the visitor's file, not our temporary copy
-            raise DataError(str(exc).replace(path, name)) from None
-
-
-class _ChunkedUpload(pn.widgets.FileDropper):
-    """A ``FileDropper`` whose chunks may be handled in any order, on any thread.
-
-    A server with several threads (``--num-threads``) handles a file's chunk events concurrently, so
-    they cannot be appended as they come: each chunk is kept by its number, under a lock, and the file
-    is joined (as bytes) once every chunk is there.
-    """
-
-    def __init__(self, **params):
-        super().__init__(**params)
-        self._chunks: dict[str, dict[int, bytes]] = {}
-        self._chunks_lock = threading.Lock()
-
-    def _process_event(self, event):
-        data = event.data
-        if event.event_name != "upload_event":
-            with self._chunks_lock:
-                self._chunks.pop(data["name"], None)   # a removed file: drop what arrived of it
-            return super()._process_event(event)
-        name, total = data["name"], data["total_chunks"]
-        with self._chunks_lock:
-            parts = self._chunks.setdefault(name, {})
-            parts[data["chunk"]] = data["data"]
-            if len(parts) < total:
-                return
-            del self._chunks[name]
-        self.value[name] = b"".join(bytes(parts[i]) for i in range(1, total + 1))
-        self.mime_type[name] = data["type"]
-        self.param.trigger("mime_type", "value")
-
-
-def _bounded_label(label: str, bounds) -> str:
-    lo, hi = bounds
-    return f"{label} [{'−∞' if lo is None else lo} … {'∞' if hi is None else hi}]"
-
-
-def model_form_widgets(model_cls) -> dict:
-    """One widget per model parameter, generated from its ``param`` declaration (type, default, bounds, doc).
-
-    Numbers get free-entry inputs (so that an out-of-range value reaches the validation and its message
-    instead of being silently clamped); the bounds are shown in the label.
-    """
-    widgets = {}
-    for name in model_cls.param_names():
-        p = model_cls.param[name]
-        label = name
-        bounds = getattr(p, "bounds", None)
-        if bounds is not None and bounds != (None, None):
-            label = _bounded_label(name, bounds)
-        desc = (p.doc or "").strip() or None
-        if isinstance(p, param.Boolean):
-            w = pn.widgets.Checkbox(label=label, value=bool(p.default))
-        elif isinstance(p, param.Selector) and not isinstance(p, param.Boolean):
-            objs = list(p.objects) if not isinstance(p.objects, dict) else list(p.objects.values())
-            w = pn.widgets.Select(label=label, options=objs, value=p.default)
-        elif isinstance(p, param.Integer):
-            w = pn.widgets.IntInput(label=label, value=p.default)
-        elif isinstance(p, param.Number):
-            w = pn.widgets.FloatInput(label=label, value=p.default)
-        else:
-            w = pn.widgets.TextInput(label=label, value="" if p.default is None else str(p.default))
-        w.description = desc
-        widgets[name] = w
-    return widgets
-
-
-def _check_param(model_cls, name: str, value) -> str | None:
-    """A readable message when ``value`` is not valid for parameter ``name`` of ``model_cls``, else None."""
-    p = model_cls.param[name]
-    bounds = getattr(p, "bounds", None)
-    if isinstance(p, param.Number) and value is None and not p.allow_None:
-        return f"{name}: a number is required"
-    if isinstance(p, param.Number) and bounds is not None and isinstance(value, (int, float)):
-        lo, hi = bounds
-        incl = getattr(p, "inclusive_bounds", (True, True))
-        if lo is not None and (value < lo or (value == lo and not incl[0])):
-            return f"{name} = {value} is below its lower bound {lo}"
-        if hi is not None and (value > hi or (value == hi and not incl[1])):
-            return f"{name} = {value} is above its upper bound {hi}"
-    return None
-
-
 def _empty_frame() -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series(dtype="int64" if c == "iteration" else "float64") for c in COLUMNS})
 
@@ -182,15 +67,20 @@ def _empty_frame() -> pd.DataFrame:
 class TrainingMonitor(pn.viewable.Viewer):
     """Choose data, protocol and model; Run trains in a worker process and plots live."""
 
-    data = param.Selector(default="Synthetic: small (300 users, 200 items)", objects=[*DATASETS, UPLOAD],
+    # the first Run: LCR on MovieLens 100K learns for about half a minute, overfits from about iteration 60
+    # on, and early stopping puts back its best iterate (FIRST_FORM: a patience that lets the overfitting show,
+    # and no convergence test to end the run before it does)
+    data = param.Selector(default="MovieLens 100K", objects=[*DATASETS, UPLOAD],
                           doc="Data set (or a file you upload).")
     protocol = param.Selector(default="weak", objects=list(PROTOCOL_CHOICES), doc="Evaluation protocol.")
-    n = param.Integer(default=10, bounds=(1, 100), doc="N: training ratings per user (weak protocols).")
-    model = param.Selector(default="regsvd", objects=["regsvd"], doc="Model to train.")
-    max_iter = param.Integer(default=30, bounds=(1, 10_000), doc="Iterations at most.")
+    n = param.Integer(default=50, bounds=(1, 100), doc="N: training ratings per user (weak protocols).")
+    model = param.Selector(default="lcr", objects=["lcr"], doc="Model to train.")
+    max_iter = param.Integer(default=300, bounds=(1, 10_000), doc="Iterations at most.")
     budget = param.Integer(default=60, bounds=(5, 3600),
                            doc="Seconds Tune may search the model's settings on the validation part before it trains.")
 
+    #: values the first form of a model starts from, where they differ from the model's defaults
+    FIRST_FORM = {"lcr": {"patience": 150, "tol": 0.0}}
     #: the labels of the bounded inputs
     _BOUNDED = {"n": "N", "max_iter": "Max iter", "budget": "Tune budget (s)"}
 
@@ -200,24 +90,21 @@ class TrainingMonitor(pn.viewable.Viewer):
         super().__init__(**params)
         self.param.model.objects = names
         if self.model not in names:
-            self.model = "regsvd" if "regsvd" in names else names[0]
+            self.model = names[0]
         self._error = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width",
                                     css_classes=["cofiviz-monitor-error"])
-        self._notice = pn.pane.Alert("", alert_type="warning", visible=False, sizing_mode="stretch_width",
-                                     css_classes=["cofiviz-monitor-notice"])
         self._status = pn.pane.Markdown("Ready.", css_classes=["cofiviz-monitor-status"],
                                         sizing_mode="stretch_width")
-        self._bounded = {}
-        self._reset_to: dict[str, int] = {}    # input -> the bound it is being reset to
-        self._notice_for: str | None = None     # the input the note is about
-        for name, label in self._BOUNDED.items():
-            # free entry (no start/end, which the browser would clamp silently): the server resets an
-            # out-of-bounds value and says why
-            w = pn.widgets.IntInput(label=_bounded_label(label, self.param[name].bounds), value=getattr(self, name),
-                                    description=self.param[name].doc, sizing_mode="stretch_width")
-            w.param.watch(partial(self._on_bounded, name), "value")
-            self._bounded[name] = w
-        self.param.watch(self._sync_bounded, list(self._BOUNDED))
+        # what the curves show, in sentences (:mod:`.run_story`), and the lists' lengths they speak of
+        self._story = pn.pane.Alert("", alert_type="light", visible=False, sizing_mode="stretch_width",
+                                    css_classes=["cofiviz-monitor-story"])
+        self._sizes: dict | None = None
+        # free entry (no start/end, which the browser would clamp silently): a value outside the bounds is set
+        # to the nearest bound, and a note under the input says why
+        self._bounded = {name: BoundedInput(self, name, widget=pn.widgets.IntInput, term=label,
+                                            label=bounded_label(label, self.param[name].bounds),
+                                            description=self.param[name].doc)
+                         for name, label in self._BOUNDED.items()}
         self._upload = None             # the file dropper, made when "Uploaded file" is first chosen
         self._upload_box = pn.Column(sizing_mode="stretch_width", visible=False)
         self._uploaded = None
@@ -226,6 +113,8 @@ class TrainingMonitor(pn.viewable.Viewer):
                                        description="Search the model's settings on the validation part for the "
                                                    "budget's seconds, then train with the best")
         self._stop_btn = pn.widgets.Button(label="Stop", color="danger", width=100, disabled=True)
+        self._during_run = pn.pane.Alert("", alert_type="info", visible=False, sizing_mode="stretch_width",
+                                         css_classes=["cofiviz-monitor-during-run"])
         self._run.on_click(self._on_run)
         self._tune.on_click(partial(self._on_run, tune=True))
         self._trials = pn.widgets.Tabulator(pd.DataFrame(), disabled=True, show_index=False, height=200,
@@ -236,6 +125,7 @@ class TrainingMonitor(pn.viewable.Viewer):
         self._forms: dict[str, tuple[pn.Column, dict]] = {}   # model -> (its form, its widgets), built once
         self._form_widgets: dict = {}
         self._sources: list = []  # per display: the Bokeh data sources of every row and of the scored rows
+        self._marks: list = []    # per display: the source of the dashed line at the iterate put back
         self._pending: list[dict] = []
         self._pending_lock = threading.Lock()
         self._last_flush = 0.0
@@ -262,10 +152,12 @@ class TrainingMonitor(pn.viewable.Viewer):
         if self.model not in self._forms:
             cls = get_model_class(self.model)
             widgets = {k: w for k, w in model_form_widgets(cls).items() if k != "max_iter"}
+            for name, value in self.FIRST_FORM.get(self.model, {}).items():
+                widgets[name].value = value
             for name, w in widgets.items():
                 w.param.watch(partial(self._on_param_change, cls, name), "value")
             doc = (cls.__doc__ or "").strip().split("\n")[0]
-            form = pn.Column(pn.pane.Markdown(f"**{cls.__name__}** — {doc}"), *widgets.values(),
+            form = pn.Column(pn.pane.Markdown(f"**{cls.display_name()}** — {doc}"), *widgets.values(),
                              sizing_mode="stretch_width", visible=False,
                              css_classes=["cofiviz-monitor-form", f"cofiviz-form-{self.model}"])
             self._forms[self.model] = (form, widgets)
@@ -284,42 +176,14 @@ class TrainingMonitor(pn.viewable.Viewer):
                     form.visible = form is shown
 
     def _on_param_change(self, cls, name, event):
-        self._show_error(_check_param(cls, name, event.new))
-
-    def _on_bounded(self, name: str, event):
-        """N or Max iter typed: kept when within its bounds, else reset to the nearest bound with a note."""
-        value = event.new
-        lo, hi = self.param[name].bounds
-        label = self._BOUNDED[name]
-        if value is not None and lo <= value <= hi:
-            if self._reset_to.get(name) == value:
-                del self._reset_to[name]         # the reset itself: its note stays
-            elif self._notice_for == name:
-                self._show_notice(None)          # a new valid value: the note about this input is stale
-            setattr(self, name, value)
-            return
-        if value is None:
-            new = getattr(self, name)
-            msg = f"{label} must be a whole number from {lo} to {hi}; reset to {new}."
-        elif value < lo:
-            new, msg = lo, f"{label} = {value} is below its lower bound {lo}; reset to {lo}."
-        else:
-            new, msg = hi, f"{label} = {value} is above its upper bound {hi}; reset to {hi}."
-        self._reset_to[name] = new
-        self._show_notice(msg)
-        self._notice_for = name
-        event.obj.value = new
-
-    def _sync_bounded(self, *events):
-        for event in events:
-            self._bounded[event.name].value = event.new
+        self._show_error(check_param(cls, name, event.new))
 
     @param.depends("data", watch=True)
     def _on_data(self):
         if self.data == UPLOAD and self._upload is None:
             # made on demand: the page loads FilePond's scripts only when the app asked for them
             # (``pn.extension("filedropper")``, as apps/monitor.py does)
-            self._upload = _ChunkedUpload(multiple=False, max_file_size=f"{UPLOAD_LIMIT_MB}MB",
+            self._upload = ChunkedUpload(multiple=False, max_file_size=f"{UPLOAD_LIMIT_MB}MB",
                                           chunk_size=UPLOAD_CHUNK, layout="compact", sizing_mode="stretch_width",
                                           css_classes=["cofiviz-monitor-upload"])
             self._upload.param.watch(self._on_upload, "value")
@@ -353,16 +217,12 @@ class TrainingMonitor(pn.viewable.Viewer):
         self._error.object = msg or ""
         self._error.visible = bool(msg)
 
-    def _show_notice(self, msg: str | None):
-        self._notice.object = msg or ""
-        self._notice.visible = bool(msg)
-
     # ------------------------------------------------------------------ run / stop
     def _model_params(self) -> dict:
         cls = get_model_class(self.model)
         values = {}
         for name, w in self._form_widgets.items():
-            msg = _check_param(cls, name, w.value)
+            msg = check_param(cls, name, w.value)
             if msg:
                 raise ValueError(msg)
             values[name] = w.value
@@ -408,6 +268,8 @@ class TrainingMonitor(pn.viewable.Viewer):
         self._trial_rows = []
         self._trials.value = pd.DataFrame()
         self._trials.visible = tune
+        self._sizes = None
+        self._story.visible = False
         n = f", N = {self.n}" if PROTOCOL_CHOICES[self.protocol][0] else ""
         what = f"Tuning **{self.model}** for up to {self.budget} s, then training" if tune else \
             f"Training **{self.model}**"
@@ -418,8 +280,12 @@ class TrainingMonitor(pn.viewable.Viewer):
         for pair in self._sources:
             for source in pair:
                 source.data = {c: np.array([], dtype=float) for c in COLUMNS}
+        for marks in self._marks:
+            marks.data = {"x": []}
 
     def _on_stop(self, event=None):
+        if not self._work.busy:         # a click that arrives after the run ended by itself
+            return
         self._work.stop.set()
         self._status.object = "Stopping after the current iteration …"
 
@@ -431,14 +297,14 @@ class TrainingMonitor(pn.viewable.Viewer):
     # ------------------------------------------------------------------ the session's follower thread
     def _follow(self, job: TrainingJob):
         """Start the worker process and hand its rows to the page until the run ends."""
-        reason, error = "failed", None
+        summary, error = {"how": "failed", "text": "Failed."}, None
         try:
             self._process = TrainingProcess(job)
-            reason, error = self._process.follow(self._queue_row, self._work.stop, self._work.closed,
-                                                 on_message=self._on_tuning_message)
+            summary, error = self._process.follow(self._queue_row, self._work.stop, self._work.closed,
+                                                  on_message=self._on_message)
         except Exception as exc:  # the process could not start: said in the page
             error = str(exc) or type(exc).__name__
-        self._work.schedule(self._finish, reason, f"Training failed: {error}" if error else None)
+        self._work.schedule(self._finish, summary, f"Training failed: {error}" if error else None)
 
     def _queue_row(self, row: dict):
         """Worker side: queue one iteration's row; schedule a flush at most every FLUSH_EVERY seconds, so a
@@ -452,15 +318,18 @@ class TrainingMonitor(pn.viewable.Viewer):
         if due:
             self._work.schedule(self._flush)
 
-    def _on_tuning_message(self, kind: str, payload):
-        """Follower side: a finished trial of the search, or the setting chosen."""
-        if kind == "trial":
+    def _on_message(self, kind: str, payload):
+        """Follower side: the lists' lengths, a finished trial of the search, or the setting chosen."""
+        if kind == "sizes":
+            self._sizes = payload
+        elif kind == "trial":
             self._work.schedule(self._show_trial, payload)
         else:
             self._work.schedule(self._show_tuned, payload)
 
     # ------------------------------------------------------------------ on the event loop
     FLUSH_EVERY = 0.5
+    LIVE_TABLE_ROWS = 100
 
     def _show_trial(self, trial: dict):
         row = {"trial": trial["trial"], **{k: (round(v, 5) if isinstance(v, float) else v)
@@ -476,8 +345,10 @@ class TrainingMonitor(pn.viewable.Viewer):
                                + (f"; best valid NDCG@10 so far {best['valid ndcg@10']:.4f} (trial {best['trial']})"
                                   if best else "") + " …")
 
-    def _show_tuned(self, params: dict):
-        """Put the chosen setting into the model's form, so that the next Run trains it again."""
+    def _show_tuned(self, tuned: dict):
+        """Put the chosen setting into the model's form, so that the next Run trains it again, and mark its
+        trial in the table."""
+        params, k = tuned["params"], tuned["chosen"]
         for name, w in self._form_widgets.items():
             if name in params and params[name] != w.value:
                 try:
@@ -486,7 +357,12 @@ class TrainingMonitor(pn.viewable.Viewer):
                     pass
         if "max_iter" in params:
             self.max_iter = int(params["max_iter"])
-        self._status.object = f"Tuned: training **{self.model}** with the chosen setting …"
+        if 0 <= k < len(self._trial_rows):
+            self._trial_rows[k]["note"] = "chosen"
+            self._trials.value = pd.DataFrame(self._trial_rows)
+        why = (" (the search's reference: no other setting beat it on both halves of the validation users)"
+               if tuned.get("kept_reference") else "")
+        self._status.object = f"Tuned: training **{self.model}** with the setting of trial {k}{why} …"
 
     def _flush(self):
         with self._pending_lock:
@@ -501,6 +377,10 @@ class TrainingMonitor(pn.viewable.Viewer):
             every.stream(new)
             if len(scored):
                 only_scored.stream(new_scored)
+        # the table keeps the newest LIVE_TABLE_ROWS rows while the run goes (a fast model would otherwise keep the
+        # browser busy redrawing thousands of rows); the whole run replaces them when it ends
+        self._table.stream(df.round(5).astype({"iteration": int}), rollover=self.LIVE_TABLE_ROWS, follow=True)
+        self._tell(curve_notes(self._frame, self._sizes))
         row = rows[-1]
         text = f"Iteration **{row['iteration']}** of {self.max_iter}: loss {row['loss']:.4g}, {row['seconds']:.3f} s"
         last = self._frame[self._frame[_SCORED].notna().any(axis=1)].tail(1)
@@ -509,17 +389,41 @@ class TrainingMonitor(pn.viewable.Viewer):
             text += f"; test NDCG@10 {ndcg:.4f}" + ("" if at == row["iteration"] else f" (scored at iteration {at})")
         self._status.object = text
 
-    def _finish(self, reason: str, error: str | None):
+    @param.depends("data", "protocol", "n", "model", watch=True)
+    def _on_choice_during_run(self):
+        """A choice made while a run trains: said what becomes of it (the run keeps what it started with)."""
+        if self._work.busy:
+            self._during_run.object = ("A run is in progress: it goes on with the data, protocol and model it "
+                                       "started with. What you choose now applies to the next Run.")
+            self._during_run.visible = True
+
+    def _tell(self, notes: list[str]):
+        text = "\n\n".join(notes)
+        if text != self._story.object:
+            self._story.object = text
+        self._story.visible = bool(notes)
+
+    def _finish(self, summary: dict, error: str | None):
         try:
             self._flush()
             self._run.disabled = self._tune.disabled = False
+            self._during_run.visible = False
             self._stop_btn.disabled = True
             if error:
                 self._show_error(error)
             n = len(self._frame)
             self._table.value = self._frame.round(5).astype({"iteration": int})
             self._csv.disabled = self._parquet.disabled = n == 0
-            self._status.object = f"Finished after **{n}** iteration(s): {reason}."   # last: the data is complete
+            self._tell(curve_notes(self._frame, self._sizes, best=summary.get("best_iteration")))
+            if summary.get("restored"):
+                for marks in self._marks:
+                    marks.data = {"x": [summary["best_iteration"]]}
+            # last: the data is complete
+            if summary.get("how") == "failed":
+                when = f"after iteration {n}" if n else "before the first iteration"
+                self._status.object = f"Failed {when}: the message above says why."
+            else:
+                self._status.object = f"Finished after **{n}** iteration{'' if n == 1 else 's'}. {ending(summary)}"
         finally:
             self._work.release()        # the next Run may start
 
@@ -552,6 +456,8 @@ class TrainingMonitor(pn.viewable.Viewer):
         done = self._frame[self._frame[_SCORED].notna().any(axis=1)]
         scored = ColumnDataSource({c: done[c].to_numpy() for c in COLUMNS})
         self._sources.append((source, scored))
+        marks = ColumnDataSource({"x": []})
+        self._marks.append(marks)
         figs = []
         for metric in METRICS:
             fig = figure(title=metric.upper(), height=260, sizing_mode="stretch_width", x_axis_label="iteration",
@@ -562,7 +468,9 @@ class TrainingMonitor(pn.viewable.Viewer):
                 fig.scatter("iteration", f"{part}_{metric}", source=scored, color=PART_COLORS[part], size=4)
             fig.add_tools(HoverTool(tooltips=[("iteration", "@iteration")] + [
                 (part, f"@{{{part}_{metric}}}{{0.0000}}") for part in PARTS]))
-            fig.legend.location = "bottom_right"
+            fig.vspan(x="x", source=marks, line_color="#444444", line_dash="dashed", line_width=1.5)
+            fig.legend.orientation = "horizontal"      # under the plot: never over the newest points
+            fig.add_layout(fig.legend[0], "below")
             figs.append(fig)
         for col, title, color in (("loss", "training loss", "#8172b2"), ("seconds", "seconds per iteration",
                                                                           "#937860")):
@@ -582,19 +490,16 @@ class TrainingMonitor(pn.viewable.Viewer):
             pn.widgets.Select.from_param(self.param.protocol, label="Protocol", sizing_mode="stretch_width"),
             self._bounded["n"],
             pn.widgets.Select.from_param(self.param.model, label="Model", sizing_mode="stretch_width"),
-            self._bounded["max_iter"], self._bounded["budget"], self._notice,
-            pn.Row(self._run, self._tune, self._stop_btn),
+            self._bounded["max_iter"], self._bounded["budget"],
+            pn.Row(self._run, self._tune, self._stop_btn), self._during_run,
             pn.pane.Markdown("#### Model parameters"), self._form, sizing_mode="stretch_width")
 
     def results(self) -> pn.Column:
         """Messages, status, the live plots, the table of iterations and the downloads."""
-        figs = self._make_figures()
-        plots = pn.Column(
-            pn.Row(*(pn.pane.Bokeh(f, sizing_mode="stretch_width") for f in figs[:3]), sizing_mode="stretch_width"),
-            pn.Row(*(pn.pane.Bokeh(f, sizing_mode="stretch_width") for f in figs[3:]), sizing_mode="stretch_width"),
-            sizing_mode="stretch_width")
-        return pn.Column(self._error, self._status, self._trials, plots, pn.pane.Markdown("#### Results"), self._table,
-                         pn.Row(self._csv, self._parquet), sizing_mode="stretch_width")
+        plots = flow(*(pn.pane.Bokeh(f) for f in self._make_figures()))
+        return pn.Column(self._error, self._status, self._story, self._trials, plots,
+                         pn.pane.Markdown("#### Results"), self._table, pn.Row(self._csv, self._parquet),
+                         sizing_mode="stretch_width")
 
     def __panel__(self):
-        return pn.Row(pn.Column(self.controls(), width=340), self.results(), sizing_mode="stretch_width")
+        return side_by_side([self.controls()], [self.results()])

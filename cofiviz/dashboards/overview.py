@@ -14,9 +14,14 @@ import numpy as np
 import pandas as pd
 import panel as pn
 import param
+from bokeh.models import NumeralTickFormatter
 
+from ..background.offered import DATASETS, load_dataset
 from ..ratings import Ratings
-from ._shared import DATASETS, load_dataset
+from .theme import flow, side_by_side
+
+#: whole numbers with thousands separators on the axes ("350,000", not Bokeh's "3.500e+5")
+COUNT_TICKS = NumeralTickFormatter(format="0,0")
 
 __all__ = ["DatasetOverview", "DATASETS", "load_dataset"]
 
@@ -27,7 +32,7 @@ def _counts_histogram(counts: np.ndarray, label: str, color: str) -> hv.Histogra
     freq, edges = np.histogram(counts, bins=edges)
     return hv.Histogram((edges, freq), kdims=[hv.Dimension(label)], vdims=["count"]).opts(
         logx=True, color=color, line_color=None, responsive=True, height=260, tools=["hover"],
-        title=f"{label} (log scale)")
+        title=f"{label} (log scale)", yformatter=COUNT_TICKS)
 
 
 class DatasetOverview(pn.viewable.Viewer):
@@ -75,19 +80,16 @@ class DatasetOverview(pn.viewable.Viewer):
         values, counts = np.unique(r.ratings, return_counts=True)
         bars = hv.Bars(pd.DataFrame({"rating": [f"{v:g}" for v in values], "ratings": counts}),
                        kdims=["rating"], vdims=["ratings"])
-        return bars.opts(title="Ratings histogram", responsive=True, height=260, color="#4c72b0", tools=["hover"])
+        return bars.opts(title="Ratings histogram", responsive=True, height=260, color="#4c72b0", tools=["hover"],
+                         yformatter=COUNT_TICKS)
 
     @param.depends("dataset")
     def long_tails(self):
         r = self._ratings()
         if r is None:
             return pn.pane.Markdown("")
-        return pn.Row(
-            pn.pane.HoloViews(_counts_histogram(r.user_counts(), "ratings per user", "#55a868"),
-                              sizing_mode="stretch_width"),
-            pn.pane.HoloViews(_counts_histogram(r.item_counts(), "ratings per item", "#c44e52"),
-                              sizing_mode="stretch_width"),
-            sizing_mode="stretch_width")
+        return flow(pn.pane.HoloViews(_counts_histogram(r.user_counts(), "ratings per user", "#55a868")),
+                    pn.pane.HoloViews(_counts_histogram(r.item_counts(), "ratings per item", "#c44e52")))
 
     @param.depends("dataset", "top_n")
     def top_items(self):
@@ -101,6 +103,8 @@ class DatasetOverview(pn.viewable.Viewer):
                   else r.item_ids[order].astype(str))
         df = pd.DataFrame({"item": r.item_ids[order], "title": titles, "ratings": counts[order],
                            "mean rating": np.round(sums[order] / np.maximum(counts[order], 1), 2)})
+        if np.array_equal(df["item"].astype(str), df["title"].astype(str)):   # ids that are the titles: said once
+            df = df.drop(columns="item")
         return pn.widgets.Tabulator(df, disabled=True, show_index=False, sizing_mode="stretch_width", height=380,
                                     name="Most-rated items")
 
@@ -109,9 +113,7 @@ class DatasetOverview(pn.viewable.Viewer):
                             show_name=False, sizing_mode="stretch_width")
         return pn.Column(
             self._error,
-            pn.Row(pn.Column(controls, self.summary, width=340), pn.Column(self.histogram, self.long_tails,
-                                                                         sizing_mode="stretch_width"),
-                   sizing_mode="stretch_width"),
+            side_by_side([controls, self.summary], [self.histogram, self.long_tails]),
             pn.pane.Markdown("### Most-rated items"),
             self.top_items,
             sizing_mode="stretch_width")

@@ -23,6 +23,8 @@ import panel as pn
 import param
 
 from .. import metrics as M
+from ..metrics.table import BUILT_IN
+from .theme import PlotFlow, side_by_side
 
 __all__ = ["MetricPlayground", "PRESETS", "contributions", "metric_values", "parse_numbers"]
 
@@ -78,13 +80,22 @@ def parse_numbers(text: str, n: int, name: str, *, integers: bool = False, low=N
 
 
 def metric_values(grades, scores, k: int = 5, threshold: float = 4, d: float = 3, alpha: float = 5) -> dict:
-    """The seven metrics of one list, computed by :mod:`cofiviz.metrics` (NaN when a metric skips it)."""
+    """The seven metrics of :data:`METRICS` of one list, then one per metric family registered beyond cofiviz's own
+    (:func:`cofiviz.metrics.register`, at cutoff ``k`` when it takes one), computed by :mod:`cofiviz.metrics` (NaN
+    when a metric skips the list)."""
     y = np.asarray(grades, dtype=np.float64)
     s = np.asarray(scores, dtype=np.float64)
-    return {"NDCG@k": M.ndcg(y, s, k=k), "AP": M.average_precision(y, s, threshold=threshold),
-            "GAP": M.gap(y, s, ymax=YMAX), "P@k": M.precision_at_k(y, s, k=k, threshold=threshold),
-            "ERU": M.eru(y, s, d=d, alpha=alpha), "MRR": M.mrr(y, s, threshold=threshold),
-            "ERR": M.err(y, s, ymax=YMAX)}
+    values = {"NDCG@k": M.ndcg(y, s, k=k), "AP": M.average_precision(y, s, threshold=threshold),
+              "GAP": M.gap(y, s, ymax=YMAX), "P@k": M.precision_at_k(y, s, k=k, threshold=threshold),
+              "ERU": M.eru(y, s, d=d, alpha=alpha), "MRR": M.mrr(y, s, threshold=threshold),
+              "ERR": M.err(y, s, ymax=YMAX)}
+    for fam in M.families():
+        if fam in BUILT_IN:
+            continue
+        name = fam.name if fam.cutoff == "none" else f"{fam.name}@{k}"
+        out = M.score_lists([0, len(y)], y, s, [name], threshold=threshold, ymax=YMAX, d=d, alpha=alpha)
+        values[fam.name.upper() + ("" if fam.cutoff == "none" else "@k")] = float(out[name][0])
+    return values
 
 
 def contributions(grades, scores, k: int = 5, threshold: float = 4, d: float = 3, alpha: float = 5):
@@ -170,7 +181,7 @@ class MetricPlayground(pn.viewable.Viewer):
         self._rows = pn.Column(sizing_mode="stretch_width")
         self._values = pn.pane.Markdown(sizing_mode="stretch_width", css_classes=["cofiviz-metric-values"])
         self._formulas = pn.pane.Markdown(sizing_mode="stretch_width")
-        self._plot = pn.pane.HoloViews(sizing_mode="stretch_width")
+        self._plot = PlotFlow()
         self._sync_text()
         self._refresh()
 
@@ -233,7 +244,7 @@ class MetricPlayground(pn.viewable.Viewer):
         self._rows.objects = self._row_widgets(order)
         self._values.object = self._values_md(values)
         self._formulas.object = self._formulas_md(values, order, terms, parts)
-        self._plot.object = self._bars(order, terms)
+        self._plot.objects = self._bars(order, terms)
 
     def _row_widgets(self, order):
         s = np.asarray(self.scores)
@@ -258,9 +269,9 @@ class MetricPlayground(pn.viewable.Viewer):
         return rows
 
     def _values_md(self, v: dict) -> str:
-        cells = " | ".join(f"**{_fmt(v[m])}**" for m in METRICS)
-        head = " | ".join(m.replace("@k", f"@{self.k}") for m in METRICS)
-        return f"| {head} |\n|{'---|' * len(METRICS)}\n| {cells} |"
+        cells = " | ".join(f"**{_fmt(v[m])}**" for m in v)
+        head = " | ".join(m.replace("@k", f"@{self.k}") for m in v)
+        return f"| {head} |\n|{'---|' * len(v)}\n| {cells} |"
 
     def _formulas_md(self, v, order, terms, parts) -> str:
         yr = parts["ranked_grades"].astype(int)
@@ -310,15 +321,13 @@ class MetricPlayground(pn.viewable.Viewer):
                 title=f"{name} ({kind}): total {np.nansum(terms[m]):.3f}", color="#c44e52" if CASCADE[m]
                 else "#4c72b0", tools=["hover"], height=220, responsive=True, xrotation=0,
                 default_tools=["save", "reset"], toolbar=None))
-        return hv.Layout(plots).cols(3).opts(shared_axes=False)
+        return plots
 
     def __panel__(self):
         controls = pn.Param(self.param, parameters=["preset", "k", "threshold"],
                             widgets={"preset": pn.widgets.Select, "k": pn.widgets.IntSlider,
                                      "threshold": pn.widgets.IntSlider},
                             show_name=False, sizing_mode="stretch_width")
-        left = pn.Column(pn.pane.Markdown("### The list"), controls, self._grades_in, self._scores_in,
-                         self._rows, width=380)
-        right = pn.Column(pn.pane.Markdown("### Metrics"), self._values, self._plot, self._formulas,
-                          sizing_mode="stretch_width")
-        return pn.Column(self._error, pn.Row(left, right, sizing_mode="stretch_width"), sizing_mode="stretch_width")
+        left = [pn.pane.Markdown("### The list"), controls, self._grades_in, self._scores_in, self._rows]
+        right = [pn.pane.Markdown("### Metrics"), self._values, self._plot, self._formulas]
+        return pn.Column(self._error, side_by_side(left, right), sizing_mode="stretch_width")

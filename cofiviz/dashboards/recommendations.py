@@ -27,15 +27,17 @@ import pandas as pd
 import panel as pn
 import param
 
-from ._shared import load_dataset
-from .recommenders import DATA, ML1M, OFFERED, QUICK_ITEMS, QUICK_PER_USER, TUNE_USERS, RecommenderPool, pool
-from .theme import HEADINGS_CSS
+from ..background.offered import load_dataset
+from ..background.recommenders import (DATA, ML1M, OFFERED, QUICK_ITEMS, QUICK_PER_USER, TUNE_USERS, RecommenderPool,
+                                       pool)
+from ..models.registry import get_model_class
+from ._shared import BoundedInput
+from .theme import HEADINGS_CSS, flow, side_by_side
 
 __all__ = ["Recommendations", "popularity_lean", "list_overlap", "top_n", "POLL_MS"]
 
 #: how often the page looks for newly trained models (milliseconds)
 POLL_MS = 2000
-PLOT_WIDTH = 520
 
 
 def popularity_lean(model, user: int, items: np.ndarray, counts: np.ndarray,
@@ -96,10 +98,22 @@ def list_overlap(lists: dict[str, np.ndarray]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["a", "b", "jaccard"])
 
 
-def _params_text(meta: dict) -> str:
-    shown = {k: v for k, v in meta.get("params", {}).items()
-             if k not in ("seed", "verbose", "valid_metric", "patience", "tol", "n_jobs")}
-    text = ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in shown.items())
+def _params_text(name: str, meta: dict) -> str:
+    """The settings a model was trained with, in words: those that differ from its defaults (``"rank 20 · reg
+    0.0531 · center: no"``), or ``"its defaults"``."""
+    try:
+        defaults = get_model_class(name)().get_params()
+    except Exception:  # a model this process does not know: every setting is shown
+        defaults = {}
+    words = []
+    for k, v in meta.get("params", {}).items():
+        if k in ("seed", "verbose", "valid_metric", "patience", "tol", "n_jobs") or v is None or defaults.get(k) == v:
+            continue
+        if isinstance(v, bool):
+            words.append(f"{k.replace('_', ' ')}: {'yes' if v else 'no'}")
+        else:
+            words.append(f"{k.replace('_', ' ')} {v:.3g}" if isinstance(v, float) else f"{k.replace('_', ' ')} {v}")
+    text = " · ".join(words) or "its defaults"
     return text if len(text) < 160 else text[:157] + "…"
 
 
@@ -135,7 +149,7 @@ class Recommendations(pn.viewable.Viewer):
         # data set changes, and bars streamed fewer rows than before failed in the browser ("Size mismatch")
         self._lean_pane = pn.pane.HoloViews(self._lean_plot(self._lean_frame()), linked_axes=False)
         self._overlap_pane = pn.pane.HoloViews(self._overlap_plot(list_overlap({})), linked_axes=False)
-        self._plots = pn.FlexBox(self._lean_pane, self._overlap_pane, sizing_mode="stretch_width")  # wraps when narrow
+        self._plots = flow(self._lean_pane, self._overlap_pane)  # side by side, wrapped when narrow
         self._cards: dict[str, tuple] = {}      # model name -> (heading, table): shared by the data sets
         self._lists = pn.FlexBox(sizing_mode="stretch_width")
         self._shown: tuple = ()
@@ -197,7 +211,8 @@ class Recommendations(pn.viewable.Viewer):
             return (f"each tuned for {models.budget:g} s on a seeded sample of {TUNE_USERS:,} users (a tenth of "
                     f"their ratings held out), then refitted on all of MovieLens 1M; CGPR, CGPOR and CofiRank are "
                     f"trained more cheaply, as their cards say")
-        return f"each tuned for {models.budget:g} s on a held-out tenth of the ratings, then refitted on all"
+        return ("each fitted on all the ratings with the settings that a search on a held-out tenth of them chose "
+                "(shipped with cofiviz, so that no model is searched here)")
 
     def _progress_text(self, st) -> str:
         total = len(self.pool.names)
@@ -237,7 +252,7 @@ class Recommendations(pn.viewable.Viewer):
         when the model cannot recommend."""
         model = self.pool.model(name)
         meta = self.pool.meta(name)
-        label = meta.get("class", name)
+        label = meta.get("label", meta.get("class", name))
         same = len(model.train_.item_ids) == r.n_items and np.array_equal(model.train_.item_ids, r.item_ids)
         to_full = np.arange(r.n_items) if same else _index_of(r.item_ids, model.train_.item_ids)
         where = np.flatnonzero(model.train_.user_ids.astype(str) == user_id)
@@ -249,10 +264,13 @@ class Recommendations(pn.viewable.Viewer):
         items = top_n(model, u, self.n, seen[seen >= 0])
         pct, rho = popularity_lean(model, u, items, counts, to_full)
         full = to_full[items]
-        tuned = (f"tuned: {meta['trials']} trial(s)" if meta.get("tuned") else "defaults") + \
-            f", {meta.get('seconds', float('nan')):.0f} s"
+        seconds = meta.get("seconds", float("nan"))
+        if meta.get("shipped"):
+            tuned = f"fitted in {seconds:.0f} s"
+        else:
+            tuned = (f"tuned: {meta['trials']} trial(s)" if meta.get("tuned") else "defaults") + f", {seconds:.0f} s"
         note = f"; {meta['note']}" if meta.get("note") else ""
-        head = (f"#### {label}\n<small>{tuned}{note}; {_params_text(meta)}</small>\n\n"
+        head = (f"#### {label}\n<small>{tuned}{note}; {_params_text(name, meta)}</small>\n\n"
                 f"popularity percentile **{pct:.0f}**, Spearman with popularity **{rho:+.2f}**")
         table = pd.DataFrame({"#": np.arange(1, len(full) + 1), "title": titles[full], "ratings": counts[full]})
         return label, full, {"model": label, "popularity percentile": pct, "spearman": rho}, head, table
@@ -317,23 +335,29 @@ class Recommendations(pn.viewable.Viewer):
     def _lean_plot(self, data):
         df = data.sort_values("popularity percentile")
         return hv.Bars(df, "model", ["popularity percentile", "spearman"]).opts(
-            width=PLOT_WIDTH, height=300, invert_axes=True, ylim=(0, 100), color="#4c72b0",
+            responsive=True, height=300, invert_axes=True, ylim=(0, 100), color="#4c72b0",
             title=f"Popularity lean of user {self.user}'s top-{self.n} (100 = most-rated)",
             tools=["hover"], toolbar=None)
 
     def _overlap_plot(self, data):
         heat = hv.HeatMap(data, ["a", "b"], ("jaccard", "Jaccard overlap")).opts(
-            width=PLOT_WIDTH, height=300, cmap="Blues", clim=(0, 1), colorbar=True, xrotation=45,
+            responsive=True, height=440, cmap="Blues", clim=(0, 1), colorbar=True, xrotation=45,
             title=f"Overlap of the top-{self.n} lists", xlabel="", ylabel="", tools=["hover"], toolbar=None)
-        labels = hv.Labels(data.assign(text=data["jaccard"].map(lambda v: f"{v:.1f}")), ["a", "b"], "text").opts(
-            text_font_size="8pt", text_color="black")
+        # light text on the dark half of the colour map, dark text on the light half
+        marked = data.assign(text=data["jaccard"].map(lambda v: f"{v:.1f}"),
+                             ink=np.where(data["jaccard"] > 0.5, "white", "black"))
+        labels = hv.Labels(marked, ["a", "b"], ["text", "ink"]).opts(text_font_size="8pt", text_color="ink")
         return heat * labels
 
     def __panel__(self):
-        controls = pn.Param(self.param, parameters=["data", "user", "n"], show_name=False,
-                            widgets={"data": {"type": pn.widgets.Select, "css_classes": ["cofiviz-data"]},
-                                     "user": {"type": pn.widgets.IntInput, "css_classes": ["cofiviz-user"]},
-                                     "n": pn.widgets.IntSlider}, sizing_mode="stretch_width")
+        controls = pn.Column(
+            pn.Param(self.param, parameters=["data"], show_name=False,
+                     widgets={"data": {"type": pn.widgets.Select, "css_classes": ["cofiviz-data"]}},
+                     sizing_mode="stretch_width"),
+            BoundedInput(self, "user", widget=pn.widgets.IntInput, label="User", css_classes=["cofiviz-user"]),
+            pn.Param(self.param, parameters=["n"], show_name=False, widgets={"n": pn.widgets.IntSlider},
+                     sizing_mode="stretch_width"),
+            sizing_mode="stretch_width")
         intro = pn.pane.Markdown(
             "Every model is trained once on the data set chosen (MovieLens 1M's the first time the page shows it, "
             "after MovieLens 100K's); the lists leave out what the user rated. "
@@ -341,7 +365,6 @@ class Recommendations(pn.viewable.Viewer):
             "scores for this user with the movies' number of ratings over all movies. *Overlap*: the Jaccard "
             "index of two lists, |A ∩ B| / |A ∪ B|.")
         return pn.Column(self._error, self._progress,
-                         pn.Row(pn.Column(controls, intro, self._ratings_title, self._ratings_table, width=420),
-                                pn.Column(self._plots, self._lists, sizing_mode="stretch_width"),
-                                sizing_mode="stretch_width"),
+                         side_by_side([controls, intro, self._ratings_title, self._ratings_table],
+                                      [self._plots, self._lists]),
                          sizing_mode="stretch_width")

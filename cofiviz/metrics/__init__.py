@@ -14,7 +14,8 @@ Conventions (the same for every metric):
   e.g. NDCG when no rating is above 0, AP and MRR when nothing is relevant, GAP when nothing is
   rated); average over users with ``np.nanmean``.
 
-Single lists: :func:`ndcg`, :func:`average_precision`, :func:`gap`, :func:`precision_at_k`,
+Each family of list metrics is declared once in its module and listed in the table of
+:mod:`~cofiviz.metrics.table` (:func:`families`; :func:`register` adds one from outside). Single lists: :func:`ndcg`, :func:`average_precision`, :func:`gap`, :func:`precision_at_k`,
 :func:`mrr`, :func:`eru`, :func:`neru`, :func:`zero_one`, :func:`graded_precision`,
 :func:`graded_recall`, :func:`err`. Many users (CSR layout): :func:`score_lists` (every list metric, one pass,
 names in :data:`METRIC_FORMS`, parsed by :func:`parse_metric`) and :func:`zero_one_lists`.
@@ -37,18 +38,20 @@ from .batch import score_lists
 from .err import err, satisfaction
 from .eru import eru, neru
 from .gap import gap, graded_precision, graded_recall, thresholding_probabilities
-from .names import METRIC_FORMS, ZERO_ONE, MetricSpec, check_metrics, lower_is_better, parse_metric
+from .family import Family
+from .names import METRIC_FORMS, ZERO_ONE, MetricSpec, check_metrics, lower_is_better, metric_forms, parse_metric
 from .ndcg import ndcg
 from .pairs import zero_one, zero_one_lists
 from .precision import average_precision, mrr, precision_at_k
 from .ranking import TIE_RULE, rank_order
 from .scorer import default_threshold, mean_metrics, per_user_metrics, resolve_ymax
+from .table import families, register, unregister
 
 __all__ = ["ndcg", "average_precision", "gap", "precision_at_k", "mrr", "eru", "neru", "err", "zero_one",
            "zero_one_lists", "graded_precision", "graded_recall", "score_lists", "parse_metric",
            "METRIC_FORMS", "MetricSpec", "rank_order", "TIE_RULE", "thresholding_probabilities", "warmup",
            "ZERO_ONE", "check_metrics", "lower_is_better", "per_user_metrics", "mean_metrics", "default_threshold",
-           "resolve_ymax", "satisfaction"]
+           "resolve_ymax", "satisfaction", "Family", "families", "register", "unregister", "metric_forms"]
 
 
 def warmup() -> None:
@@ -62,18 +65,9 @@ def warmup() -> None:
     s = np.array([0.5, 0.1, 0.5, 0.9, 0.2])
     off = np.array([0, 3, 3, 5], dtype=np.int64)
     rank_order(y, s)
-    for yy in (y, y + 0.5):  # integer grades (counted ideal order, gain table) and general ratings
-        ndcg(yy, s, k=3)
-        average_precision(yy, s)
-        precision_at_k(yy, s, k=2)
-        mrr(yy, s)
-        eru(yy, s)
-        neru(yy, s)
-        err(yy, s, k=3)
-        score_lists(off, yy, s, ["ndcg@3", "ap", "p@2", "mrr", "eru", "neru@2", "err"])
-    gap(y, s, ymax=5)
-    graded_precision(y, s, n=2, ymax=5)
-    graded_recall(y, s, n=2, ymax=5)
+    for f in families():
+        if f.warm is not None:
+            f.warm(y, s)
+    score_lists(off, y, s, [form.replace("K", "2") for form in metric_forms()])
     zero_one(y[:2], s[:2], y[2:], s[2:])
     zero_one_lists(off, y, s, np.array([0, 1, 1, 2]), y[:2], s[:2])
-    score_lists(off, y, s, [form.replace("K", "2") for form in METRIC_FORMS])

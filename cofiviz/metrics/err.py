@@ -18,11 +18,12 @@ most about :math:`R(g)`; with no rating above 0 it is 0. Positions follow the pe
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from ..errors import DataError
 from ._validation import check_k, check_list, check_real
-from .ranking import ranked
+from .family import Family
+from .ranking import block_bounds, ranked
 
 __all__ = ["err", "satisfaction"]
 
@@ -71,7 +72,7 @@ def err(ratings, scores, k=None, ymax=None) -> float:
         \\qquad R(g) = \\frac{2^{g} - 1}{2^{y_{\\max}}}
 
     Source: Chapelle et al., "Expected reciprocal rank for graded relevance", CIKM 2009, eq. 4 with the
-    gain of its §4 (cited by GAPfm, §2).
+    gain of its §4 (GAPfm's reference [6], cited in its §1).
 
     Parameters
     ----------
@@ -106,3 +107,24 @@ def err(ratings, scores, k=None, ymax=None) -> float:
         return float("nan")
     top = resolve_top(y, ymax)
     return float(_err_user(ranked(y, s)[0], kk, top))
+
+
+# ---------------------------------------------------------------------------------------------- batch
+@njit(parallel=True, cache=True, nogil=True)
+def _err_lists(offsets, ranked_, ideal, gmax, k, n_blocks, top, out):
+    n_users = offsets.shape[0] - 1
+    for b in prange(n_blocks):
+        u0, u1 = block_bounds(b, n_blocks, n_users)
+        for u in range(u0, u1):
+            lo = offsets[u]
+            n = offsets[u + 1] - lo
+            out[u] = np.nan if n == 0 else _err_user(ranked_[lo:lo + n], k, top)
+
+
+def _top(bt, o):
+    """A non-finite rating gives no top: ranking the lists reports it by index and user."""
+    return (resolve_top(bt.ratings, o.ymax) if np.isfinite(bt.ratings).all() else 1.0,)
+
+
+ERR = Family("err", "optional", _err_lists, _top, warm=lambda y, s: err(y, s, k=3),
+             summary="expected reciprocal rank (Chapelle et al. 2009, eq 4)")

@@ -14,10 +14,11 @@ true rating at predicted position ``p`` (pessimistic tie rule, see :mod:`cofiviz
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from ._validation import check_k, check_list, check_real
-from .ranking import ranked
+from .family import Family
+from .ranking import block_bounds, ranked
 
 __all__ = ["eru", "neru"]
 
@@ -116,3 +117,36 @@ def neru(ratings, scores, d=3, alpha=5, k=None) -> float:
         return float("nan")
     yr, yi = ranked(y, s)[:2]
     return float(_neru_user(yr, yi, kk, dd, eru_weights(y.shape[0], aa)))
+
+
+# ---------------------------------------------------------------------------------------------- batch
+@njit(parallel=True, cache=True, nogil=True)
+def _eru_lists(offsets, ranked_, ideal, gmax, k, n_blocks, d, w, out):
+    n_users = offsets.shape[0] - 1
+    for b in prange(n_blocks):
+        u0, u1 = block_bounds(b, n_blocks, n_users)
+        for u in range(u0, u1):
+            lo = offsets[u]
+            n = offsets[u + 1] - lo
+            out[u] = np.nan if n == 0 else _eru_user(ranked_[lo:lo + n], k, d, w)
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _neru_lists(offsets, ranked_, ideal, gmax, k, n_blocks, d, w, out):
+    n_users = offsets.shape[0] - 1
+    for b in prange(n_blocks):
+        u0, u1 = block_bounds(b, n_blocks, n_users)
+        for u in range(u0, u1):
+            lo = offsets[u]
+            n = offsets[u + 1] - lo
+            out[u] = np.nan if n == 0 else _neru_user(ranked_[lo:lo + n], ideal[lo:lo + n], k, d, w)
+
+
+def _weights(bt, o):
+    return (o.d, eru_weights(max(bt.max_len, 1), o.alpha))
+
+
+ERU = Family("eru", "optional", _eru_lists, _weights, warm=lambda y, s: eru(y, s),
+             summary="expected rank utility (CofiRank appendix A.4)")
+NERU = Family("neru", "optional", _neru_lists, _weights, needs_ideal=True, warm=lambda y, s: neru(y, s),
+              summary="normalised expected rank utility (CofiRank appendix A.4)")

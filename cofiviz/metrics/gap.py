@@ -27,10 +27,11 @@ the last bit.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from ._validation import MAX_GAP_GRADE, check_grades, check_k, check_list, check_ymax
-from .ranking import ranked
+from .family import Family
+from .ranking import block_bounds, ranked
 
 __all__ = ["gap", "graded_precision", "graded_recall", "thresholding_probabilities"]
 
@@ -275,3 +276,46 @@ def graded_recall(ratings, scores, n=5, ymax=5) -> float:
     if yr.shape[0] == 0:
         return float("nan")
     return float(_gr_user(yr, nn, S_TABLE))
+
+
+# ---------------------------------------------------------------------------------------------- batch
+@njit(parallel=True, cache=True, nogil=True)
+def _gap_lists(offsets, ranked_, ideal, gmax, k, n_blocks, S, T, out):
+    n_users = offsets.shape[0] - 1
+    for b in prange(n_blocks):
+        inner = np.empty(S.shape[0] + 8)
+        u0, u1 = block_bounds(b, n_blocks, n_users)
+        for u in range(u0, u1):
+            lo = offsets[u]
+            n = offsets[u + 1] - lo
+            out[u] = np.nan if n == 0 else _gap_user(ranked_[lo:lo + n], ideal[lo:lo + n], k, S, T, inner, gmax[u])
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _gp_lists(offsets, ranked_, ideal, gmax, k, n_blocks, S, out):
+    n_users = offsets.shape[0] - 1
+    for b in prange(n_blocks):
+        u0, u1 = block_bounds(b, n_blocks, n_users)
+        for u in range(u0, u1):
+            lo = offsets[u]
+            n = offsets[u + 1] - lo
+            out[u] = np.nan if n == 0 else _gp_user(ranked_[lo:lo + n], ideal[lo:lo + n], k, S)
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _gr_lists(offsets, ranked_, ideal, gmax, k, n_blocks, S, out):
+    n_users = offsets.shape[0] - 1
+    for b in prange(n_blocks):
+        u0, u1 = block_bounds(b, n_blocks, n_users)
+        for u in range(u0, u1):
+            lo = offsets[u]
+            n = offsets[u + 1] - lo
+            out[u] = np.nan if n == 0 else _gr_user(ranked_[lo:lo + n], k, S)
+
+
+GAP = Family("gap", "optional", _gap_lists, lambda bt, o: (S_TABLE, T_TABLE), needs_ideal=True, graded=True,
+             warm=lambda y, s: gap(y, s, ymax=5), summary="graded average precision (GAPfm eqs 2-5)")
+GP = Family("gp", "required", _gp_lists, lambda bt, o: (S_TABLE,), needs_ideal=True, graded=True,
+            warm=lambda y, s: graded_precision(y, s, n=2, ymax=5), summary="graded precision at K (GAPfm appendix D)")
+GR = Family("gr", "required", _gr_lists, lambda bt, o: (S_TABLE,), graded=True,
+            warm=lambda y, s: graded_recall(y, s, n=2, ymax=5), summary="graded recall at K (GAPfm appendix D)")

@@ -1,9 +1,10 @@
 """Metric names: their spelling, parsing, the zero-one error's aliases and which metrics are lower-is-better.
 
 Every metric name cofiviz accepts (command line, experiments, early stopping, dashboards) is checked
-here: the list metrics of :func:`cofiviz.metrics.score_lists` (:data:`METRIC_FORMS`, parsed by
-:func:`parse_metric`) and :data:`ZERO_ONE`, LCR's pairwise error, which needs the users' training
-ratings as well as their candidate lists (:func:`cofiviz.metrics.zero_one_lists`).
+here: the list metrics of :func:`cofiviz.metrics.score_lists`, whose families and their cutoff rules come from
+the table of :mod:`cofiviz.metrics.table` (:func:`metric_forms`, parsed by :func:`parse_metric`), and
+:data:`ZERO_ONE`, LCR's pairwise error, which needs the users' training ratings as well as their candidate lists
+(:func:`cofiviz.metrics.zero_one_lists`).
 """
 
 from __future__ import annotations
@@ -12,22 +13,17 @@ import re
 from typing import Iterable, NamedTuple
 
 from ..errors import ParameterError
+from .table import BUILT_IN, ZERO_ONE, ZERO_ONE_ALIASES, families
 
 __all__ = ["METRIC_FORMS", "FAMILIES", "ZERO_ONE", "ZERO_ONE_ALIASES", "MetricSpec", "parse_metric", "parse_metrics",
-           "is_zero_one", "lower_is_better", "check_metrics"]
+           "is_zero_one", "lower_is_better", "check_metrics", "metric_forms"]
 
-#: Every metric name :func:`score_lists` understands (``K`` is a positive integer; case-insensitive).
-METRIC_FORMS = ("ndcg", "ndcg@K", "ap", "ap@K", "gap", "gap@K", "p@K", "mrr", "eru", "eru@K", "neru",
-                "neru@K", "gp@K", "gr@K", "err", "err@K")
-#: The list-metric families of :data:`METRIC_FORMS`.
-FAMILIES = ("ndcg", "ap", "gap", "p", "mrr", "eru", "neru", "gp", "gr", "err")
-#: The pairwise error of LCR (eq 6, §5.1), the one error metric: lower is better.
-ZERO_ONE = "zero_one"
-#: Names of :data:`ZERO_ONE`, compared after stripping, lower-casing and writing ``-`` as ``_``.
-ZERO_ONE_ALIASES = ("zero_one", "zeroone", "zero_one_error", "e01", "01")
+#: The names of cofiviz's own list metrics (``K`` is a positive integer; case-insensitive); with the families
+#: registered since: :func:`metric_forms`.
+METRIC_FORMS = tuple(form for f in BUILT_IN for form in f.forms)
+#: cofiviz's own list-metric families, in the table's order.
+FAMILIES = tuple(f.name for f in BUILT_IN)
 
-_NEEDS_K = {"p", "gp", "gr"}
-_NO_K = {"mrr"}
 _PATTERN = re.compile(r"^\s*([a-z]+)\s*(?:@\s*(\S+))?\s*$")
 
 
@@ -40,8 +36,13 @@ class MetricSpec(NamedTuple):
     k: int | None
 
 
+def metric_forms() -> tuple[str, ...]:
+    """Every list metric name :func:`score_lists` understands now, registered families included."""
+    return tuple(form for f in families() for form in f.forms)
+
+
 def _forms() -> str:
-    return ", ".join(METRIC_FORMS)
+    return ", ".join(metric_forms())
 
 
 def is_zero_one(name) -> bool:
@@ -74,14 +75,15 @@ def parse_metric(name) -> MetricSpec:
         raise ParameterError("zero_one needs the training ratings as well as the candidate lists: use "
                              "cofiviz.metrics.zero_one_lists (or zero_one for one user)")
     m = _PATTERN.match(name.lower())
-    if m is None or m.group(1) not in FAMILIES:
+    cutoffs = {f.name: f.cutoff for f in families()}
+    if m is None or m.group(1) not in cutoffs:
         raise ParameterError(f"unknown metric {name!r}; valid forms: {_forms()} (K a positive integer)")
     family, ktxt = m.group(1), m.group(2)
     if ktxt is None:
-        if family in _NEEDS_K:
+        if cutoffs[family] == "required":
             raise ParameterError(f"metric {name!r} needs a cutoff, e.g. {family}@5; valid forms: {_forms()}")
         return MetricSpec(family, family, None)
-    if family in _NO_K:
+    if cutoffs[family] == "none":
         raise ParameterError(f"metric {name!r} takes no cutoff (use {family!r}); valid forms: {_forms()}")
     if not ktxt.isdigit() or int(ktxt) < 1:
         raise ParameterError(f"the cutoff of metric {name!r} must be a positive integer, got {ktxt!r}; "
@@ -119,7 +121,7 @@ def check_metrics(metrics: str | Iterable[str]) -> list[str]:
     ParameterError
         An unknown or malformed metric name; the message lists the valid forms.
     """
-    valid = ", ".join((*METRIC_FORMS, ZERO_ONE))
+    valid = ", ".join((*metric_forms(), ZERO_ONE))
     if isinstance(metrics, str):
         metrics = metrics.split(",")
     try:

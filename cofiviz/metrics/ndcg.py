@@ -15,11 +15,12 @@ used everywhere in cofiviz.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from .. import elementary
 from ._validation import check_k, check_list
-from .ranking import MAX_TABLE_GRADE, ranked
+from .family import Family
+from .ranking import MAX_TABLE_GRADE, block_bounds, ranked
 
 __all__ = ["ndcg"]
 
@@ -104,3 +105,20 @@ def ndcg(ratings, scores, k=10) -> float:
         return float("nan")
     yr, yi, _, gmax = ranked(y, s)
     return float(_ndcg_user(yr, yi, kk, discounts(y.shape[0]), GAINS, gmax))
+
+
+# ---------------------------------------------------------------------------------------------- batch
+@njit(parallel=True, cache=True, nogil=True)
+def _ndcg_lists(offsets, ranked_, ideal, gmax, k, n_blocks, disc, gain, out):
+    n_users = offsets.shape[0] - 1
+    for b in prange(n_blocks):
+        u0, u1 = block_bounds(b, n_blocks, n_users)
+        for u in range(u0, u1):
+            lo = offsets[u]
+            n = offsets[u + 1] - lo
+            out[u] = np.nan if n == 0 else _ndcg_user(ranked_[lo:lo + n], ideal[lo:lo + n], k, disc, gain, gmax[u])
+
+
+NDCG = Family("ndcg", "optional", _ndcg_lists, lambda bt, o: (discounts(max(bt.max_len, 1)), GAINS),
+              needs_ideal=True, warm=lambda y, s: ndcg(y, s, k=3),
+              summary="normalised discounted cumulative gain, gain 2^r - 1 (CofiRank §2)")

@@ -9,10 +9,11 @@ CIKM 2013, §5.1) reports P@5. Positions come from the pessimistic tie rule (see
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from ._validation import check_k, check_list, check_real
-from .ranking import ranked
+from .family import Family
+from .ranking import block_bounds, ranked
 
 __all__ = ["average_precision", "precision_at_k", "mrr"]
 
@@ -161,3 +162,49 @@ def mrr(ratings, scores, threshold=4) -> float:
     if yr.shape[0] == 0:
         return float("nan")
     return float(_rr_user(yr, t))
+
+
+# ---------------------------------------------------------------------------------------------- batch
+@njit(parallel=True, cache=True, nogil=True)
+def _ap_lists(offsets, ranked_, ideal, gmax, k, n_blocks, threshold, out):
+    n_users = offsets.shape[0] - 1
+    for b in prange(n_blocks):
+        u0, u1 = block_bounds(b, n_blocks, n_users)
+        for u in range(u0, u1):
+            lo = offsets[u]
+            n = offsets[u + 1] - lo
+            out[u] = np.nan if n == 0 else _ap_user(ranked_[lo:lo + n], k, threshold)
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _precision_lists(offsets, ranked_, ideal, gmax, k, n_blocks, threshold, out):
+    n_users = offsets.shape[0] - 1
+    for b in prange(n_blocks):
+        u0, u1 = block_bounds(b, n_blocks, n_users)
+        for u in range(u0, u1):
+            lo = offsets[u]
+            n = offsets[u + 1] - lo
+            out[u] = np.nan if n == 0 else _precision_user(ranked_[lo:lo + n], k, threshold)
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _rr_lists(offsets, ranked_, ideal, gmax, k, n_blocks, threshold, out):
+    n_users = offsets.shape[0] - 1
+    for b in prange(n_blocks):
+        u0, u1 = block_bounds(b, n_blocks, n_users)
+        for u in range(u0, u1):
+            lo = offsets[u]
+            n = offsets[u + 1] - lo
+            out[u] = np.nan if n == 0 else _rr_user(ranked_[lo:lo + n], threshold)
+
+
+def _threshold(bt, o):
+    return (o.threshold,)
+
+
+AP = Family("ap", "optional", _ap_lists, _threshold, warm=lambda y, s: average_precision(y, s),
+            summary="average precision, relevant = rating >= threshold (LCR §5.1)")
+PRECISION = Family("p", "required", _precision_lists, _threshold, warm=lambda y, s: precision_at_k(y, s, k=2),
+                   summary="precision at K, relevant = rating >= threshold (GAPfm §5.1)")
+MRR = Family("mrr", "none", _rr_lists, _threshold, warm=lambda y, s: mrr(y, s),
+             summary="reciprocal rank of the first relevant item")

@@ -18,8 +18,10 @@ ideal order is built by counting grades when the ratings are integers <= 16, by 
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from ..errors import DataError
 from ._validation import MAX_GAP_GRADE, as_float_vector, check_list, check_offsets, n_blocks_for, threads_for
@@ -345,8 +347,63 @@ def _scratch(max_len):
 
 
 @njit(cache=True)
-def _block_bounds(b, n_blocks, n_users):
+def block_bounds(b, n_blocks, n_users):
+    """The users ``[u0, u1)`` of block ``b`` of ``n_blocks`` (the unit of the batch kernels' ``prange``)."""
     return b * n_users // n_blocks, (b + 1) * n_users // n_blocks
+
+
+_block_bounds = block_bounds
+
+
+@njit(parallel=True, cache=True, nogil=True)  # the dashboards score while serving: let the event loop run
+def _prepare_lists_kernel(offsets, ratings, scores, need_ideal, graded, ymax, n_blocks, max_len, ranked, ideal, gmax,
+                          status):
+    n_users = offsets.shape[0] - 1
+    for b in prange(n_blocks):
+        sc = _scratch(max_len)
+        counts = np.empty(MAX_TABLE_GRADE + 1, np.int64)
+        u0, u1 = block_bounds(b, n_blocks, n_users)
+        for u in range(u0, u1):
+            lo = offsets[u]
+            n = offsets[u + 1] - lo
+            gmax[u] = -1
+            if n == 0:
+                continue
+            # written in place: a list's slices of ``ranked`` and ``ideal`` (empty when not needed)
+            st, g = _prepare_user(ratings[lo:lo + n], scores[lo:lo + n], sc, ranked[lo:lo + n],
+                                  ideal[lo:lo + n] if need_ideal else ideal, counts, need_ideal, graded, ymax)
+            status[u] = st
+            gmax[u] = g
+
+
+class Prepared(NamedTuple):
+    """Every user's list ranked once (:func:`prepare_lists`): what the families' batch kernels read."""
+
+    offsets: np.ndarray
+    ranked: np.ndarray
+    ideal: np.ndarray
+    gmax: np.ndarray
+    n_blocks: int
+    status: np.ndarray
+
+
+def prepare_lists(bt: "Batch", need_ideal: bool, graded: bool, ymax: float) -> Prepared:
+    """Check and rank every list of ``bt`` in one parallel pass (call inside ``bt.threads()``).
+
+    ``ranked`` holds each list's true ratings in ranked order, ``ideal`` (when ``need_ideal``; else empty) the
+    same sorted descending, ``gmax`` each list's largest grade when its grades are integers up to
+    :data:`MAX_TABLE_GRADE` (else -1). With ``graded``, ratings must be integer grades up to ``ymax``. ``status``
+    is OK for every list that passed its checks (:meth:`Batch.raise_for` turns the first other into an error).
+    """
+    n_blocks, max_len = bt.scratch_args()
+    n = bt.ratings.shape[0]
+    ranked = np.empty(n)
+    ideal = np.empty(n if need_ideal else 0)
+    gmax = np.empty(bt.n_users, np.int64)
+    status = np.zeros(bt.n_users, np.int8)
+    _prepare_lists_kernel(bt.offsets, bt.ratings, bt.scores, need_ideal, graded, ymax, n_blocks, max_len, ranked,
+                          ideal, gmax, status)
+    return Prepared(bt.offsets, ranked, ideal, gmax, n_blocks, status)
 
 
 class Batch:

@@ -121,8 +121,6 @@ class PairwiseFactorModel(Model, ItemPriorParams):
 
     __abstract = True
     divergence_hint = (("lr", "lower"), ("reg", "raise"))
-    #: GCR and LCR had the item-mean offset from their first results: ``item_prior`` is in every key
-    late_features = {}
 
     rank = param.Integer(default=10, bounds=(1, 2000), doc="Rank r of each factorisation.")
     loss = param.Selector(default="log_a", objects=list(SURROGATES), doc="Pairwise surrogate loss (Table 1).")

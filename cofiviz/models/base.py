@@ -20,7 +20,9 @@ and may set the class attributes ``iterative = False`` (closed-form: ``fit`` run
 ``has_loss = False`` (``_step`` returns ``nan``). Every model declares ``divergence_hint``, the
 parameters that keep its fit stable, named when a fit diverges (see :meth:`Model.fit`), and
 ``_state_spec(n_users, n_items)``, the arrays ``_set_state`` needs and their shapes, which
-:meth:`Model.load` checks a save against. A concrete subclass registers itself under its
+:meth:`Model.load` checks a save against. A model that can score new users from their own ratings with its
+item side kept (strong generalization) overrides :meth:`Model.fold_in`; :meth:`Model.folds_in` says whether it
+does, and the base class's ``fold_in`` refuses naming the model. A concrete subclass registers itself under its
 lower-case class name (``PopRec`` → ``"poprec"``, :meth:`Model.model_name`), which is also every
 instance's ``name``; mark base classes with param's ``__abstract = True`` and test helpers with
 ``register = False`` to keep them out of the registry. A model module may define a module-level
@@ -45,6 +47,7 @@ from . import persistence
 from .divergence import DivergenceWatch, check_divergence
 # the registry's functions are re-exported here, where the model contract is looked for
 from .registry import MODEL_REGISTRY, available_models, get_model_class, make_model
+from .scale import Scale
 from .tuning import tune as tune_model
 
 __all__ = ["Model", "IterationInfo", "NotFittedError", "MODEL_REGISTRY", "get_model_class", "available_models",
@@ -87,10 +90,6 @@ Callback = Callable[[IterationInfo], Any]
 
 
 
-def _same(value, neutral) -> bool:
-    """Whether a parameter value is a :attr:`Model.key_neutral` value (``None`` only by identity)."""
-    return value is None if neutral is None else (value is not None and value == neutral)
-
 class Model(param.Parameterized):
     """Abstract collaborative ranking model.
 
@@ -118,9 +117,18 @@ class Model(param.Parameterized):
     __abstract = True
     #: False for closed-form models (PopRec, ItemMean): ``fit`` runs exactly one iteration
     iterative: ClassVar[bool] = True
+    #: The name tables and pages show where it is not the class name (:meth:`display_name`)
+    display: ClassVar[str | None] = None
     #: What to change when a fit diverges: ``(parameter, "lower" | "raise")`` pairs, the step size
     #: first. Empty only for closed-form models, which have no such parameter.
     divergence_hint: ClassVar[tuple[tuple[str, str], ...]] = ()
+    #: How its fit grows with the data (:class:`~cofiviz.models.scale.Scale`): the leaderboards, the
+    #: recommendations page and the scale benchmark read it
+    scale: ClassVar[Scale] = Scale()
+    #: The ``warmup()`` functions of the kernels other modules share with its fit (``cofiviz.solvers.dense.warmup``,
+    #: another model's module's): a parallel warm-up (:func:`cofiviz.warmup`) runs them before its module's own
+    #: ``warmup()``, so that each kernel is compiled by one process
+    warmup_after: ClassVar[tuple[Callable[[], object], ...]] = ()
 
     seed = param.Integer(default=0, bounds=(0, None), doc="Seed of every random choice of the model.")
     max_iter = param.Integer(default=100, bounds=(1, 100_000), doc="Iterations at most.")
@@ -137,39 +145,6 @@ class Model(param.Parameterized):
     tune_anchors: ClassVar[tuple[dict, ...]] = ()
     #: Named settings for :meth:`from_preset`; ``"paper"`` holds the paper's own settings.
     presets: ClassVar[dict[str, dict]] = {}
-    #: Features added after results were computed without them: ``{switch: (off value, its other
-    #: parameters)}``. While the switch is off, the model computes exactly what it did before the feature
-    #: existed, and :meth:`key_defaults` leaves the switch and its other parameters out of result keys, so
-    #: those results keep their keys (the verification of the shipped results checks the bits).
-    late_features: ClassVar[dict[str, tuple]] = {}
-
-    @classmethod
-    def key_defaults(cls, params: dict) -> dict:
-        """The defaults of the parameters ``params`` does not set, as a result's key records them.
-
-        Every parameter's default counts (a result computed before a default changed is never read as
-        one of the new default), except those of a :attr:`late_features` switch that is off.
-        """
-        out = {p: cls.param[p].default for p in cls.param_names() if p not in params}
-        for switch, (off, others) in cls.late_features.items():
-            if params.get(switch, cls.param[switch].default) == off:
-                for p in (switch, *others):
-                    out.pop(p, None)
-        return out
-
-    #: Parameters added after results were computed without them whose default is not the old behaviour:
-    #: ``{parameter: the value that computes what the model computed before the parameter existed}``. A
-    #: result that sets the parameter to that value keeps the key it had before (:meth:`key_params`); one
-    #: that relies on the new default gets a new key.
-    key_neutral: ClassVar[dict[str, Any]] = {}
-
-    @classmethod
-    def key_params(cls, params: dict) -> dict:
-        """``params`` as a result's key records them: without the :attr:`key_neutral` ones set to their
-        neutral value."""
-        return {k: v for k, v in params.items()
-                if not (k in cls.key_neutral and _same(v, cls.key_neutral[k]))}
-
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         # Registered under the lower-case class name unless the class is abstract (param's
@@ -182,6 +157,12 @@ class Model(param.Parameterized):
     def model_name(cls) -> str:
         """The registry name: the lower-case class name (``PopRec`` → ``"poprec"``)."""
         return cls.__name__.lower()
+
+    @classmethod
+    def display_name(cls) -> str:
+        """The name tables and pages show: :attr:`display` where the class sets it (``SVDpp`` → ``"SVD++"``),
+        else the class name."""
+        return cls.display or cls.__name__
 
     def __init__(self, **params):
         unknown = sorted(set(params) - set(self.param_names()))
@@ -413,6 +394,26 @@ class Model(param.Parameterized):
         if self.train_ is None:
             raise NotFittedError(f"{type(self).__name__} is not fitted yet: call fit(train) or "
                                  f"{type(self).__name__}.load(path) first")
+
+    @classmethod
+    def folds_in(cls) -> bool:
+        """Whether the model scores new users from their own ratings with its learned item side kept
+        (:meth:`fold_in`, strong generalization): it does when its class defines ``fold_in``."""
+        return cls.fold_in is not Model.fold_in
+
+    def fold_in(self, given: Ratings, seed: int | None = None) -> "Model":
+        """Fit the users of ``given`` with what the model learned of the items kept (strong generalization).
+
+        A model that can (:meth:`folds_in`) overrides this; here it refuses, naming the model.
+
+        Raises
+        ------
+        ParameterError
+            The model cannot fold in new users.
+        """
+        raise ParameterError(f"{type(self).__name__} cannot fold in new users: it learns nothing of the items that "
+                             "would score a user from that user's ratings alone; fit it on the given ratings "
+                             "instead")
 
     def _check_given(self, given) -> None:
         """Validate the new users' ratings of a ``fold_in`` (strong generalization): fitted model,

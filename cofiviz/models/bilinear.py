@@ -52,6 +52,7 @@ import numpy as np
 import pandas as pd
 import param
 
+from .. import losses
 from ..datasets import tiny
 from ..errors import DataError, ModelFitError
 from ..losses.partition import LISTWISE_TIES, listwise_ties_code
@@ -59,9 +60,10 @@ from ..losses.surrogates import SURROGATES
 from ..ratings import Ratings
 from ..solvers import dense
 from . import _bilinear_kernels as bk
+from . import _local_kernels as lk
 from ._local_kernels import apply_adagrad
 from .base import Model
-from .prior import LATE_PRIOR, ItemPriorParams
+from .prior import ItemPriorParams
 from .space import Choice, IntLogUniform, LogUniform
 
 __all__ = ["Bilinear", "encode_features", "BILINEAR_LOSSES", "warmup"]
@@ -199,7 +201,6 @@ class Bilinear(Model, ItemPriorParams):
     ``user_feature_names_``, ``item_feature_names_``; ``sides_``: what each side uses.
     """
 
-    late_features = LATE_PRIOR
     #: what :meth:`tune` searches (see :mod:`cofiviz.models.space`); ``presets``: named settings
     search_space = {"loss": Choice(("plackett_luce", "log_a", "rao_kupper", "smoothed_rank")),
                     "rank": IntLogUniform(5, 50), "lr": LogUniform(0.01, 0.5), "reg": LogUniform(0.01, 1.0),
@@ -243,6 +244,8 @@ class Bilinear(Model, ItemPriorParams):
 
     tol_window = 10
     divergence_hint = (("lr", "lower"), ("reg", "raise"))
+    #: the warm-ups of the shared kernels its fit calls, run before its own in a parallel warm-up
+    warmup_after = (losses.warmup, lk.warmup, dense.warmup)
 
     # ------------------------------------------------------------------ features
     def _encode(self, train: Ratings) -> None:

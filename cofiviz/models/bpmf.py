@@ -165,6 +165,8 @@ class BPMF(Model):
 
     #: no step size: a lower observation precision gives the prior more weight in every row's posterior
     divergence_hint = (("alpha", "lower"),)
+    #: the warm-ups of the shared kernels its fit calls, run before its own in a parallel warm-up
+    warmup_after = (dense.warmup,)
 
     def _setup(self, train: Ratings, rng: np.random.Generator) -> None:
         D = int(self.rank)

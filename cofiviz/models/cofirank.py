@@ -78,13 +78,16 @@ import param
 from .. import elementary
 from ..datasets import tiny
 from ..errors import DataError, ModelFitError
+from .. import losses
 from ..losses.collab import LOSS_NAMES, USER_WEIGHTS, build_loss_data
 from ..losses.pairwise import PAIR_COSTS
 from ..ratings import Ratings
 from ..solvers import dense
 from ..solvers.alternating import item_oracle, user_phase
 from ..solvers.bmrm import bmrm
+from ..solvers.bmrm import warmup as bmrm_warmup
 from .base import Model
+from .scale import Scale
 from .popularity import damped_item_mean
 from .space import Choice, IntLogUniform, LogUniform
 
@@ -190,8 +193,10 @@ class CofiRank(Model):
                     "max_iter": IntLogUniform(1, 31)}
     presets = {"paper": {"rank": 100, "reg": 10.0, "k": 10, "c_exponent": -0.25, "max_iter": 31, "loss": "ndcg",
                          "offsets": False, "item_prior": "none", "init": "uniform", "reg_users": None}}
-    #: results computed at a fixed λ, before ``reg_users`` existed, keep their keys where they set it to None
-    key_neutral = {"reg_users": None}
+    #: the warm-ups of the shared kernels its fit calls, run before its own in a parallel warm-up
+    warmup_after = (elementary.warmup, losses.warmup, bmrm_warmup, dense.warmup)
+    scale = Scale("Σn²", per_user=100, why="its NDCG loss solves an assignment over each user's ratings, "
+                                            "quadratic in their number")
 
     rank = param.Integer(default=10, bounds=(1, 10_000), doc="Latent dimension d.")
     reg = param.Number(default=2.0, bounds=(0.0, None), inclusive_bounds=(False, True),

@@ -50,7 +50,8 @@ from ..losses.smoothed_gap import warmup as loss_warmup
 from ..ratings import Ratings
 from . import _gapfm_kernels as K
 from .base import Model
-from .prior import LATE_PRIOR, ItemPriorParams
+from .scale import Scale
+from .prior import ItemPriorParams
 from .space import Choice, IntLogUniform, LogUniform
 
 __all__ = ["GAPfm", "warmup"]
@@ -150,6 +151,7 @@ class GAPfm(Model, ItemPriorParams):
                     "item_prior": Choice((0.0, 1.0, 2.0, 4.0)), "prior_damping": Choice((5.0, 10.0, 25.0, 50.0))}
     #: the configured model on the damped item mean (on MovieLens 100K at N = 10 its defaults rank below it)
     tune_anchors = ({"item_prior": 1.0},)
+    scale = Scale("item pairs")
     presets = {"paper": {"rank": 10, "reg": 0.001, "learning_rate": 1e-5, "item_reg": 0.0, "objective": "gap",
                          "user_weight": "one", "selection": "all", "item_update": "sequential"}}
 
@@ -177,7 +179,6 @@ class GAPfm(Model, ItemPriorParams):
     valid_metric = param.String(default="ndcg@10", doc="Metric watched by early stopping.")
 
     divergence_hint = (("learning_rate", "lower"), ("reg", "raise"))
-    late_features = LATE_PRIOR
 
     # ------------------------------------------------------------------ training
     def _setup(self, train: Ratings, rng: np.random.Generator) -> None:

@@ -17,7 +17,10 @@ from __future__ import annotations
 import param
 
 from ..datasets import tiny
+from ..solvers import dense
 from ._local import PairwiseFactorModel
+from .regsvd import warmup as svd_warmup
+from .scale import Scale
 from .space import Choice, IntLogUniform, LogUniform
 
 __all__ = ["GCR", "warmup"]
@@ -63,6 +66,9 @@ class GCR(PairwiseFactorModel):
                     "item_prior": Choice((0.0, 1.0, 2.0))}
     #: the configured model on the damped item mean (on MovieLens 100K at N = 10 its defaults rank below it)
     tune_anchors = ({"item_prior": 2.0},)
+    scale = Scale("pairs")
+    #: the warm-ups of the shared kernels its fit calls, run before its own in a parallel warm-up
+    warmup_after = (svd_warmup, dense.warmup)
     presets = {"paper": {"margin": 0.0, "tol": 0.001, "item_bias": "none", "item_prior": 0.0, "solver": "gd"}}
 
     rank = param.Integer(default=10, bounds=(1, 2000), doc="Rank r of the factorisation.")

@@ -20,9 +20,9 @@ maximisation as Chu & Ghahramani do; the ordinal thresholds are fixed halfway be
 the user offset ``c_u`` carries each user's level, where Chu & Ghahramani fit the thresholds by evidence; Yu et al.
 2006's paper itself was not at hand, so the collaborative EM follows their 2005 multi-task paper.
 
-Item features (``features="item_info"``): the genre indicators of ``Ratings.item_info`` (the columns of
-:data:`cofiviz.datasets.movielens.GENRES` it has, as 0/1) and, when it has ``release_year``, the release year
-standardised over the items (missing years at the mean), the layout of :func:`cofiviz.datasets.movielens_100k`.
+Item features (``features="item_info"``): the indicator columns of ``Ratings.item_info`` (its boolean columns, in
+their order, as 0/1: the genres of :func:`cofiviz.datasets.movielens_100k` and :func:`~cofiviz.datasets.movielens_1m`)
+and, when it has ``release_year``, the release year standardised over the items (missing years at the mean).
 ``features="one_hot"`` gives every item its own indicator (``K0 = signal·(e^{−1/ℓ²} + (1 − e^{−1/ℓ²}) I)``): the
 collaborative models then learn ``K`` from the ratings alone, while GPR and GPOR have nothing to tell unrated items
 apart. ``"auto"`` (the default) takes ``item_info``'s features when it has any and one-hot ids otherwise.
@@ -34,15 +34,18 @@ from functools import partial
 from typing import ClassVar
 
 import numpy as np
+import pandas as pd
 import param
 
+from .. import elementary
 from ..datasets import tiny
-from ..datasets.movielens import GENRES
 from ..errors import DataError, ModelFitError
 from ..ratings import Ratings
+from ..solvers import dense
 from . import _gp
 from . import _gp_kernels as gk
 from .base import Model
+from .scale import Scale
 from .space import LogUniform
 
 __all__ = ["GPR", "GPOR", "CGPR", "CGPOR", "item_features", "warmup"]
@@ -62,16 +65,16 @@ def item_features(ratings: Ratings, features: str = "auto") -> tuple[np.ndarray,
     if _uses_one_hot(ratings, features):
         return np.eye(ratings.n_items), f"one-hot item ids ({ratings.n_items})"
     info = ratings.item_info
-    cols = [] if info is None else [g for g in GENRES if g in info.columns]
+    cols = _indicators(info)
     has_year = info is not None and "release_year" in info.columns
     if not cols and not has_year:
         have = "no item_info" if info is None else f"item_info with columns {list(info.columns)}"
-        raise DataError(f"features='item_info' needs item features: Ratings.item_info with genre indicator columns "
-                        f"(any of {', '.join(GENRES)}) or a 'release_year' column, as movielens_100k() gives; got "
+        raise DataError(f"features='item_info' needs item features: Ratings.item_info with boolean indicator columns "
+                        f"(genres, say) or a 'release_year' column, as movielens_100k() gives; got "
                         f"{have}. Use features='one_hot' (or 'auto') to fall back to one-hot item ids")
     if len(info) != ratings.n_items:
         raise DataError(f"Ratings.item_info has {len(info)} rows, expected one per item ({ratings.n_items})")
-    parts = [info[cols].to_numpy(dtype=np.float64)] if cols else []
+    parts = [info[cols].to_numpy(dtype=np.float64, na_value=np.nan)] if cols else []
     if has_year:
         year = info["release_year"].to_numpy(dtype=np.float64)
         ok = np.isfinite(year)
@@ -82,8 +85,8 @@ def item_features(ratings: Ratings, features: str = "auto") -> tuple[np.ndarray,
         parts.append(z[:, None])
     X = np.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
     if not np.all(np.isfinite(X)):
-        raise DataError("Ratings.item_info's genre columns hold missing or non-numeric values")
-    return X, f"{len(cols)} genre indicators" + (" + standardised release year" if has_year else "")
+        raise DataError("Ratings.item_info's indicator columns hold missing values")
+    return X, f"{len(cols)} indicator columns" + (" + standardised release year" if has_year else "")
 
 
 def _uses_one_hot(ratings: Ratings, features: str) -> bool:
@@ -91,7 +94,12 @@ def _uses_one_hot(ratings: Ratings, features: str) -> bool:
     if features != "auto":
         return features == "one_hot"
     info = ratings.item_info
-    return info is None or not (any(g in info.columns for g in GENRES) or "release_year" in info.columns)
+    return info is None or not (_indicators(info) or "release_year" in info.columns)
+
+
+def _indicators(info) -> list[str]:
+    """The boolean columns of an ``item_info`` table, in its order (none when there is no table)."""
+    return [] if info is None else [c for c in info.columns if pd.api.types.is_bool_dtype(info[c])]
 
 
 def _newton_param() -> param.Integer:
@@ -105,6 +113,9 @@ class _ItemGP(Model):
     iterative = False
     #: True for the ordinal likelihood, False for Gaussian noise
     ordinal: ClassVar[bool] = False
+    scale = Scale("Σn³+nnz·I")
+    #: the warm-ups of the shared kernels its fit calls, run before its own in a parallel warm-up
+    warmup_after = (elementary.warmup, dense.warmup)
 
     features = param.Selector(default="auto", objects=["auto", "item_info", "one_hot"],
                               doc="Item features of the kernel: item_info's genres and year, one-hot ids, or auto.")
@@ -231,6 +242,8 @@ class _CollaborativeGP(_ItemGP):
     __abstract = True
     iterative = True
     divergence_hint = (("noise", "raise"), ("prior_weight", "raise"))
+    scale = Scale("Σn³+nnz·I+I³", heavy=True,
+                  why="each EM iteration multiplies and factorises items × items matrices")
 
     prior_weight = param.Number(default=10.0, bounds=(0.0, None),
                                 doc="τ: weight of the feature kernel K0 in K's prior, in pseudo-users.")

@@ -13,8 +13,8 @@ The local models minimise the pairwise objective of eq (14),
 
 by Algorithm 1: an *estimation* step computes the combined predictions of all training entries
 and the pairwise derivative (synchronised, frozen), then an *update* step moves every local model
-along its gradient (eqs 17-18 through eq 15) in parallel — numba ``prange`` over (local model,
-row). See :mod:`cofiviz.models._local_kernels` for the exact regrouping of Algorithm 1's pair loop
+along its gradient (eqs 17-18 through eq 15), all local models at once — numba ``prange`` over
+users for the ``U_t``, then over items for the ``V_t``. See :mod:`cofiviz.models._local_kernels` for the exact regrouping of Algorithm 1's pair loop
 that makes the update O(nnz · r) per local model. Prediction is Algorithm 2. Early stopping on a
 validation set (``fit(train, valid)`` with ``patience``), at most ``max_iter`` = 200 iterations,
 and a stop when the training objective improves by less than ``tol`` = 0.001 (§5.1).
@@ -31,8 +31,10 @@ import param
 
 from ..ratings import Ratings
 from ._local import LocalParams, PairwiseFactorModel, local_kernels
+from ..solvers import dense
 from .gcr import warmup as gcr_warmup
 from .regsvd import warmup as svd_warmup
+from .scale import Scale
 from .space import Choice, IntLogUniform, LogUniform, Uniform
 
 __all__ = ["LCR", "warmup"]
@@ -95,6 +97,9 @@ class LCR(PairwiseFactorModel, LocalParams):
                     "item_prior": Choice((0.0, 1.0, 2.0))}
     #: the configured model on the damped item mean (on MovieLens 100K at N = 10 its defaults rank below it)
     tune_anchors = ({"item_prior": 2.0},)
+    scale = Scale("pairs")
+    #: the warm-ups of the shared kernels its fit calls, run before its own in a parallel warm-up
+    warmup_after = (gcr_warmup, svd_warmup, dense.warmup)
     presets = {"paper": {"n_local": 50, "bandwidth": 0.8, "kernel": "epanechnikov", "margin": 0.0, "tol": 0.001,
                          "item_bias": "none", "item_prior": 0.0, "solver": "gd"}}
 

@@ -26,16 +26,18 @@ import param
 from ..datasets import tiny
 from ..errors import DataError
 from ..ratings import Ratings
+from ..solvers import dense
 from . import _local_kernels as lk
 from ._local import LocalParams, local_kernels
 from .base import Model
+from .convergence import StopsOnRMSE
 from .regsvd import warmup as svd_warmup
 from .space import IntLogUniform, LogUniform
 
 __all__ = ["LLORMA", "warmup"]
 
 
-class LLORMA(Model, LocalParams):
+class LLORMA(StopsOnRMSE, Model, LocalParams):
     """LLORMA (eqs 2-3): q kernel-weighted local SVDs combined by Nadaraya-Watson regression.
 
     Parameters
@@ -72,13 +74,14 @@ class LLORMA(Model, LocalParams):
     biased = param.Boolean(default=True, doc="Learn a user and an item offset per local model.")
     init_scale = param.Number(default=0.1, bounds=(0.0, None), inclusive_bounds=(False, True),
                               doc="Standard deviation of the random initial factors.")
-    tol = param.Number(default=1e-4, bounds=(0.0, None), doc="Stop when the training RMSE improves by less.")
     max_iter = param.Integer(default=20, bounds=(1, 100_000), doc="ALS sweeps at most.")
     patience = param.Integer(default=3, bounds=(0, None),
                              doc="Early stopping on validation: sweeps without improvement (0: off).")
 
     #: no step size: the penalties keep the ridge solves of ALS well-posed
     divergence_hint = (("reg", "raise"), ("reg_bias", "raise"))
+    #: the warm-ups of the shared kernels its fit calls, run before its own in a parallel warm-up
+    warmup_after = (svd_warmup, dense.warmup)
 
     def _setup(self, train: Ratings, rng: np.random.Generator) -> None:
         self.Ku_, self.Ki_, self.anchor_users_, self.anchor_items_, _, _ = local_kernels(
@@ -96,7 +99,7 @@ class LLORMA(Model, LocalParams):
         self._items = np.ascontiguousarray(train.items, dtype=np.int32)
         self._ratings = np.ascontiguousarray(train.ratings, dtype=np.float64)
         self._iptr, self._ipos = train.item_index()
-        self._rmse: list[float] = []
+        self._reset_rmse()
         self.train_log_: list[dict] = []
         self.coverage_ = float(np.mean((self.Ku_[:, train.users] * self.Ki_[:, train.items]).sum(axis=0) > 0))
 
@@ -113,15 +116,10 @@ class LLORMA(Model, LocalParams):
         lk.weighted_sq_loss(self._users, self._items, self._ratings, self.Ku_, self.Ki_, self.U_, self.V_,
                             self.bu_, self.bi_, mu, sse, sw)
         mse = float(sse.sum() / max(sw.sum(), 1e-300))
-        self._rmse.append(np.sqrt(mse))
+        self._record_mse(mse)
         self.train_log_.append({"iteration": iteration, "weighted_mse": mse, "update_seconds": t1 - t0,
                                 "estimation_seconds": time.perf_counter() - t1})
         return mse
-
-    def _converged(self, iteration: int) -> bool:
-        if self.tol <= 0 or len(self._rmse) < 2:
-            return False
-        return self._rmse[-2] - self._rmse[-1] < self.tol
 
     def _scores(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
         out = np.empty(len(users))

@@ -136,6 +136,8 @@ class NMF(Model):
 
     #: no step size: the multiplicative updates never increase the objective; the penalty bounds the factors
     divergence_hint = (("reg", "raise"),)
+    #: the warm-ups of the shared kernels its fit calls, run before its own in a parallel warm-up
+    warmup_after = (dense.warmup,)
 
     def _setup(self, train: Ratings, rng: np.random.Generator) -> None:
         if train.ratings.min() < 0:

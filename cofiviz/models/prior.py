@@ -15,12 +15,7 @@ import param
 from ..ratings import Ratings
 from .popularity import damped_item_mean
 
-__all__ = ["ItemPriorParams", "LATE_PRIOR"]
-
-#: :attr:`cofiviz.models.base.Model.late_features` of the models that gained the offset after results of theirs
-#: were computed: while ``item_prior`` is 0 they compute what they did before, and the two parameters stay out of
-#: result keys
-LATE_PRIOR = {"item_prior": (0.0, ("prior_damping",))}
+__all__ = ["ItemPriorParams"]
 
 
 class ItemPriorParams(param.Parameterized):

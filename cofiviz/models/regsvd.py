@@ -29,12 +29,13 @@ from ..ratings import Ratings
 from . import _local_kernels as lk
 from . import _mf_kernels as mk
 from .base import Model
+from .convergence import StopsOnRMSE
 from .space import IntLogUniform, LogUniform
 
 __all__ = ["RegSVD", "regsvd_factors", "warmup"]
 
 
-class RegSVD(Model):
+class RegSVD(StopsOnRMSE, Model):
     """Biased regularised incomplete SVD (eq 1 of LCR with user and item offsets), by SGD or ALS.
 
     Parameters
@@ -82,10 +83,11 @@ class RegSVD(Model):
                           doc="Normal N(0, init_scale²) or uniform [0, 1/rank) initial factors.")
     init_scale = param.Number(default=0.1, bounds=(0.0, None), inclusive_bounds=(False, True),
                               doc="Standard deviation of the normal initial factors.")
-    tol = param.Number(default=1e-4, bounds=(0.0, None), doc="Stop when the training RMSE improves by less.")
     max_iter = param.Integer(default=60, bounds=(1, 100_000), doc="Epochs (SGD) or sweeps (ALS) at most.")
 
     divergence_hint = (("lr", "lower"), ("reg", "raise"))
+    #: the warm-ups of the shared kernels its fit calls, run before its own in a parallel warm-up
+    warmup_after = (lk.warmup,)
 
     def _divergence_hint(self) -> tuple[tuple[str, str], ...]:
         """ALS has no learning rate: only ``reg`` keeps its ridge solves stable."""
@@ -106,7 +108,7 @@ class RegSVD(Model):
         self._items = np.ascontiguousarray(train.items, dtype=np.int32)
         self._ratings = np.ascontiguousarray(train.ratings, dtype=np.float64)
         self._rng = rng
-        self._rmse: list[float] = []
+        self._reset_rmse()
         # the step's predictions and residuals, reused by every iteration
         self._pred = np.empty(len(self._ratings))
         self._residual = np.empty(len(self._ratings))
@@ -134,13 +136,8 @@ class RegSVD(Model):
         mk.predict_mf(self._users, self._items, self.P_, self.Q_, self.bu_, self.bi_, mu, self._pred)
         np.subtract(self._ratings, self._pred, out=self._residual)
         mse = float(np.mean(np.square(self._residual, out=self._residual)))
-        self._rmse.append(np.sqrt(mse))
+        self._record_mse(mse)
         return mse
-
-    def _converged(self, iteration: int) -> bool:
-        if self.tol <= 0 or len(self._rmse) < 2:
-            return False
-        return self._rmse[-2] - self._rmse[-1] < self.tol
 
     def _scores(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
         out = np.empty(len(users))

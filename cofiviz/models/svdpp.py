@@ -41,12 +41,13 @@ from ..errors import DataError
 from ..ratings import Ratings
 from . import _svdpp_kernels as K
 from .base import Model
+from .convergence import StopsOnRMSE
 from .space import IntLogUniform, LogUniform
 
 __all__ = ["SVDpp", "warmup"]
 
 
-class SVDpp(Model):
+class SVDpp(StopsOnRMSE, Model):
     """SVD++ (Koren, KDD 2008, eq 3): biased latent factors plus the implicit feedback of the rated items, by SGD.
 
     Parameters
@@ -72,6 +73,7 @@ class SVDpp(Model):
     a fitted model is loaded (the save keeps the table). A user without training ratings has ``z_u = 0``.
     """
 
+    display = "SVD++"
     #: what :meth:`tune` searches (see :mod:`cofiviz.models.space`); ``presets``: named settings
     search_space = {"rank": IntLogUniform(5, 50), "reg": LogUniform(0.005, 0.5), "reg_bias": LogUniform(0.005, 0.5),
                     "lr": LogUniform(0.002, 0.05)}
@@ -83,7 +85,6 @@ class SVDpp(Model):
     lr = param.Number(default=0.01, bounds=(0.0, None), inclusive_bounds=(False, True), doc="SGD step size γ.")
     init_scale = param.Number(default=0.1, bounds=(0.0, None), inclusive_bounds=(False, True),
                               doc="Standard deviation of the normal initial factors.")
-    tol = param.Number(default=1e-4, bounds=(0.0, None), doc="Stop when the training RMSE improves by less.")
     max_iter = param.Integer(default=60, bounds=(1, 100_000), doc="Epochs at most.")
 
     divergence_hint = (("lr", "lower"), ("reg", "raise"))
@@ -101,7 +102,7 @@ class SVDpp(Model):
         self._items = np.ascontiguousarray(train.items, dtype=np.int32)
         self._ratings = np.ascontiguousarray(train.ratings, dtype=np.float64)
         self._rng = rng
-        self._rmse: list[float] = []
+        self._reset_rmse()
         # the step's orders, predictions and residuals, reused by every iteration
         self._within = np.empty(len(self._ratings), dtype=np.int64)
         self._pred = np.empty(len(self._ratings))
@@ -124,13 +125,8 @@ class SVDpp(Model):
                   self.bu_, self.bi_, mu, self._pred)
         np.subtract(self._ratings, self._pred, out=self._residual)
         mse = float(np.mean(np.square(self._residual, out=self._residual)))
-        self._rmse.append(np.sqrt(mse))
+        self._record_mse(mse)
         return mse
-
-    def _converged(self, iteration: int) -> bool:
-        if self.tol <= 0 or len(self._rmse) < 2:
-            return False
-        return self._rmse[-2] - self._rmse[-1] < self.tol
 
     def _implicit(self, indptr: np.ndarray, items: np.ndarray) -> np.ndarray:
         """``z_u = |N(u)|^{-1/2} Σ_{j ∈ N(u)} y_j`` for every user of the table ``(indptr, items)``."""

@@ -94,6 +94,7 @@ from ..ratings import Ratings
 from ..solvers import dense
 from . import _wlt_kernels as K
 from .base import Model
+from .scale import Scale
 from .space import Choice, LogUniform
 
 __all__ = ["WLT", "MAX_LEVELS", "warmup"]
@@ -231,6 +232,9 @@ class WLT(Model):
     #: the paper's own values could not be read (see the module notes): σ = 1 and the whole-list NDCG are
     #: LambdaRank's plain form (Burges 2010)
     presets = {"paper": {"sigma": 1.0, "ndcg_k": 0}}
+    scale = Scale("Σn²")
+    #: the warm-ups of the shared kernels its fit calls, run before its own in a parallel warm-up
+    warmup_after = (dense.warmup,)
     divergence_hint = (("lr", "lower"), ("reg", "raise"))
 
     n_neighbors = param.Integer(default=30, bounds=(0, None),

@@ -20,11 +20,11 @@ settings, a few iterations) meant for tests and a first look; its numbers are no
 from . import cofirank, gapfm, lcr, leaderboard
 from .lcr import figure_summary, figure_trends, short_labels
 from .report import ReproductionReport, compare, format_table, paper_table, write_html
-from .run import ReproductionStatus, compute_cell, reproduce, ship_reproduction, status, verify_shipped
+from .run import ReproductionStatus, cached_status, compute_cell, reproduce, ship_reproduction, status, verify_shipped
 from .spec import REPRODUCTIONS, Method, PaperCell, Reproduction, get, register
 
 __all__ = ["REPRODUCTIONS", "Reproduction", "Method", "PaperCell", "ReproductionReport", "ReproductionStatus",
-           "reproduce", "status", "compute_cell", "verify_shipped", "ship_reproduction", "paper_table", "compare",
-           "format_table", "write_html",
+           "reproduce", "status", "cached_status", "compute_cell", "verify_shipped", "ship_reproduction",
+           "paper_table", "compare", "format_table", "write_html",
            "figure_summary", "figure_trends", "short_labels", "get", "register", "cofirank", "lcr", "gapfm",
            "leaderboard"]

@@ -219,6 +219,15 @@ def _setting(text: str, key: str):
         return None
 
 
+_LOSS_NAMES = {"log_a": "Log[A]", "log_m": "Log[M]", "exp_a": "Exp[A]", "exp_m": "Exp[M]", "hinge_a": "Hinge[A]",
+               "hinge_m": "Hinge[M]"}
+
+
+def _listed(values: dict, what: str) -> str:
+    """``{5: 0.25, 10: 0.24}`` as words: ``"rank 5: 0.25, 10: 0.24"`` (losses by their names in the paper)."""
+    return f"{what} " + ", ".join(f"{_LOSS_NAMES.get(k, k)}: {v:g}" for k, v in sorted(values.items()))
+
+
 def figure_trends(summary: pd.DataFrame) -> list[str]:
     """The paper's stated trends, each with what the data say."""
     notes = []
@@ -233,31 +242,32 @@ def figure_trends(summary: pd.DataFrame) -> list[str]:
     z1 = series("Figure 1", "rank", "zero_one")
     if z1:
         ordered = [z1[k] for k in sorted(z1)]
-        notes.append(f"Figure 1: final test zero-one error by rank {z1} — "
+        notes.append(f"Figure 1: final test zero-one error by {_listed(z1, 'rank')} — "
                      f"{'decreases' if all(a >= b for a, b in zip(ordered, ordered[1:])) else 'does not decrease monotonically'}"
                      " with rank (paper: higher rank, lower error).")
     z2 = series("Figure 2", "n_local", "zero_one")
     if z2:
         ks = sorted(z2)
-        notes.append(f"Figure 2: final zero-one by number of local models {z2} — "
+        notes.append(f"Figure 2: final zero-one by {_listed(z2, 'number of local models')} — "
                      f"{'more local models help' if z2[ks[-1]] < z2[ks[0]] else 'not borne out'} (paper: more help).")
     b3 = series("Figure 3", "loss", "ndcg@10", "best_iteration")
     if b3 and "log_a" in b3 and "log_m" in b3:
-        notes.append(f"Figure 3: iteration of the best NDCG@10 by loss {b3}; paper: Log[A] peaks earlier than Log[M] "
+        notes.append(f"Figure 3: iteration of the best NDCG@10 by {_listed(b3, 'loss')}; paper: Log[A] peaks earlier than Log[M] "
                      f"({'yes' if b3['log_a'] < b3['log_m'] else 'no'}).")
     best3, final3 = series("Figure 3", "loss", "ndcg@10", "best"), series("Figure 3", "loss", "ndcg@10")
     if best3 and final3:
         over = {k: round(best3[k] - final3[k], 4) for k in best3 if k in final3}
         least = min(over, key=over.get)
-        text = (f"Figure 3: overfitting (best − final test NDCG@10) by loss {over}; paper: Exp[M] overfits least "
-                f"({'yes' if least == 'exp_m' else 'no: ' + least + ' does'})")
+        text = (f"Figure 3: overfitting (best − final test NDCG@10) by {_listed(over, 'loss')}; paper: Exp[M] overfits "
+                f"least ({'yes' if least == 'exp_m' else 'no: ' + _LOSS_NAMES.get(least, least) + ' does'})")
         if "log_a" in over and "log_m" in over:
             text += f", Log[A] more than Log[M] ({'yes' if over['log_a'] > over['log_m'] else 'no'})"
         notes.append(text + ".")
     s5 = summary[(summary["figure"] == "Figure 5") & (summary["metric"] == "zero_one")]
     if len(s5):
         q = s5.assign(n_local=[_setting(x, "n_local") for x in s5["setting"]]).groupby("n_local")["final"].mean()
-        notes.append("Figure 5: mean final zero-one over ranks by number of local models "
-                     f"{ {int(k): round(float(v), 4) for k, v in q.items()} } (paper: more local models help, "
+        notes.append("Figure 5: mean final zero-one over ranks by "
+                     f"{_listed({int(k): round(float(v), 4) for k, v in q.items()}, 'number of local models')} "
+                     "(paper: more local models help, "
                      "with diminishing returns).")
     return notes

@@ -26,7 +26,7 @@ from ..models import available_models, get_model_class
 from ..models.space import sample, size
 from .spec import Method, Reproduction, register
 
-__all__ = ["N_SETTINGS", "PATIENCE", "MAX_ITER", "COSTLY", "BASELINES", "settings", "leaderboard_methods"]
+__all__ = ["N_SETTINGS", "PATIENCE", "MAX_ITER", "HEAVY_MAX_ITER", "BASELINES", "settings", "leaderboard_methods"]
 
 #: the settings each model is fitted at: its defaults and N_SETTINGS - 1 draws from its search space
 N_SETTINGS = 3
@@ -35,14 +35,12 @@ PATIENCE = 5
 #: iterations at most (fewer where a model's default is fewer): one fit of the slowest models on MovieLens 1M
 #: takes seconds to a minute per iteration
 MAX_ITER = 30
-#: the collaborative Gaussian processes: their defaults only, at most 5 EM iterations. Each EM iteration on
-#: MovieLens 1M multiplies 3,706 × 3,706 matrices and factors one in fixed-order numba kernels (minutes on one
-#: core), so that three settings at 30 iterations would take days
-COSTLY = {"cgpr": {"settings": 1, "max_iter": 5}, "cgpor": {"settings": 1, "max_iter": 5}}
+#: iterations at most of a heavy model (``Model.scale.heavy``, the collaborative Gaussian processes), fitted at its
+#: defaults only: each EM iteration on MovieLens 1M multiplies 3,706 × 3,706 matrices and factors one in
+#: fixed-order numba kernels (minutes on one core), so that three settings at 30 iterations would take days
+HEAVY_MAX_ITER = 5
 #: the models listed after the ranking and rating methods
 BASELINES = ("itemmean", "poprec")
-#: display names where the class name is not the usual spelling
-_LABELS = {"svdpp": "SVD++"}
 
 
 def _rounded(value):
@@ -94,19 +92,31 @@ def settings(model: str, n: int = N_SETTINGS) -> list[dict]:
     return out
 
 
-def _label(model: str) -> str:
-    return _LABELS.get(model, get_model_class(model).__name__)
-
-
 def leaderboard_methods() -> list[Method]:
     """One :class:`Method` per registered model (the baselines last), each over its :func:`settings`."""
     names = [m for m in available_models() if m not in BASELINES] + [m for m in BASELINES if m in available_models()]
-    def fixed(m: str) -> dict:
-        cap = min(COSTLY.get(m, {}).get("max_iter", MAX_ITER), int(get_model_class(m).param["max_iter"].default))
-        return {"max_iter": cap, "patience": PATIENCE, "valid_metric": "ndcg@10"}
 
-    return [Method(_label(m), m, None, fixed(m), settings(m, COSTLY.get(m, {}).get("settings", N_SETTINGS)),
-                   quick={"max_iter": 2}) for m in names]
+    def method(m: str) -> Method:
+        klass = get_model_class(m)
+        heavy = klass.scale.heavy
+        cap = min(HEAVY_MAX_ITER if heavy else MAX_ITER, int(klass.param["max_iter"].default))
+        fixed = {"max_iter": cap, "patience": PATIENCE, "valid_metric": "ndcg@10"}
+        return Method(klass.display_name(), m, None, fixed, settings(m, 1 if heavy else N_SETTINGS),
+                      quick={"max_iter": 2})
+
+    return [method(m) for m in names]
+
+
+def _heavy_notes() -> list[str]:
+    """What the notes say of the heavy models (``Model.scale.heavy``), in a sentence (none without one)."""
+    heavy = [get_model_class(m) for m in available_models() if get_model_class(m).scale.heavy]
+    if not heavy:
+        return []
+    names = [k.display_name() for k in heavy]
+    prose = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    why = "; ".join(dict.fromkeys(k.scale.why for k in heavy))
+    return [f"{prose} run at their defaults only, for at most {HEAVY_MAX_ITER} iterations: {why} (3,706 items on "
+            f"MovieLens 1M, in fixed-order kernels), minutes per iteration on one core."]
 
 
 _NOTES = [
@@ -114,8 +124,7 @@ _NOTES = [
     "name, so the same everywhere); the setting with the best validation score averaged over the three seeds is "
     "reported on test, for each metric. Iterative models run at most 30 iterations (fewer where their default is "
     "fewer), early-stop on validation NDCG@10 (patience 5) and keep their best iterate.",
-    "CGPR and CGPOR run at their defaults only, for at most 5 EM iterations: each iteration on MovieLens 1M "
-    "multiplies 3,706 × 3,706 matrices and factors one in fixed-order kernels, minutes on one core.",
+    *_heavy_notes(),
     "MovieLens 1M (1,000,209 ratings of 3,706 movies by 6,040 users; cofiviz.datasets.movielens_1m); no paper "
     "printed numbers on it, so there is no paper column.",
 ]

@@ -9,8 +9,10 @@ recomputes shipped cells and :func:`ship_reproduction` regenerates a reproductio
 
 from __future__ import annotations
 
+import json
 import os
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +31,7 @@ from .report import PAIRED_COLUMNS, ReproductionReport, compare, write_html
 from .shipped import ShippedStore, Verification, covering_keys, load, ship, verify, with_shipped
 from .spec import Reproduction, get
 
-__all__ = ["reproduce", "status", "compute_cell", "ReproductionStatus", "verify_shipped", "ship_reproduction",
+__all__ = ["reproduce", "status", "cached_status", "compute_cell", "ReproductionStatus", "verify_shipped", "ship_reproduction",
            "shipped_note"]
 
 
@@ -141,12 +143,45 @@ def status(name: str, *, quick: bool = False, store=None, data: Any = None,
     exps, missing = rep.experiments(quick, data)
     done = set(store.done_keys())
     cells = [(c, k, k in done) for _, exp in exps for c, k in exp.keys()]
-    results = Results.concat(store.read(k) for _, k, d in cells if d)
+    results = store.read_many(k for _, k, d in cells if d)
     version = data_version(exps[0][1].data) if exps else ""
     sources = ({k: store.source(k) for _, k, d in cells if d} if isinstance(store, ShippedStore)
                else {k: "computed" for _, k, d in cells if d})
     return ReproductionStatus(rep, quick, cells, results, _table(rep, results, missing, quick), missing, version,
                               sources)
+
+
+_STATUSES: dict = {}
+_STATUSES_LOCK = threading.Lock()
+
+
+def _stamp(store) -> tuple:
+    """What changes when a cell is written into the user's store: its cells directory's entries."""
+    cells = _store(store).cells_dir
+    try:
+        return (os.stat(cells).st_mtime_ns, len(os.listdir(cells)))
+    except OSError:
+        return (None,)
+
+
+def cached_status(name: str, *, quick: bool = False, store=None, data: Any = None) -> ReproductionStatus:
+    """:func:`status`, remembered in this process until a cell is written into ``store``.
+
+    The shipped results never change while a process runs, and the user's store changes only by cells
+    added to (or removed from) its ``cells`` directory, which changes the directory's modification time: a
+    page that switches between reproductions reads each one once. The returned status is shared; read it,
+    never change it.
+    """
+    key = (name, bool(quick), str(_store(store).root), json.dumps(data, sort_keys=True, default=str))
+    stamp = _stamp(store)
+    with _STATUSES_LOCK:
+        hit = _STATUSES.get(key)
+    if hit is not None and hit[0] == stamp:
+        return hit[1]
+    st = status(name, quick=quick, store=store, data=data)
+    with _STATUSES_LOCK:
+        _STATUSES[key] = (stamp, st)
+    return st
 
 
 def compute_cell(cell, key: str, store, version: str | None = None) -> Results:

@@ -39,13 +39,14 @@ import pandas as pd
 from .._version import __version__
 from ..errors import DataError
 from ..experiment import Cell, resolve_model, run_cell
+from ..result_keys import neutral_params
 from ..results import Results
 from ..store import ResultsStore
 from .agreement import CellAgreement, compare
 from .spec import Reproduction
 
 __all__ = ["SHIPPED_DIR", "shipped_dir", "Shipped", "ShippedStore", "with_shipped", "load", "ship", "verify", "Verification",
-           "stale", "covering_keys"]
+           "stale", "covering_keys", "covering_cells"]
 
 SHIPPED_DIR = Path(__file__).resolve().parent / "shipped"
 _TABLES = ("results", "per_user", "traces", "table")
@@ -64,31 +65,40 @@ class Shipped:
     table: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def __post_init__(self):
-        self._by_key = {k: g for k, g in self.results.groupby("cell", sort=False)} if len(self.results) else {}
-        self._per_user = ({k: g for k, g in self.per_user.groupby("cell", sort=False)} if len(self.per_user)
-                          else {})
-        self._traces = {k: g for k, g in self.traces.groupby("cell", sort=False)} if len(self.traces) else {}
+        # each table's row positions per cell (in file order): a cell's rows are taken, never copied ahead
+        self._rows = {t: (getattr(self, t).groupby("cell", sort=False).indices if len(getattr(self, t)) else {})
+                      for t in ("results", "per_user", "traces")}
 
     @property
     def keys(self) -> set[str]:
         """The store keys of the shipped cells."""
-        return set(self._by_key)
+        return set(self._rows["results"])
 
     def __contains__(self, key: str) -> bool:
-        return key in self._by_key
+        return key in self._rows["results"]
+
+    def _take(self, table: str, keys: list[str]) -> pd.DataFrame:
+        rows = self._rows[table]
+        parts = [rows[k] for k in keys if k in rows]
+        if not parts:
+            return pd.DataFrame()
+        return getattr(self, table).iloc[np.concatenate(parts)].reset_index(drop=True)
 
     def read(self, key: str) -> Results:
         """The shipped :class:`~cofiviz.results.Results` of one cell."""
-        if key not in self._by_key:
-            raise DataError(f"cell {key} is not in the shipped results of {self.name}")
-        empty = pd.DataFrame()
-        return Results(self._by_key[key].reset_index(drop=True),
-                       self._traces.get(key, empty).reset_index(drop=True),
-                       self._per_user.get(key, empty).reset_index(drop=True))
+        return self.read_many([key])
+
+    def read_many(self, keys) -> Results:
+        """The shipped :class:`~cofiviz.results.Results` of the cells ``keys``, in that order."""
+        keys = list(keys)
+        for key in keys:
+            if key not in self:
+                raise DataError(f"cell {key} is not in the shipped results of {self.name}")
+        return Results(self._take("results", keys), self._take("traces", keys), self._take("per_user", keys))
 
     def config(self, key: str) -> dict:
         """The configuration of a shipped cell (what :meth:`Cell.from_config` rebuilds it from)."""
-        return json.loads(self._by_key[key]["config"].iloc[0])
+        return json.loads(self.results["config"].iloc[self._rows["results"][key][0]])
 
 
 def _paths(name: str, directory: Path) -> dict[str, Path]:
@@ -157,6 +167,19 @@ class ShippedStore(ResultsStore):
         if shipped is None:
             return super().read(key)  # raises the store's DataError
         return shipped.read(key)
+
+    def read_many(self, keys) -> Results:
+        """The cells ``keys`` in that order; each run of consecutive keys from one shipped reproduction is taken
+        from its tables at once."""
+        runs: list[tuple[object, list[str]]] = []          # (the source, its keys): None is the user's store
+        for key in keys:
+            source = None if super().is_done(key) else self._shipped(key)
+            if runs and runs[-1][0] is source:
+                runs[-1][1].append(key)
+            else:
+                runs.append((source, [key]))
+        return Results.concat(super(ShippedStore, self).read_many(ks) if source is None else source.read_many(ks)
+                              for source, ks in runs)
 
 
 def with_shipped(store: ResultsStore, names: list[str] | str, directory: str | os.PathLike | None = None
@@ -297,11 +320,11 @@ class Verification:
 
 
 def _shipped_cell(shipped: Shipped, key: str, version: str | None) -> Cell:
-    """The cell of a shipped ``key``. A configuration written before its model gained a ``key_neutral``
-    parameter lacks it, and the cell it describes is then the one with that parameter at its neutral value
+    """The cell of a shipped ``key``. A configuration written before its model gained a
+    :data:`~cofiviz.result_keys.KEY_NEUTRAL` parameter lacks it, and the cell it describes is then the one with that parameter at its neutral value
     (what the model computed then, and what the key says), not at the parameter's new default."""
     cell = Cell.from_config(shipped.config(key), experiment=shipped.name)
-    neutral = {p: v for p, v in resolve_model(cell.model).key_neutral.items() if p not in cell.params}
+    neutral = {p: v for p, v in neutral_params(resolve_model(cell.model)).items() if p not in cell.params}
     if not neutral or version is None:
         return cell
     then = replace(cell, params={**cell.params, **neutral})
@@ -320,6 +343,28 @@ def covering_keys(shipped: Shipped, max_fit_seconds: float | None = None) -> lis
         fits = fits[fits["fit_seconds"] <= max_fit_seconds]
     fits = fits.sort_values(["model", "fit_seconds", "cell"], kind="stable")
     return fits.drop_duplicates("model")["cell"].tolist()
+
+
+def covering_cells(shipped: dict[str, Shipped], max_fit_seconds: float | None = None) -> dict[str, list[str]]:
+    """Few shipped cells, chosen without chance, that cover every model and every reproduction of ``shipped``
+    (reproduction name -> its shipped results): each model's quickest cell of all the reproductions, then the
+    quickest cell of each reproduction none of those is in (ties by reproduction name and key).
+
+    A model whose every cell took longer than ``max_fit_seconds`` to fit is left out, as in :func:`covering_keys`.
+    Returns reproduction name -> its chosen keys (an empty list for none).
+    """
+    frames = []
+    for name, sh in shipped.items():
+        fits = sh.results.groupby(["model", "cell"])["fit_seconds"].max().reset_index()
+        frames.append(fits.assign(name=name))
+    fits = pd.concat(frames, ignore_index=True)
+    if max_fit_seconds is not None:
+        fits = fits[fits["fit_seconds"] <= max_fit_seconds]
+    fits = fits.sort_values(["fit_seconds", "name", "cell"], kind="stable")
+    chosen = fits.drop_duplicates("model")
+    rest = fits[~fits["name"].isin(set(chosen["name"]))].drop_duplicates("name")
+    picked = pd.concat([chosen, rest])
+    return {name: sorted(picked.loc[picked["name"] == name, "cell"]) for name in shipped}
 
 
 def verify(shipped: Shipped, k: int, *, seed: int | None = None, keys: list[str] | None = None,

@@ -36,32 +36,76 @@ def dot(x, y):
     return s
 
 
+#: products of fewer multiply-adds than this (a few milliseconds of work) run in one thread: on a busy machine
+#: every parallel region waits for a time slice of each of its threads, which costs more than such a product
+#: (the Gaussian processes' thousands of per-user products took ten times longer on two threads than on one
+#: beside another process)
+PARALLEL_FROM = 1 << 22
+
+
+@njit(cache=True)
+def _matvec_row(A, x, out, i):
+    s = 0.0
+    for k in range(A.shape[1]):
+        s += A[i, k] * x[k]
+    out[i] = s
+
+
+@njit(cache=True)
+def _matvec_serial(A, x):
+    out = np.empty(A.shape[0])
+    for i in range(A.shape[0]):
+        _matvec_row(A, x, out, i)
+    return out
+
+
 @njit(parallel=True, cache=True)
+def _matvec_parallel(A, x):
+    out = np.empty(A.shape[0])
+    for i in prange(A.shape[0]):
+        _matvec_row(A, x, out, i)
+    return out
+
+
 def matvec(A, x):
-    """``A x``: each entry a sum over the columns of ``A`` in order."""
-    n, m = A.shape
-    out = np.empty(n)
-    for i in prange(n):
+    """``A x``: each entry a sum over the columns of ``A`` in order (the rows in parallel from
+    :data:`PARALLEL_FROM` multiply-adds on, which changes no sum)."""
+    if A.shape[0] * A.shape[1] < PARALLEL_FROM:
+        return _matvec_serial(A, x)
+    return _matvec_parallel(A, x)
+
+
+@njit(cache=True)
+def _matmul_row(A, B, out, i):
+    for j in range(B.shape[1]):
         s = 0.0
-        for k in range(m):
-            s += A[i, k] * x[k]
-        out[i] = s
+        for k in range(A.shape[1]):
+            s += A[i, k] * B[k, j]
+        out[i, j] = s
+
+
+@njit(cache=True)
+def _matmul_serial(A, B):
+    out = np.empty((A.shape[0], B.shape[1]))
+    for i in range(A.shape[0]):
+        _matmul_row(A, B, out, i)
     return out
 
 
 @njit(parallel=True, cache=True)
-def matmul(A, B):
-    """``A B``: entry ``(i, j)`` is ``Σ_k A_ik B_kj`` in order of ``k``; ``A`` or ``B`` may be a transposed view."""
-    n, m = A.shape
-    p = B.shape[1]
-    out = np.empty((n, p))
-    for i in prange(n):
-        for j in range(p):
-            s = 0.0
-            for k in range(m):
-                s += A[i, k] * B[k, j]
-            out[i, j] = s
+def _matmul_parallel(A, B):
+    out = np.empty((A.shape[0], B.shape[1]))
+    for i in prange(A.shape[0]):
+        _matmul_row(A, B, out, i)
     return out
+
+
+def matmul(A, B):
+    """``A B``: entry ``(i, j)`` is ``Σ_k A_ik B_kj`` in order of ``k``; ``A`` or ``B`` may be a transposed view
+    (the rows in parallel from :data:`PARALLEL_FROM` multiply-adds on, which changes no sum)."""
+    if A.shape[0] * A.shape[1] * B.shape[1] < PARALLEL_FROM:
+        return _matmul_serial(A, B)
+    return _matmul_parallel(A, B)
 
 
 @njit(cache=True)
@@ -197,9 +241,13 @@ def warmup() -> None:
     A = np.array([[2.0, 1.0], [1.0, 3.0]])
     x = np.array([1.0, 2.0])
     dot(x, x)
-    matvec(A, x)
-    matmul(A, A)
-    matmul(A.T, A)
+    for product in (_matvec_serial, _matvec_parallel):
+        product(A, x)
+        product(A.T, x)
+    for product in (_matmul_serial, _matmul_parallel):
+        product(A, A)
+        product(A.T, A)
+        product(A, A.T)
     L, _ = cholesky(A)
     cho_solve(L, x)
     spd_inverse(A)

@@ -2,33 +2,38 @@
 for the recommendations page.
 
 :class:`RecommenderPool` trains the models of one data set one after another in a worker process (forked from
-the training workers' forkserver, at a lower priority and with a core left to the server), fastest first, so
-that the page appears at once and its lists fill in as the models finish. Each model is saved (``.npz`` +
-JSON) under :func:`recommenders_dir`; a server started later loads them from there instead of training again.
+the training workers' forkserver, at a lower priority than the server's, so that it trains on the cores the
+sessions leave idle), quickest fit first, so that the page appears at once and its lists fill in as the models
+finish. Each model is saved (``.npz`` + JSON) under :func:`recommenders_dir`; a server started later loads them
+from there instead of training again.
 
 How a model is trained is its :class:`Recipe` (:func:`recipe`):
 
 MovieLens 100K
-    tuned with :meth:`cofiviz.models.Model.tune` on a seeded tenth of the ratings held out (a budget of
-    :data:`BUDGET` seconds, ``$COFIVIZ_RECOMMENDER_BUDGET``), then refitted on all of them.
+    fitted on all the ratings with the settings that :func:`cofiviz.models.tuning.tune` chose for it on a
+    seeded tenth of the ratings held out (a search of :data:`BUDGET` seconds), a search made once and shipped
+    with cofiviz (:mod:`.recommender_settings`). A fresh server then spends on each model only its fit, not its
+    search. A model the file does not hold is tuned here (a budget of :data:`BUDGET` seconds,
+    ``$COFIVIZ_RECOMMENDER_BUDGET``), then refitted on all the ratings.
 MovieLens 1M
     trained only once a page asks for it (or ``$COFIVIZ_RECOMMENDERS_ML1M=1`` asks at the server's start), after
     MovieLens 100K's models: its pool waits for the 100K worker to end, so that the two never share the server's
     two cores. Each model is tuned with the same budget on a seeded sample of :data:`TUNE_USERS` users (all
     their ratings, a tenth held out), then refitted on all of MovieLens 1M with the chosen setting; an
-    iterative model refits for the number of iterations its best trial ran on the sample. The exceptions
-    (:data:`ML1M_RECIPES`): the collaborative Gaussian processes (CGPR, CGPOR), whose EM multiplies and
-    factorises 3,706 × 3,706 item matrices every iteration (about a minute each on one core), are not searched:
-    their EM runs for :data:`GP_EM_ITERATIONS` iterations at the defaults on a seeded sample of
-    :data:`GP_EM_USERS` users, and every user of MovieLens 1M is then folded in (each user's posterior from the
-    learned item mean and covariance). CofiRank, whose NDCG loss solves an assignment over each user's rated
-    items at every step of its bundle method (about k·n² for a user of n ratings; MovieLens 1M's users have up
-    to 2,314, and one iteration on all their ratings took 7 minutes), is tuned and fitted on at most
-    :data:`COFIRANK_PER_USER` ratings of each user (a seeded choice), as in CofiRank's own weak-generalization
+    iterative model refits for the number of iterations its best trial ran on the sample. What a model's class
+    declares of its cost (``Model.scale``, :func:`recipe`) makes the exceptions: a *heavy* model (the
+    collaborative Gaussian processes, CGPR and CGPOR, whose EM multiplies and factorises 3,706 × 3,706 item
+    matrices every iteration, about a minute each on one core) is not searched: it runs
+    :data:`HEAVY_ITERATIONS` iterations at its defaults on a seeded sample of :data:`HEAVY_USERS` users, and
+    every user of MovieLens 1M is then folded in (for the GPs, each user's posterior from the learned item mean
+    and covariance). A model capped *per user* (CofiRank, whose NDCG loss solves an assignment over each user's
+    rated items at every step of its bundle method, about k·n² for a user of n ratings; MovieLens 1M's users
+    have up to 2,314, and one iteration on all their ratings took 7 minutes) is tuned and fitted on at most
+    that many ratings of each user (a seeded choice; CofiRank's 100), as in CofiRank's own weak-generalization
     protocol of N ratings a user.
 
-``$COFIVIZ_RECOMMENDERS_QUICK=1`` trains every model for :data:`QUICK_ITERATIONS` iterations at its defaults
-instead (the test suite's servers use it); on MovieLens 1M it trains on a quick subset too
+``$COFIVIZ_RECOMMENDERS_QUICK=1`` trains every model for :data:`QUICK_ITERATIONS` iterations (a heavy one for
+:data:`QUICK_HEAVY_ITERATIONS`) at its defaults instead (the test suite's servers use it); on MovieLens 1M it trains on a quick subset too
 (:func:`quick_subset`: the ratings of the :data:`QUICK_ITEMS` most-rated movies, at most :data:`QUICK_PER_USER`
 a user). ``$COFIVIZ_RECOMMENDERS_DIR`` puts the saved models elsewhere (MovieLens 1M's in its subfolder
 ``movielens-1m``).
@@ -52,36 +57,30 @@ from .._version import __version__
 from ..datasets import default_cache_dir
 from ..models import available_models, get_model_class, make_model
 from ..models.tuning import tune
-from ._shared import load_dataset
+from .offered import load_dataset
+from .recommender_settings import BUDGET, DATA, SETTINGS_FILE, settings_digest, shipped_settings
 from .training_process import leave_a_core, worker_context
 
-__all__ = ["DATA", "ML1M", "OFFERED", "BUDGET", "QUICK_ITERATIONS", "TUNE_USERS", "Recipe", "recipe",
+__all__ = ["DATA", "ML1M", "OFFERED", "BUDGET", "QUICK_ITERATIONS", "TUNE_USERS", "SETTINGS_FILE", "Recipe", "recipe",
            "RecommenderPool", "PoolStatus", "pool", "ordered", "train_one", "recommenders_dir", "user_sample",
            "cap_per_user", "quick_subset", "budget_from_environment", "quick_from_environment", "ml1m_from_environment"]
 
-DATA = "MovieLens 100K"
 ML1M = "MovieLens 1M"
 #: the data sets the page offers, the default first
 OFFERED = (DATA, ML1M)
 #: the folder (under MovieLens 100K's) and the name in paths of each data set other than the default
 FOLDERS = {ML1M: "movielens-1m"}
-#: seconds of tuning per model, unless ``$COFIVIZ_RECOMMENDER_BUDGET`` says otherwise
-BUDGET = 30.0
-#: iterations per model in quick mode (``$COFIVIZ_RECOMMENDERS_QUICK=1``)
+#: iterations per model in quick mode (``$COFIVIZ_RECOMMENDERS_QUICK=1``), and per heavy model (``Model.scale``)
 QUICK_ITERATIONS = 3
-#: trained first, in this order: they take a second each and fill the page at once
-FIRST = ("poprec", "itemmean", "regsvd", "nmf")
-#: trained last: their fits take minutes on MovieLens 100K
-LAST = ("cgpr", "cgpor")
+QUICK_HEAVY_ITERATIONS = 1
 #: the file a model's directory holds once it is complete
 META = "meta.json"
 #: MovieLens 1M: the users of the seeded sample a model is tuned on
 TUNE_USERS = 1000
-#: MovieLens 1M: CGPR's and CGPOR's EM iterations, and the users of the seeded sample their EM learns from
-GP_EM_ITERATIONS = 3
-GP_EM_USERS = 1000
-#: MovieLens 1M: CofiRank's ratings per user at most
-COFIRANK_PER_USER = 100
+#: MovieLens 1M: a heavy model's iterations (``Model.scale.heavy``), and the users of the seeded sample it learns
+#: from before every user is folded in
+HEAVY_ITERATIONS = 3
+HEAVY_USERS = 1000
 #: MovieLens 1M in quick mode: the most-rated movies kept, and the ratings kept per user at most
 QUICK_ITEMS = 300
 QUICK_PER_USER = 30
@@ -107,6 +106,8 @@ class Recipe:
         Settings fixed before the search and the fit.
     note : str
         What the page says about the recipe ("" for the data set's usual one).
+    shipped_trials : int, optional
+        ``params`` are the choice of a shipped search of this many trials (:data:`SETTINGS_FILE`).
     """
 
     search: bool = True
@@ -115,25 +116,34 @@ class Recipe:
     per_user: int | None = None
     params: dict = field(default_factory=dict)
     note: str = ""
+    shipped_trials: int | None = None
 
 
-_GP_ML1M = Recipe(search=False, fit_users=GP_EM_USERS, params={"max_iter": GP_EM_ITERATIONS, "tol": 0.0},
-                  note=f"not searched: EM for {GP_EM_ITERATIONS} iterations at the defaults on a seeded sample of "
-                       f"{GP_EM_USERS:,} users, then every user folded in (each EM iteration multiplies "
-                       f"3,706 × 3,706 item matrices)")
-#: MovieLens 1M's recipes that differ from the usual one (tuned on :data:`TUNE_USERS` users, refitted on all)
-ML1M_RECIPES = {"cgpr": _GP_ML1M, "cgpor": _GP_ML1M,
-                "cofirank": Recipe(tune_users=TUNE_USERS, per_user=COFIRANK_PER_USER,
-                                   note=f"tuned and fitted on at most {COFIRANK_PER_USER} ratings of each user (a "
-                                        f"seeded choice): its NDCG loss solves an assignment over each user's "
-                                        f"ratings, quadratic in their number")}
+def _ml1m_recipe(name: str) -> Recipe:
+    """MovieLens 1M's recipe of model ``name``, from what its class declares of its cost (``Model.scale``)."""
+    scale = get_model_class(name).scale
+    if scale.heavy:
+        params = {k: v for k, v in (("max_iter", HEAVY_ITERATIONS), ("tol", 0.0)) if k in get_model_class(name).param}
+        return Recipe(search=False, fit_users=HEAVY_USERS, params=params,
+                      note=f"not searched: {HEAVY_ITERATIONS} iterations at the defaults on a seeded sample of "
+                           f"{HEAVY_USERS:,} users, then every user folded in ({scale.why})")
+    if scale.per_user is not None:
+        return Recipe(tune_users=TUNE_USERS, per_user=scale.per_user,
+                      note=f"tuned and fitted on at most {scale.per_user} ratings of each user (a seeded choice): "
+                           f"{scale.why}")
+    return Recipe(tune_users=TUNE_USERS)
 
 
 def recipe(name: str, data: str = DATA) -> Recipe:
     """How model ``name`` is trained on ``data`` (a label of :data:`OFFERED`) outside quick mode."""
     if data == ML1M:
-        return ML1M_RECIPES.get(name, Recipe(tune_users=TUNE_USERS))
-    return Recipe()
+        return _ml1m_recipe(name)
+    entry = shipped_settings().get(name)
+    if entry is None:
+        return Recipe()
+    return Recipe(search=False, params=dict(entry["params"]), shipped_trials=entry["trials"],
+                  note=(f"settings shipped with cofiviz: chosen by a {entry['trials']:,}-trial search on a held-out "
+                        f"tenth of the ratings (validation {entry['metric']} {entry['score']:.4f})"))
 
 
 def _check_data(data: str) -> None:
@@ -172,17 +182,16 @@ def recommenders_dir(budget: float, quick: bool, data: str = DATA) -> Path:
     if os.environ.get("COFIVIZ_RECOMMENDERS_DIR"):
         base = Path(os.environ["COFIVIZ_RECOMMENDERS_DIR"]).expanduser()
     else:
-        mode = f"quick{QUICK_ITERATIONS}" if quick else f"tuned{budget:g}s"
+        mode = f"quick{QUICK_ITERATIONS}" if quick else f"shipped{settings_digest()}-tuned{budget:g}s"
         base = default_cache_dir() / "recommenders" / f"{__version__}-{mode}"
     return base / FOLDERS[data] if data in FOLDERS else base
 
 
 def ordered(names) -> list[str]:
-    """``names`` in training order: :data:`FIRST` (the quick baselines), the others alphabetically, :data:`LAST`."""
-    names = list(names)
-    first = [n for n in FIRST if n in names]
-    last = [n for n in LAST if n in names]
-    return first + sorted(n for n in names if n not in first and n not in last) + last
+    """``names`` in training order: quickest fit first (the shipped settings' ``fit_seconds``), so that the page
+    fills at once; the models without shipped settings last, alphabetically (each is searched first)."""
+    known = shipped_settings()
+    return sorted(names, key=lambda n: (n not in known, known.get(n, {}).get("fit_seconds", 0.0), n))
 
 
 def user_sample(ratings, n_users: int, seed: int = 0, *, reindex: bool = True):
@@ -226,8 +235,10 @@ def quick_subset(ratings, n_items: int = QUICK_ITEMS, per_user: int = QUICK_PER_
 
 
 def _describe(model, trials: int | None, seconds: float, quick: bool, data: str, how: Recipe, fitted_on) -> dict:
-    return {"name": type(model).model_name(), "class": type(model).__name__, "params": model.get_params(),
-            "tuned": trials is not None, "trials": trials, "seconds": round(seconds, 2),
+    return {"name": type(model).model_name(), "class": type(model).__name__, "label": type(model).display_name(),
+            "params": model.get_params(),
+            "tuned": trials is not None, "trials": trials, "shipped": how.shipped_trials is not None,
+            "seconds": round(seconds, 2),
             "iterations": len(model.history_), "cofiviz": __version__, "data": data, "quick": quick,
             "note": how.note, "fitted_on": {"ratings": len(fitted_on), "users": fitted_on.n_users,
                                             "items": fitted_on.n_items}}
@@ -243,7 +254,8 @@ def _fit(name: str, ratings, budget: float, quick: bool, data: str, how: Recipe 
         data_fit = quick_subset(ratings) if data == ML1M else ratings
         model = make_model(name)
         if "max_iter" in model.param_names():
-            model.set_params(max_iter=min(QUICK_ITERATIONS, model.max_iter))
+            most = QUICK_HEAVY_ITERATIONS if type(model).scale.heavy else QUICK_ITERATIONS
+            model.set_params(max_iter=min(most, model.max_iter))
         return model.fit(data_fit), None, data_fit, how
     how = recipe(name, data) if how is None else how
     ratings = ratings if how.per_user is None else cap_per_user(ratings, how.per_user)
@@ -256,7 +268,7 @@ def _fit(name: str, ratings, budget: float, quick: bool, data: str, how: Recipe 
         sample = user_sample(ratings, how.tune_users) if how.tune_users else ratings
         trials = len(tune(model, sample, None, budget=budget, seed=0, refit=False).trials)
     if how.fit_users is None:
-        return model.fit(ratings), trials, ratings, how
+        return model.fit(ratings), trials if how.shipped_trials is None else how.shipped_trials, ratings, how
     model.fit(user_sample(ratings, how.fit_users, reindex=False))
     return model.fold_in(ratings), trials, ratings, how
 
@@ -306,7 +318,7 @@ def _worker_main(control, directory: str, names: list[str], budget: float, quick
     ``directory/name.error`` and the next model goes on."""
     threading.Thread(target=_exit_when_server_goes, args=(control,), daemon=True,
                      name="cofiviz-recommenders-watch").start()
-    leave_a_core()
+    leave_a_core(spare=0)    # every core, below the server: sessions come first, but idle cores train
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     try:

@@ -39,8 +39,9 @@ from .. import protocols
 from ..models import make_model
 from ..models.tuning import tune
 from ..ratings import Ratings
-from ..trace import Trace
-from ._shared import load_dataset
+from ..training import train_and_evaluate
+from .offered import load_dataset
+from .run_story import list_sizes, summarize
 
 __all__ = ["TrainingJob", "TrainingProcess", "start_forkserver", "worker_context", "leave_a_core", "METRICS", "PARTS",
            "COLUMNS", "SCORE_THROTTLE"]
@@ -50,7 +51,7 @@ PARTS = ("train", "valid", "test")
 #: the columns of one iteration's row
 COLUMNS = ["iteration", "seconds", "elapsed", "loss"] + [f"{p}_{m}" for p in PARTS for m in METRICS]
 #: the module the forkserver imports before forking any worker
-PRELOAD = "cofiviz.dashboards._worker_preload"
+PRELOAD = "cofiviz.background._worker_preload"
 #: seconds a child whose server has gone may finish its iteration before it exits anyway
 ORPHAN_GRACE = 10.0
 #: how much lower than the server a child runs (``os.nice``)
@@ -123,8 +124,10 @@ def _watch_server(control, stop: threading.Event) -> None:
         os._exit(0)
 
 
-def leave_a_core() -> None:
-    """Child side: a lower priority and one numba thread fewer than the cores this process may use."""
+def leave_a_core(spare: int = 1) -> None:
+    """Child side: a lower priority (:data:`NICENESS`) and ``spare`` numba threads fewer than the cores this
+    process may use (at least one). With ``spare=0`` the child uses every core, only when the server's own
+    threads leave them idle (the kernel runs a niced process after the others)."""
     try:
         os.nice(NICENESS)
     except OSError:
@@ -132,13 +135,15 @@ def leave_a_core() -> None:
     import numba
 
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 2)
-    numba.set_num_threads(max(1, min(numba.config.NUMBA_NUM_THREADS, cores - 1)))
+    numba.set_num_threads(max(1, min(numba.config.NUMBA_NUM_THREADS, cores - spare)))
 
 
 def _child_main(rows, control, job: TrainingJob) -> None:
-    """The worker: fit ``job``'s model and send ``("row", dict)`` per iteration, then ``("done", reason)``
-    or ``("error", message)``. A tuning job first sends ``("trial", dict)`` per trial of the search and
-    ``("tuned", params)`` with the setting it trains."""
+    """The worker: fit ``job``'s model and send ``("sizes", dict)`` once the data is split (the lists'
+    lengths, :func:`~.run_story.list_sizes`), ``("row", dict)`` per iteration, then ``("done", summary)``
+    (:func:`~.run_story.summarize`) or ``("error", message)``. A tuning job first sends ``("trial", dict)``
+    per trial of the search and ``("tuned", dict)`` with the setting it trains (``params``), the trial it
+    comes from (``chosen``) and whether that is the search's reference (``kept_reference``)."""
     stop = threading.Event()
     threading.Thread(target=_watch_server, args=(control, stop), daemon=True, name="cofiviz-watch").start()
     try:
@@ -149,14 +154,26 @@ def _child_main(rows, control, job: TrainingJob) -> None:
             tuning = tune(model, split.train, split.valid, budget=job.tune_budget, metric=METRICS[0], refit=False,
                           log=lambda trial: rows.send(("trial", trial)), stop=stop.is_set)
             if stop.is_set():
-                rows.send(("done", f"stopped while tuning, after {len(tuning.trials)} trial(s)"))
+                n = len(tuning.trials)
+                rows.send(("done", {"how": "tuning_stopped", "iterations": 0,
+                                    "text": f"Stopped while tuning, after {n} trial{'' if n == 1 else 's'}: "
+                                            "nothing was trained."}))
                 return
-            rows.send(("tuned", model.get_params()))
-        parts = {"train": split.train, "valid": split.valid, "test": split.candidates("test")}
-        trace = Trace(parts, METRICS, train=split.train, threshold=RELEVANT_FROM, throttle=job.score_throttle,
-                      on_iteration=lambda record: rows.send(("row", trace.flat(record))))
-        model.fit(split.train, split.valid, callbacks=[trace, lambda info: stop.is_set()])
-        rows.send(("done", model.stopped_reason_))
+            rows.send(("tuned", {"params": model.get_params(), "chosen": tuning.chosen,
+                                 "kept_reference": bool(tuning.check.get("kept_reference"))}))
+        rows.send(("sizes", list_sizes(split)))
+        asked = []                      # set when the stop callback ended the fit
+
+        def stop_asked(info):
+            if stop.is_set():
+                asked.append(info.iteration)
+                return True
+            return False
+
+        train_and_evaluate(model, split, trace=("train", "valid", "test"), trace_metrics=METRICS,
+                           threshold=RELEVANT_FROM, throttle=job.score_throttle,
+                           on_iteration=lambda row: rows.send(("row", row)), callbacks=[stop_asked])
+        rows.send(("done", summarize(model, stopped=bool(asked))))
     except (BrokenPipeError, ConnectionResetError):
         pass  # the server is gone: nobody to tell
     except Exception as exc:  # a message for the page, never a traceback
@@ -208,14 +225,16 @@ class TrainingProcess:
         self.process.join(5)
 
     def follow(self, on_row, stop: threading.Event, closed: threading.Event | None = None,
-               poll: float = 0.1, on_message=None) -> tuple[str, str | None]:
-        """Hand each iteration's row to ``on_row`` until the run ends; returns ``(reason, error)``.
+               poll: float = 0.1, on_message=None) -> tuple[dict, str | None]:
+        """Hand each iteration's row to ``on_row`` until the run ends; returns ``(summary, error)``.
 
-        ``on_message(kind, payload)`` receives a tuning job's ``"trial"`` and ``"tuned"`` messages.
+        ``on_message(kind, payload)`` receives the ``"sizes"`` message and a tuning job's ``"trial"`` and
+        ``"tuned"`` messages. ``summary`` is the child's :func:`~.run_story.summarize` record, or a dict with
+        ``how`` and ``text`` when the run ended otherwise.
 
         ``stop`` set asks the child to stop after its iteration; ``closed`` set (the session ended) also
         kills it if it has not ended :attr:`KILL_GRACE` seconds later. ``error`` is None unless the run
-        failed (then ``reason`` is ``"failed"``).
+        failed (then ``summary["how"]`` is ``"failed"``).
         """
         stop_sent, kill_at = False, None
         try:
@@ -227,24 +246,24 @@ class TrainingProcess:
                     kill_at = time.monotonic() + self.KILL_GRACE
                 if kill_at is not None and time.monotonic() >= kill_at:
                     self.kill()
-                    return "the session closed and its training process was ended", None
+                    return {"how": "killed", "text": "The session closed and its training process was ended."}, None
                 if not self._rows.poll(poll):
                     continue
                 try:
                     kind, payload = self._rows.recv()
                 except EOFError:
                     self.process.join(5)
-                    return "failed", (f"the training process ended unexpectedly "
-                                      f"(exit code {self.process.exitcode})")
+                    return {"how": "failed", "text": "Failed."}, (f"the training process ended unexpectedly "
+                                                                   f"(exit code {self.process.exitcode})")
                 if kind == "row":
                     on_row(payload)
-                elif kind in ("trial", "tuned"):
+                elif kind in ("trial", "tuned", "sizes"):
                     if on_message is not None:
                         on_message(kind, payload)
                 elif kind == "done":
                     return payload, None
                 else:
-                    return "failed", payload
+                    return {"how": "failed", "text": "Failed."}, payload
         finally:
             self.process.join(self.KILL_GRACE)
             if self.process.is_alive():

@@ -3,7 +3,7 @@
 multiprocessing imports the modules named by ``set_forkserver_preload`` in the forkserver, and every
 worker is forked from it with that state: cofiviz and every model imported, the numba kernels loaded
 (``cofiviz.warmup``, in this process only) and the dashboards' data sets read, so that a run starts
-training at once. The data sets of ``_shared.LOADED_ON_FIRST_USE`` (MovieLens 1M) are not read here: a
+training at once. The data sets of ``offered.LOADED_ON_FIRST_USE`` (MovieLens 1M) are not read here: a
 run on one loads it itself. With a cold cache the kernels are not compiled here: a server's warm-up
 compiles them in parallel processes meanwhile, and a worker loads (or compiles) the ones it needs.
 
@@ -21,8 +21,8 @@ try:
     numba.config.THREADING_LAYER = "forksafe"
 
     import cofiviz
-    from cofiviz.dashboards import training_process  # noqa: F401  (the workers' entry point)
-    from cofiviz.dashboards._shared import load_dataset, preloaded_datasets
+    from cofiviz.background import training_process  # noqa: F401  (the workers' entry point)
+    from cofiviz.background.offered import load_dataset, preloaded_datasets
     from cofiviz.warmup import PARALLEL_FROM, uncached_share
 
     if uncached_share() < PARALLEL_FROM:

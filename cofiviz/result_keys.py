@@ -1,0 +1,73 @@
+"""What a result's key records of its model's parameters, and the migrations that keep stored keys valid.
+
+A cell's store key hashes its configuration together with the defaults of every model parameter the cell
+does not set, so that a result computed before a default changed is never read as a result of the new
+default. Two kinds of parameter were added to models after results of theirs were computed and shipped;
+the tables below name them, so that those results keep their keys. The models themselves know nothing of
+the store: this module is the one place that does.
+
+- :data:`LATE_FEATURES`: a switch whose off value computes exactly what the model computed before the
+  feature existed. While it is off, the switch and its other parameters stay out of the key.
+- :data:`KEY_NEUTRAL`: a parameter whose default is *not* the old behaviour, with the value that is. A
+  cell that sets it to that value keeps the key it had before; one that relies on the new default gets a
+  new key.
+
+A new parameter of a model whose results ship makes every shipped cell of that model stale unless it is
+declared here (``tests/test_shipped.py`` says which reproductions to regenerate).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["LATE_FEATURES", "KEY_NEUTRAL", "key_defaults", "key_params", "neutral_params"]
+
+#: The item-mean offset (:class:`cofiviz.models.prior.ItemPriorParams`): off at ``item_prior`` 0
+_ITEM_PRIOR = {"item_prior": (0.0, ("prior_damping",))}
+
+#: model name -> ``{switch: (off value, the switch's other parameters)}``
+LATE_FEATURES: dict[str, dict[str, tuple]] = {
+    "bilinear": _ITEM_PRIOR,
+    "gapfm": _ITEM_PRIOR,
+}
+
+#: model name -> ``{parameter: the value that computes what the model computed before the parameter existed}``
+#: (CofiRank's ``reg_users`` scales λ with the number of users; ``None`` is the paper's unscaled λ)
+KEY_NEUTRAL: dict[str, dict[str, Any]] = {
+    "cofirank": {"reg_users": None},
+}
+
+
+def _same(value, neutral) -> bool:
+    """Whether a parameter value is its neutral value (``None`` only by identity)."""
+    return value is None if neutral is None else (value is not None and value == neutral)
+
+
+def key_defaults(klass, params: dict) -> dict:
+    """The defaults of the parameters ``params`` does not set, as a result's key records them.
+
+    Every parameter's default counts, except those of a :data:`LATE_FEATURES` switch that is off.
+
+    Parameters
+    ----------
+    klass : type of :class:`cofiviz.models.Model`
+    params : dict
+        The parameters the cell sets.
+    """
+    out = {p: klass.param[p].default for p in klass.param_names() if p not in params}
+    for switch, (off, others) in LATE_FEATURES.get(klass.model_name(), {}).items():
+        if params.get(switch, klass.param[switch].default) == off:
+            for p in (switch, *others):
+                out.pop(p, None)
+    return out
+
+
+def key_params(klass, params: dict) -> dict:
+    """``params`` as a result's key records them: without the :data:`KEY_NEUTRAL` ones at their neutral value."""
+    neutral = KEY_NEUTRAL.get(klass.model_name(), {})
+    return {k: v for k, v in params.items() if not (k in neutral and _same(v, neutral[k]))}
+
+
+def neutral_params(klass) -> dict:
+    """The :data:`KEY_NEUTRAL` values of ``klass``'s parameters (``{}`` when it has none)."""
+    return dict(KEY_NEUTRAL.get(klass.model_name(), {}))
