@@ -86,7 +86,8 @@ class Job:
 #: The kernels several modules share, each compiled by one job before the modules that use them: the surrogate
 #: losses (every pairwise model), the elementary functions by the C library (the metrics, the losses, CofiRank,
 #: the local models, the GPs), the losses and the assignment (CofiRank, the bilinear model), the fixed-order dense
-#: algebra, BMRM, the kernels of the local models (``models/_local_kernels.py``) and the metrics. A model's
+#: algebra, BMRM, the kernels of the local models (``models/_local_kernels.py``), weighted ALS
+#: (``models/_wals_kernels.py``: LLORMA, RegSVD) and the metrics. A model's
 #: module is a job of its own after the jobs its classes name (``Model.warmup_after``); a module asked for that
 #: neither holds runs in one last job, after all of these.
 SHARED: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
@@ -96,6 +97,7 @@ SHARED: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     (("cofiviz.solvers.dense",), ()),
     (("cofiviz.solvers.bmrm",), ("cofiviz.solvers.dense",)),
     (("cofiviz.models._local_kernels",), ("cofiviz.losses.surrogates", "cofiviz.elementary")),
+    (("cofiviz.models._wals_kernels",), ()),
     (("cofiviz.metrics",), ("cofiviz.elementary",)),
 )
 

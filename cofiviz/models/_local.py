@@ -237,7 +237,8 @@ class PairwiseFactorModel(Model, ItemPriorParams):
 
     def _estimate(self) -> None:
         """Estimation step: combined predictions, pairwise loss and ``G = ∂E/∂f̂`` (frozen for the update)."""
-        lk.combine(self._users, self._items, self._Kue, self._Kie, self._Ue, self._Ve, self._Be, 0.0, self._f, self._w)
+        lk.combine(self._users, self._items, self._Kue, self._Kie, self._Ue, self._Ve, lk.NO_USER_BIAS, self._Be, False,
+                   0.0, self._f, self._w)
         self._f += self.c_[self._items] + self.prior_[self._items]
         lk.pair_pass(self._indptr, self._ratings, self._f, self._code, float(self.margin), self._G, self._uloss,
                      self._uerr, self._upairs)
@@ -338,7 +339,7 @@ class PairwiseFactorModel(Model, ItemPriorParams):
     def _scores(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
         out = np.empty(len(users))
         w = np.empty(len(users))
-        lk.combine(users, items, self._Kue, self._Kie, self._Ue, self._Ve, self._Be, 0.0, out, w)
+        lk.combine(users, items, self._Kue, self._Kie, self._Ue, self._Ve, lk.NO_USER_BIAS, self._Be, False, 0.0, out, w)
         out += self.c_[items] + self.prior_[items]
         return out
 

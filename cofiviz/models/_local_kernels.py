@@ -1,4 +1,4 @@
-"""numba kernels shared by GCR, LCR, LLORMA and RegSVD (Lee et al., WWW 2014).
+"""numba kernels of the local models: GCR, LCR and LLORMA's prediction (Lee et al., WWW 2014).
 
 Nothing here knows about models, pandas or files: every kernel takes flat NumPy arrays.
 
@@ -41,11 +41,10 @@ Update step (Algorithm 1, lines 19-30; eqs 17-18 through eq 15)
     over (local model, user) and (local model, item) — every local model at once, on frozen
     combined predictions, as §4.3.1 prescribes — and :func:`apply_step` takes the gradient step.
 
-LLORMA (eq 2) and RegSVD
-    :func:`wals_half` solves, for every local model and every row in parallel, the kernel-weighted
-    ridge regression of one side of ``M ≈ offset + U Vᵀ (+ biases)`` with the other side fixed
-    (weighted alternating least squares); :func:`weighted_sq_loss` evaluates eq (2) per local model.
-    RegSVD's stochastic gradient descent is in ``_mf_kernels``.
+LLORMA (eq 3)
+    :func:`combine` is LLORMA's prediction too (with user offsets, through transposed views of its by-model
+    arrays). Its weighted alternating least squares, which RegSVD's ALS solver shares, is in ``_wals_kernels``;
+    RegSVD's stochastic gradient descent in ``_mf_kernels``.
 """
 
 from __future__ import annotations
@@ -58,7 +57,7 @@ from numba import njit, prange
 from .. import elementary
 from ..losses.surrogates import surrogate_value_deriv
 
-__all__ = ["combine", "pair_pass", "lcr_gradients", "apply_step", "apply_adagrad", "model_weights", "wals_half", "weighted_sq_loss",
+__all__ = ["combine", "NO_USER_BIAS", "pair_pass", "lcr_gradients", "apply_step", "apply_adagrad", "model_weights",
            "kernel_matrix", "KERNELS", "DISTANCES", "warmup"]
 
 KERNELS = ("epanechnikov", "epanechnikov_paper", "triangular", "uniform")
@@ -125,13 +124,19 @@ def kernel_matrix(X: np.ndarray, anchors: np.ndarray, bandwidth: float, kernel: 
 
 
 # ---------------------------------------------------------------------------------------------- estimation
-@njit(cache=True, parallel=True)
-def combine(users, items, Ku, Ki, U, V, B, offset, out_f, out_w):
-    """Combined predictions (eq 15 / Algorithm 2) of the pairs ``(users[p], items[p])``.
+#: ``bu`` of :func:`combine` for the models without user offsets (not read)
+NO_USER_BIAS = np.zeros((0, 0))
 
-    Writes ``out_f[p] = offset + Σ_t α_t(p) (U[u,t]·V[i,t] + B[i,t])`` and the total kernel weight
-    ``out_w[p] = w_p``; where ``w_p = 0`` the local models are averaged with equal weights. Arrays by
-    user or item first (module notes).
+
+@njit(cache=True, parallel=True)
+def combine(users, items, Ku, Ki, U, V, bu, B, user_bias, offset, out_f, out_w):
+    """Combined predictions (eq 15 / Algorithm 2; LLORMA's eq 3) of the pairs ``(users[p], items[p])``.
+
+    Writes ``out_f[p] = offset + Σ_t α_t(p) (bu[u,t] + B[i,t] + U[u,t]·V[i,t])`` and the total kernel weight
+    ``out_w[p] = w_p``; where ``w_p = 0`` the local models are averaged with equal weights. Without
+    ``user_bias`` the user offsets are left out (``bu`` is not read: GCR and LCR learn item offsets only).
+    Arrays by user or item first (module notes); LLORMA, which stores them by model first, passes transposed
+    views (``Ku.T``, ``U.transpose(1, 0, 2)``, ...), read in the same order.
     """
     q = U.shape[1]
     r = U.shape[2]
@@ -144,7 +149,7 @@ def combine(users, items, Ku, Ki, U, V, B, offset, out_f, out_w):
         for t in range(q):
             k = Ku[u, t] * Ki[i, t]
             if k > 0.0:
-                d = B[i, t]
+                d = bu[u, t] + B[i, t] if user_bias else B[i, t]
                 for c in range(r):
                     d += U[u, t, c] * V[i, t, c]
                 s += k * d
@@ -153,7 +158,7 @@ def combine(users, items, Ku, Ki, U, V, B, offset, out_f, out_w):
             out_f[p] = offset + s / w
         else:
             for t in range(q):
-                d = B[i, t]
+                d = bu[u, t] + B[i, t] if user_bias else B[i, t]
                 for c in range(r):
                     d += U[u, t, c] * V[i, t, c]
                 s += d
@@ -337,149 +342,6 @@ def sq_norms(X):
     return out
 
 
-# ---------------------------------------------------------------------------------------------- least squares
-@njit(cache=True, nogil=True)
-def _cholesky_solve(A, b, d):
-    """Solve ``A x = b`` in place (``A`` symmetric positive definite, ``d × d``); returns ``x`` in ``b``."""
-    for j in range(d):
-        s = A[j, j]
-        for k in range(j):
-            s -= A[j, k] * A[j, k]
-        if s <= 1e-300:
-            s = 1e-300
-        A[j, j] = math.sqrt(s)
-        for i in range(j + 1, d):
-            s = A[i, j]
-            for k in range(j):
-                s -= A[i, k] * A[j, k]
-            A[i, j] = s / A[j, j]
-    for i in range(d):
-        s = b[i]
-        for k in range(i):
-            s -= A[i, k] * b[k]
-        b[i] = s / A[i, i]
-    for i in range(d - 1, -1, -1):
-        s = b[i]
-        for k in range(i + 1, d):
-            s -= A[k, i] * b[k]
-        b[i] = s / A[i, i]
-
-
-@njit(cache=True, parallel=True)
-def wals_half(row_indptr, row_pos, col_of, target, Krow, Kcol, X, Y, xb, yb, offset, lam, lam_b,
-              row_bias, col_bias):
-    """One half-sweep of weighted ALS for every local model and row in parallel (LLORMA eq 2, RegSVD).
-
-    For model ``t`` and row ``a`` (a user when solving ``U``, an item when solving ``V``) with the
-    other side fixed, minimise over ``x = X[t, a]`` (and the row offset ``xb[t, a]`` when
-    ``row_bias``)
-
-        Σ_{p ∈ a} k_p (target_p − offset − yb[t, c_p] − xb[t, a] − x·Y[t, c_p])² + λ‖x‖² + λ_b xb²
-
-    with ``k_p = Krow[t, a] · Kcol[t, c_p]``; ``yb`` enters only when ``col_bias``. A row without
-    weight gets ``x = 0`` (the ridge solution).
-    """
-    q = X.shape[0]
-    nrows = X.shape[1]
-    r = X.shape[2]
-    d = r + (1 if row_bias else 0)
-    total = q * nrows
-    block = 32
-    n_blocks = (total + block - 1) // block
-    for blk in prange(n_blocks):  # buffers allocated once per block of rows, not once per row
-        A = np.empty((d, d))
-        b = np.empty(d)
-        y = np.empty(d)
-        for k in range(blk * block, min(total, (blk + 1) * block)):
-            t = k // nrows
-            a = k - t * nrows
-            A[:, :] = 0.0
-            b[:] = 0.0
-            kr = Krow[t, a]
-            if kr > 0.0:
-                for e in range(row_indptr[a], row_indptr[a + 1]):
-                    p = row_pos[e]
-                    c = col_of[p]
-                    kp = kr * Kcol[t, c]
-                    if kp == 0.0:
-                        continue
-                    z = target[p] - offset
-                    if col_bias:
-                        z -= yb[t, c]
-                    for j in range(r):
-                        y[j] = Y[t, c, j]
-                    if row_bias:
-                        y[r] = 1.0
-                    for j in range(d):
-                        kyj = kp * y[j]
-                        b[j] += kyj * z
-                        for l in range(j + 1):
-                            A[j, l] += kyj * y[l]
-            for j in range(r):
-                A[j, j] += lam
-            if row_bias:
-                A[r, r] += lam_b
-            _cholesky_solve(A, b, d)
-            for j in range(r):
-                X[t, a, j] = b[j]
-            if row_bias:
-                xb[t, a] = b[r]
-
-
-@njit(cache=True, parallel=True)
-def weighted_sq_loss(users, items, ratings, Ku, Ki, U, V, bu, bi, offset, out_sse, out_weight):
-    """Per local model: ``Σ_p k_p (M_p − f_t(p))²`` and ``Σ_p k_p`` (eq 2 without its regulariser)."""
-    q = U.shape[0]
-    r = U.shape[2]
-    n = users.shape[0]
-    for t in prange(q):
-        s = 0.0
-        sw = 0.0
-        for p in range(n):
-            u = users[p]
-            i = items[p]
-            k = Ku[t, u] * Ki[t, i]
-            if k == 0.0:
-                continue
-            f = offset + bu[t, u] + bi[t, i]
-            for c in range(r):
-                f += U[t, u, c] * V[t, i, c]
-            e = ratings[p] - f
-            s += k * e * e
-            sw += k
-        out_sse[t] = s
-        out_weight[t] = sw
-
-
-@njit(cache=True, parallel=True)
-def predict_local(users, items, Ku, Ki, U, V, bu, bi, offset, out):
-    """LLORMA's prediction (eq 3): ``offset + Σ_t α_t (bu[t,u] + bi[t,i] + U[t,u]·V[t,i])``."""
-    q = U.shape[0]
-    r = U.shape[2]
-    for p in prange(users.shape[0]):
-        u = users[p]
-        i = items[p]
-        s = 0.0
-        w = 0.0
-        for t in range(q):
-            k = Ku[t, u] * Ki[t, i]
-            if k > 0.0:
-                d = bu[t, u] + bi[t, i]
-                for c in range(r):
-                    d += U[t, u, c] * V[t, i, c]
-                s += k * d
-                w += k
-        if w > 0.0:
-            out[p] = offset + s / w
-        else:
-            for t in range(q):
-                d = bu[t, u] + bi[t, i]
-                for c in range(r):
-                    d += U[t, u, c] * V[t, i, c]
-                s += d
-            out[p] = offset + s / q
-
-
 def warmup() -> None:
     """Compile (or load from numba's cache) every kernel of this module on a tiny problem."""
     users = np.array([0, 0, 0, 1, 1], dtype=np.int32)
@@ -500,7 +362,7 @@ def warmup() -> None:
     # GCR's and LCR's kernels: arrays by user or item first
     Ue, Ve, Be = np.ascontiguousarray(U.transpose(1, 0, 2)), np.ascontiguousarray(V.transpose(1, 0, 2)), B.T.copy()
     Kue, Kie = Ku.T.copy(), Ki.T.copy()
-    combine(users, items, Kue, Kie, Ue, Ve, Be, 0.0, f, w)
+    combine(users, items, Kue, Kie, Ue, Ve, NO_USER_BIAS, Be, False, 0.0, f, w)
     G = np.empty(5)
     ul, ue, up = np.empty(2), np.empty(2), np.empty(2, dtype=np.int64)
     pair_pass(indptr, ratings, f, 0, 0.0, G, ul, ue, up)
@@ -514,9 +376,5 @@ def warmup() -> None:
     sq_norms(Ue)
     sq_norms(Be)
     bu = np.zeros((q, 2))
-    pos = np.arange(5, dtype=np.int64)
-    wals_half(indptr, pos, items, ratings, Ku, Ki, U, V, bu, B, 3.0, 0.1, 0.1, True, True)
-    wals_half(iptr, ipos, users, ratings, Ki, Ku, V, U, B, bu, 3.0, 0.1, 0.1, False, False)
-    sse, sw = np.empty(q), np.empty(q)
-    weighted_sq_loss(users, items, ratings, Ku, Ki, U, V, bu, B, 3.0, sse, sw)
-    predict_local(users, items, Ku, Ki, U, V, bu, B, 3.0, f)
+    # LLORMA's: arrays by model first, read through transposed views
+    combine(users, items, Ku.T, Ki.T, U.transpose(1, 0, 2), V.transpose(1, 0, 2), bu.T, B.T, True, 3.0, f, w)

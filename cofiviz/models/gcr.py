@@ -18,6 +18,7 @@ import param
 
 from ..datasets import tiny
 from ..solvers import dense
+from . import _local_kernels as lk
 from ._local import PairwiseFactorModel
 from .regsvd import warmup as svd_warmup
 from .scale import Scale
@@ -68,7 +69,7 @@ class GCR(PairwiseFactorModel):
     tune_anchors = ({"item_prior": 2.0},)
     scale = Scale("pairs")
     #: the warm-ups of the shared kernels its fit calls, run before its own in a parallel warm-up
-    warmup_after = (svd_warmup, dense.warmup)
+    warmup_after = (svd_warmup, lk.warmup, dense.warmup)
     presets = {"paper": {"margin": 0.0, "tol": 0.001, "item_bias": "none", "item_prior": 0.0, "solver": "gd"}}
 
     rank = param.Integer(default=10, bounds=(1, 2000), doc="Rank r of the factorisation.")

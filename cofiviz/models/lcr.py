@@ -30,8 +30,9 @@ import numpy as np
 import param
 
 from ..ratings import Ratings
-from ._local import LocalParams, PairwiseFactorModel, local_kernels
 from ..solvers import dense
+from . import _local_kernels as lk
+from ._local import LocalParams, PairwiseFactorModel, local_kernels
 from .gcr import warmup as gcr_warmup
 from .regsvd import warmup as svd_warmup
 from .scale import Scale
@@ -99,7 +100,7 @@ class LCR(PairwiseFactorModel, LocalParams):
     tune_anchors = ({"item_prior": 2.0},)
     scale = Scale("pairs")
     #: the warm-ups of the shared kernels its fit calls, run before its own in a parallel warm-up
-    warmup_after = (gcr_warmup, svd_warmup, dense.warmup)
+    warmup_after = (gcr_warmup, svd_warmup, lk.warmup, dense.warmup)
     presets = {"paper": {"n_local": 50, "bandwidth": 0.8, "kernel": "epanechnikov", "margin": 0.0, "tol": 0.001,
                          "item_bias": "none", "item_prior": 0.0, "solver": "gd"}}
 

@@ -28,6 +28,7 @@ from ..errors import DataError
 from ..ratings import Ratings
 from ..solvers import dense
 from . import _local_kernels as lk
+from . import _wals_kernels as wk
 from ._local import LocalParams, local_kernels
 from .base import Model
 from .convergence import StopsOnRMSE
@@ -81,7 +82,7 @@ class LLORMA(StopsOnRMSE, Model, LocalParams):
     #: no step size: the penalties keep the ridge solves of ALS well-posed
     divergence_hint = (("reg", "raise"), ("reg_bias", "raise"))
     #: the warm-ups of the shared kernels its fit calls, run before its own in a parallel warm-up
-    warmup_after = (svd_warmup, dense.warmup)
+    warmup_after = (svd_warmup, lk.warmup, dense.warmup)
 
     def _setup(self, train: Ratings, rng: np.random.Generator) -> None:
         self.Ku_, self.Ki_, self.anchor_users_, self.anchor_items_, _, _ = local_kernels(
@@ -106,14 +107,14 @@ class LLORMA(StopsOnRMSE, Model, LocalParams):
     def _step(self, iteration: int) -> float:
         mu, lam, lam_b, b = float(self.mu_[0]), float(self.reg), float(self.reg_bias), bool(self.biased)
         t0 = time.perf_counter()
-        lk.wals_half(self._indptr, self._upos, self._items, self._ratings, self.Ku_, self.Ki_, self.U_, self.V_,
+        wk.wals_half(self._indptr, self._upos, self._items, self._ratings, self.Ku_, self.Ki_, self.U_, self.V_,
                      self.bu_, self.bi_, mu, lam, lam_b, b, b)
-        lk.wals_half(self._iptr, self._ipos, self._users, self._ratings, self.Ki_, self.Ku_, self.V_, self.U_,
+        wk.wals_half(self._iptr, self._ipos, self._users, self._ratings, self.Ki_, self.Ku_, self.V_, self.U_,
                      self.bi_, self.bu_, mu, lam, lam_b, b, b)
         t1 = time.perf_counter()
         q = self.U_.shape[0]
         sse, sw = np.empty(q), np.empty(q)
-        lk.weighted_sq_loss(self._users, self._items, self._ratings, self.Ku_, self.Ki_, self.U_, self.V_,
+        wk.weighted_sq_loss(self._users, self._items, self._ratings, self.Ku_, self.Ki_, self.U_, self.V_,
                             self.bu_, self.bi_, mu, sse, sw)
         mse = float(sse.sum() / max(sw.sum(), 1e-300))
         self._record_mse(mse)
@@ -123,8 +124,9 @@ class LLORMA(StopsOnRMSE, Model, LocalParams):
 
     def _scores(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
         out = np.empty(len(users))
-        lk.predict_local(users, items, self.Ku_, self.Ki_, self.U_, self.V_, self.bu_, self.bi_,
-                         float(self.mu_[0]), out)
+        # eq 3 is LCR's eq 15 with user offsets: one kernel, reading the by-model arrays through transposed views
+        lk.combine(users, items, self.Ku_.T, self.Ki_.T, self.U_.transpose(1, 0, 2), self.V_.transpose(1, 0, 2),
+                   self.bu_.T, self.bi_.T, True, float(self.mu_[0]), out, np.empty(len(users)))
         return out
 
     def _state(self) -> dict[str, np.ndarray]:

@@ -26,7 +26,7 @@ import param
 from ..datasets import tiny
 from ..errors import DataError
 from ..ratings import Ratings
-from . import _local_kernels as lk
+from . import _wals_kernels as wk
 from . import _mf_kernels as mk
 from .base import Model
 from .convergence import StopsOnRMSE
@@ -87,7 +87,7 @@ class RegSVD(StopsOnRMSE, Model):
 
     divergence_hint = (("lr", "lower"), ("reg", "raise"))
     #: the warm-ups of the shared kernels its fit calls, run before its own in a parallel warm-up
-    warmup_after = (lk.warmup,)
+    warmup_after = (wk.warmup,)
 
     def _divergence_hint(self) -> tuple[tuple[str, str], ...]:
         """ALS has no learning rate: only ``reg`` keeps its ridge solves stable."""
@@ -129,9 +129,9 @@ class RegSVD(StopsOnRMSE, Model):
             P, Q = self.P_[None], self.Q_[None]
             bu, bi = self.bu_[None], self.bi_[None]
             b = bool(self.biased)
-            lk.wals_half(self._indptr, self._upos, self._items, self._ratings, self._ones_u, self._ones_i, P, Q,
+            wk.wals_half(self._indptr, self._upos, self._items, self._ratings, self._ones_u, self._ones_i, P, Q,
                          bu, bi, mu, float(self.reg), float(self.reg_bias), b, b)
-            lk.wals_half(self._iptr, self._ipos, self._users, self._ratings, self._ones_i, self._ones_u, Q, P,
+            wk.wals_half(self._iptr, self._ipos, self._users, self._ratings, self._ones_i, self._ones_u, Q, P,
                          bi, bu, mu, float(self.reg), float(self.reg_bias), b, b)
         mk.predict_mf(self._users, self._items, self.P_, self.Q_, self.bu_, self.bi_, mu, self._pred)
         np.subtract(self._ratings, self._pred, out=self._residual)
@@ -172,7 +172,7 @@ def regsvd_factors(train: Ratings, rank: int = 10, seed: int = 0, **params) -> t
 
 def warmup() -> None:
     """Compile (or load) the kernels: a 2-epoch fit with each solver on the tiny table (:func:`cofiviz.datasets.tiny`)."""
-    lk.warmup()
+    wk.warmup()
     mk.warmup()
     train = tiny()
     for solver in ("sgd", "als"):
