@@ -56,6 +56,7 @@ from numba import njit, prange
 
 from .. import elementary
 from ..losses.surrogates import surrogate_value_deriv
+from ._wals_kernels import tiny_problem
 
 __all__ = ["combine", "NO_USER_BIAS", "pair_pass", "lcr_gradients", "apply_step", "apply_adagrad", "model_weights",
            "kernel_matrix", "KERNELS", "DISTANCES", "warmup"]
@@ -343,20 +344,12 @@ def sq_norms(X):
 
 
 def warmup() -> None:
-    """Compile (or load from numba's cache) every kernel of this module on a tiny problem."""
-    users = np.array([0, 0, 0, 1, 1], dtype=np.int32)
-    items = np.array([0, 1, 2, 0, 2], dtype=np.int32)
-    ratings = np.array([5.0, 3.0, 1.0, 4.0, 2.0])
-    indptr = np.array([0, 3, 5], dtype=np.int64)
-    iptr = np.array([0, 2, 3, 5], dtype=np.int64)     # the item-major index of the entries above
-    ipos = np.array([0, 3, 1, 2, 4], dtype=np.int64)
-    q, r = 2, 2
-    rng = np.random.default_rng(0)
-    U = rng.normal(size=(q, 2, r))
-    V = rng.normal(size=(q, 3, r))
-    B = np.zeros((q, 3))
-    Ku = np.ones((q, 2))
-    Ki = np.ones((q, 3))
+    """Compile (or load from numba's cache) every kernel of this module on the tiny problem of
+    :func:`~cofiviz.models._wals_kernels.tiny_problem`."""
+    t = tiny_problem()
+    users, items, ratings, indptr, iptr, ipos, q = (t[k] for k in ("users", "items", "ratings", "indptr", "iptr",
+                                                                   "ipos", "q"))
+    U, V, B, bu, Ku, Ki = (t[k] for k in ("U", "V", "B", "bu", "Ku", "Ki"))
     f = np.empty(5)
     w = np.empty(5)
     # GCR's and LCR's kernels: arrays by user or item first
@@ -375,6 +368,5 @@ def warmup() -> None:
     apply_adagrad(Ue, gU, np.zeros_like(Ue), 0.1, 1e-8)
     sq_norms(Ue)
     sq_norms(Be)
-    bu = np.zeros((q, 2))
     # LLORMA's: arrays by model first, read through transposed views
     combine(users, items, Ku.T, Ki.T, U.transpose(1, 0, 2), V.transpose(1, 0, 2), bu.T, B.T, True, 3.0, f, w)

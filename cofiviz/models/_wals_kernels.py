@@ -16,7 +16,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["wals_half", "weighted_sq_loss", "warmup"]
+__all__ = ["wals_half", "weighted_sq_loss", "tiny_problem", "warmup"]
 
 
 @njit(cache=True, nogil=True)
@@ -132,24 +132,26 @@ def weighted_sq_loss(users, items, ratings, Ku, Ki, U, V, bu, bi, offset, out_ss
         out_weight[t] = sw
 
 
-def warmup() -> None:
-    """Compile (or load from numba's cache) every kernel of this module on a tiny problem."""
-    users = np.array([0, 0, 0, 1, 1], dtype=np.int32)
-    items = np.array([0, 1, 2, 0, 2], dtype=np.int32)
-    ratings = np.array([5.0, 3.0, 1.0, 4.0, 2.0])
-    indptr = np.array([0, 3, 5], dtype=np.int64)
-    iptr = np.array([0, 2, 3, 5], dtype=np.int64)     # the item-major index of the entries above
-    ipos = np.array([0, 3, 1, 2, 4], dtype=np.int64)
+def tiny_problem() -> dict:
+    """Two users, three items, five ratings and two local models of rank 2 (by model first): what the warm-ups
+    of this module and of ``_local_kernels`` compile their kernels on."""
     q, r = 2, 2
     rng = np.random.default_rng(0)
-    U = rng.normal(size=(q, 2, r))
-    V = rng.normal(size=(q, 3, r))
-    B = np.zeros((q, 3))
-    bu = np.zeros((q, 2))
-    Ku = np.ones((q, 2))
-    Ki = np.ones((q, 3))
+    return {"users": np.array([0, 0, 0, 1, 1], dtype=np.int32), "items": np.array([0, 1, 2, 0, 2], dtype=np.int32),
+            "ratings": np.array([5.0, 3.0, 1.0, 4.0, 2.0]), "indptr": np.array([0, 3, 5], dtype=np.int64),
+            "iptr": np.array([0, 2, 3, 5], dtype=np.int64),     # the item-major index of the entries above
+            "ipos": np.array([0, 3, 1, 2, 4], dtype=np.int64), "q": q,
+            "U": rng.normal(size=(q, 2, r)), "V": rng.normal(size=(q, 3, r)), "B": np.zeros((q, 3)),
+            "bu": np.zeros((q, 2)), "Ku": np.ones((q, 2)), "Ki": np.ones((q, 3))}
+
+
+def warmup() -> None:
+    """Compile (or load from numba's cache) every kernel of this module on :func:`tiny_problem`."""
+    t = tiny_problem()
+    users, items, ratings, U, V, B, bu, Ku, Ki = (t[k] for k in ("users", "items", "ratings", "U", "V", "B", "bu",
+                                                                  "Ku", "Ki"))
     pos = np.arange(5, dtype=np.int64)
-    wals_half(indptr, pos, items, ratings, Ku, Ki, U, V, bu, B, 3.0, 0.1, 0.1, True, True)
-    wals_half(iptr, ipos, users, ratings, Ki, Ku, V, U, B, bu, 3.0, 0.1, 0.1, False, False)
-    sse, sw = np.empty(q), np.empty(q)
+    wals_half(t["indptr"], pos, items, ratings, Ku, Ki, U, V, bu, B, 3.0, 0.1, 0.1, True, True)
+    wals_half(t["iptr"], t["ipos"], users, ratings, Ki, Ku, V, U, B, bu, 3.0, 0.1, 0.1, False, False)
+    sse, sw = np.empty(t["q"]), np.empty(t["q"])
     weighted_sq_loss(users, items, ratings, Ku, Ki, U, V, bu, B, 3.0, sse, sw)
