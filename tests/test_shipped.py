@@ -269,16 +269,23 @@ def test_what_ships_recomputes_under_each_cpu_kernel(kernel, recomputed_under_ea
 
 
 def test_a_cell_shipped_before_a_key_neutral_parameter_existed_recomputes_at_its_neutral_value(monkeypatch):
-    """lcr-table2's CofiRank cells shipped before CofiRank's reg_users (default: λ scaled with the users) existed;
-    their configurations lack it, and verification recomputes them at λ fixed (reg_users=None), as the key says
-    and as the reproduction now sets, not at the new default."""
+    """A configuration written before CofiRank's reg_users (default: λ scaled with the users) existed lacks it, and
+    keeps its key (``result_keys.KEY_NEUTRAL``). Verification recomputes such a cell at λ fixed (reg_users=None), as
+    the key says and as the reproduction sets, not at the new default: the configuration of a shipped lcr-table2
+    CofiRank cell, written as it was before the parameter existed, gives back the shipped cell and its numbers."""
     monkeypatch.delenv("COFIVIZ_SHIPPED", raising=False)
     shipped = S.load("lcr-table2", S.SHIPPED_DIR)
     res = shipped.results[shipped.results["model"] == "cofirank"]
     key = res.groupby("cell")["fit_seconds"].max().idxmin()
-    assert "reg_users" not in shipped.config(key)["params"]
-    cell = S._shipped_cell(shipped, key, shipped.provenance["data_version"])
-    assert cell.params["reg_users"] is None
+    config = shipped.config(key)
+    assert config["params"]["reg_users"] is None
+    before = {**config, "params": {k: v for k, v in config["params"].items() if k != "reg_users"}}
+    written = shipped.config
+    monkeypatch.setattr(shipped, "config", lambda k: before if k == key else written(k))
+    version = shipped.provenance["data_version"]
+    assert S.Cell.from_config(before).key(version) != key          # read plainly, it is the new default's cell
+    cell = S._shipped_cell(shipped, key, version)
+    assert cell.params["reg_users"] is None and cell.key(version) == key
     assert S.verify(shipped, 1, keys=[key]).ok
 
 
