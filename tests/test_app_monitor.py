@@ -3,16 +3,15 @@
 import csv
 import io
 import os
-import random
 import threading
 import time
-from types import SimpleNamespace
 
 import numpy as np
+import panel as pn
 import psutil
 import pytest
 
-from conftest import PanelServer, screenshot
+from conftest import WEBSOCKET_MAX_MESSAGE, PanelServer, screenshot, serve_command
 from cofiviz.dashboards._shared import model_names
 from cofiviz.dashboards.monitor import UPLOAD, UPLOAD_LIMIT_MB, TrainingMonitor
 from cofiviz.background.training_process import TrainingProcess
@@ -125,24 +124,16 @@ def test_monitor_trains_in_a_worker_process_and_validates_input():
     assert m._upload.value == {}
 
 
-def test_upload_chunks_handled_out_of_order_on_several_threads_make_the_file():
-    """A server with several threads handles a file's chunk events in any order."""
+def test_an_upload_up_to_the_limit_is_one_chunk_of_panels_own_file_dropper():
+    """A server with several threads may handle one session's events concurrently: a file in several chunks
+    could be joined out of order, so every file allowed travels as one chunk, in one websocket message that the
+    server accepts (the 50 MB file of ``test_uploads_large_too_large_and_empty`` goes through a served page)."""
     m = TrainingMonitor(data=UPLOAD)
-    content = "".join(f"{u}\t{i}\t{1 + (u * i) % 5}\n" for u in range(40) for i in range(30)).encode()
-    chunks = [content[k:k + 1000] for k in range(0, len(content), 1000)]
-    events = [SimpleNamespace(event_name="upload_event",
-                              data={"name": "r.tsv", "chunk": k + 1, "data": c, "total_chunks": len(chunks),
-                                    "type": "text/tab-separated-values"})
-              for k, c in enumerate(chunks)]
-    random.Random(0).shuffle(events)
-    threads = [threading.Thread(target=m._upload._process_event, args=(e,)) for e in events]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not m._error.visible, m._error.object
-    assert "1,200 ratings, 40 users, 30 items" in m._status.object
-    assert len(m._uploaded) == 1200
+    assert type(m._upload) is pn.widgets.FileDropper
+    assert m._upload.chunk_size >= UPLOAD_LIMIT_MB * 1_000_000
+    assert m._upload.max_file_size == f"{UPLOAD_LIMIT_MB}MB" and not m._upload.multiple
+    assert WEBSOCKET_MAX_MESSAGE > m._upload.chunk_size
+    assert "--num-threads" in serve_command() and str(WEBSOCKET_MAX_MESSAGE) in serve_command()
 
 
 def test_tune_searches_in_the_worker_then_trains_the_chosen_setting():

@@ -11,7 +11,7 @@ and test, the loss and the seconds per iteration (where scoring outlasts trainin
 atomic (a double click starts one run); Stop takes effect after the current iteration; closing the tab
 stops the run and ends its process if it does not stop by itself (``pn.state.on_session_destroyed``).
 
-Uploads (CSV, TSV or Parquet) arrive in chunks through a file dropper, up to :data:`UPLOAD_LIMIT_MB`;
+Uploads (CSV, TSV or Parquet) arrive in one message through a file dropper, up to :data:`UPLOAD_LIMIT_MB`;
 the browser refuses a larger file with a message, and an empty or malformed file is reported. A value
 of N or Max iter outside its bounds is reset to the bound, and the page says why. Each model's form is
 built the first time the model is chosen and kept: choosing it again only shows it.
@@ -44,7 +44,7 @@ from ..models.registry import get_model_class
 from ._shared import BoundedInput, SessionWorker, model_names
 from .model_form import bounded_label, check_param, model_form_widgets
 from .theme import flow, side_by_side
-from .upload import UPLOAD, UPLOAD_CHUNK, UPLOAD_LIMIT_MB, ChunkedUpload, read_upload
+from .upload import UPLOAD, UPLOAD_LIMIT_MB, read_upload, upload_widget
 
 __all__ = ["TrainingMonitor", "UPLOAD", "UPLOAD_LIMIT_MB", "model_form_widgets", "read_upload"]
 
@@ -183,9 +183,8 @@ class TrainingMonitor(pn.viewable.Viewer):
         if self.data == UPLOAD and self._upload is None:
             # made on demand: the page loads FilePond's scripts only when the app asked for them
             # (``pn.extension("filedropper")``, as apps/monitor.py does)
-            self._upload = ChunkedUpload(multiple=False, max_file_size=f"{UPLOAD_LIMIT_MB}MB",
-                                          chunk_size=UPLOAD_CHUNK, layout="compact", sizing_mode="stretch_width",
-                                          css_classes=["cofiviz-monitor-upload"])
+            self._upload = upload_widget(layout="compact", sizing_mode="stretch_width",
+                                         css_classes=["cofiviz-monitor-upload"])
             self._upload.param.watch(self._on_upload, "value")
             self._upload_box.objects = [self._upload, pn.pane.Markdown(
                 f"A ratings file up to {UPLOAD_LIMIT_MB} MB: CSV, TSV or Parquet with user, item, rating "

@@ -19,7 +19,7 @@ from .theme import NARROW_JS, STATIC_ROUTE
 
 __all__ = ["served_apps", "serve_command", "app_files", "WEBSOCKET_MAX_MESSAGE", "SETUP"]
 
-#: the largest message a page may send (bytes)
+#: the largest message a page may send (bytes): above ``upload.UPLOAD_CHUNK``, so an upload up to its limit fits
 WEBSOCKET_MAX_MESSAGE = 64 * 2**20
 #: run by ``panel serve --setup`` before the first visitor
 SETUP = Path(__file__).resolve().parent / "serve_setup.py"

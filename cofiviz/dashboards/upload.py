@@ -1,29 +1,31 @@
-"""Uploads of ratings files into a page: read with :func:`cofiviz.datasets.read`, sent in chunks.
+"""Uploads of ratings files into a page: read with :func:`cofiviz.datasets.read`, sent in one message.
 
-A file (CSV, TSV or Parquet with user, item, rating columns) travels from the browser in chunks of
-:data:`UPLOAD_CHUNK` bytes through a :class:`ChunkedUpload`, up to :data:`UPLOAD_LIMIT_MB`; the browser
-refuses a larger one with a message. :func:`read_upload` reads what arrived and names the visitor's file,
-never a temporary copy, in any error.
+A file (CSV, TSV or Parquet with user, item, rating columns) travels from the browser through Panel's
+``FileDropper`` (made by :func:`upload_widget`), up to :data:`UPLOAD_LIMIT_MB`; the browser refuses a
+larger one with a message. The whole file is one chunk: a server with several threads (``--num-threads``)
+may handle one session's events concurrently, and a file in several chunks could then be joined out of
+order. :func:`read_upload` reads what arrived and names the visitor's file, never a temporary copy, in any
+error.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
-import threading
 
 import panel as pn
 
 from ..datasets import read
 from ..errors import DataError
 
-__all__ = ["UPLOAD", "UPLOAD_LIMIT_MB", "UPLOAD_CHUNK", "ChunkedUpload", "read_upload"]
+__all__ = ["UPLOAD", "UPLOAD_LIMIT_MB", "UPLOAD_CHUNK", "upload_widget", "read_upload"]
 
 UPLOAD = "Uploaded file"
 #: the largest upload the browser sends, in MB of 1,000,000 bytes
 UPLOAD_LIMIT_MB = 64
-#: an upload travels in chunks of this many bytes (binary websocket messages well under any size limit)
-UPLOAD_CHUNK = 4_000_000
+#: the chunk size given to the widget: the largest file allowed, so that every file is one chunk (one binary
+#: websocket message; the server's limit, ``serving.WEBSOCKET_MAX_MESSAGE``, is above it)
+UPLOAD_CHUNK = UPLOAD_LIMIT_MB * 1_000_000
 
 
 def read_upload(data: bytes | str, filename: str):
@@ -60,33 +62,13 @@ def read_upload(data: bytes | str, filename: str):
             raise DataError(str(exc).replace(path, name)) from None
 
 
-class ChunkedUpload(pn.widgets.FileDropper):
-    """A ``FileDropper`` whose chunks may be handled in any order, on any thread.
+def upload_widget(**params) -> pn.widgets.FileDropper:
+    """Panel's ``FileDropper`` for one ratings file up to :data:`UPLOAD_LIMIT_MB`, sent as one chunk.
 
-    A server with several threads (``--num-threads``) handles a file's chunk events concurrently, so
-    they cannot be appended as they come: each chunk is kept by its number, under a lock, and the file
-    is joined (as bytes) once every chunk is there.
+    Parameters
+    ----------
+    **params
+        Further ``FileDropper`` parameters (layout, sizing, CSS classes).
     """
-
-    def __init__(self, **params):
-        super().__init__(**params)
-        self._chunks: dict[str, dict[int, bytes]] = {}
-        self._chunks_lock = threading.Lock()
-
-    def _process_event(self, event):
-        data = event.data
-        if event.event_name != "upload_event":
-            with self._chunks_lock:
-                self._chunks.pop(data["name"], None)   # a removed file: drop what arrived of it
-            return super()._process_event(event)
-        name, total = data["name"], data["total_chunks"]
-        with self._chunks_lock:
-            parts = self._chunks.setdefault(name, {})
-            parts[data["chunk"]] = data["data"]
-            if len(parts) < total:
-                return
-            del self._chunks[name]
-        self.value[name] = b"".join(bytes(parts[i]) for i in range(1, total + 1))
-        self.mime_type[name] = data["type"]
-        self.param.trigger("mime_type", "value")
-
+    return pn.widgets.FileDropper(multiple=False, max_file_size=f"{UPLOAD_LIMIT_MB}MB", chunk_size=UPLOAD_CHUNK,
+                                  **params)
