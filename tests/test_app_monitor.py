@@ -14,7 +14,8 @@ import pytest
 from conftest import WEBSOCKET_MAX_MESSAGE, PanelServer, screenshot, serve_command
 from cofiviz.dashboards._shared import model_names
 from cofiviz.dashboards.monitor import UPLOAD, UPLOAD_LIMIT_MB, TrainingMonitor
-from cofiviz.background.training_process import TrainingProcess
+from cofiviz.background.training_process import TrainingJob, TrainingProcess
+from cofiviz.dashboards.monitor_run import MonitorRun
 
 # the largest number of rows any Bokeh data source with an "iteration" column holds: the points drawn
 POINTS_JS = """() => { let best = 0;
@@ -93,22 +94,40 @@ def test_the_page_opens_on_a_ranking_model_on_movielens_100k():
         assert m._form_widgets[name].value == value
 
 
+def test_the_controller_trains_and_keeps_its_results_without_a_page():
+    """:class:`MonitorRun` holds no widget: a run is started, followed and read through its parameters."""
+    run = MonitorRun()
+    batches, statuses = [], []
+    run.param.watch(lambda e: batches.append(len(e.new)), "batch")
+    run.param.watch(lambda e: statuses.append(e.new), "status")
+    assert run.claim() and not run.claim()          # one claim at a time
+    run.start(TrainingJob("regsvd", {"max_iter": 3}, "weak", {"n_train": 50, "n_valid": 5, "min_test": 5},
+                          QUICK["data"]), "Training **regsvd** …")
+    assert run.join(120) and not run.busy and not run.running
+    assert list(run.history["iteration"]) == [1, 2, 3] and sum(batches) == 3
+    assert statuses[0] == "Training **regsvd** …"
+    assert statuses[-1].startswith("Finished after **3** iterations.")
+    assert run.error == "" and run.story and run.trials == []
+    assert not [v for v in vars(run).values() if isinstance(v, pn.viewable.Viewable)]
+    assert run.csv_bytes().read().startswith(b"iteration,")
+
+
 def test_monitor_trains_in_a_worker_process_and_validates_input():
     m = TrainingMonitor(max_iter=4, **QUICK)
     m._on_run()
-    assert m._work.join(120)
-    assert m._process is not None and m._process.process.pid != os.getpid()
-    assert m._process.process.exitcode == 0
+    assert m.training.join(120)
+    assert m.training._process is not None and m.training._process.process.pid != os.getpid()
+    assert m.training._process.process.exitcode == 0
     assert list(m.history["iteration"]) == [1, 2, 3, 4]
     assert m.history[["train_ndcg@10", "valid_ap", "test_gap"]].notna().all().all()
     assert "Finished after **4** iterations. Ran the 4 iterations Max iter allows." in m._status.object
     assert len(m._table.value) == 4
-    assert m._csv_bytes().read().startswith(b"iteration,")
+    assert m.training.csv_bytes().read().startswith(b"iteration,")
     # out-of-range parameter: a message, no run
     m._form_widgets["reg"].value = -1.0
     assert m._error.visible and "below its lower bound" in m._error.object
     m._on_run()
-    assert "Cannot start" in m._error.object and not m._work.busy
+    assert "Cannot start" in m._error.object and not m.training.busy
     m._form_widgets["reg"].value = 0.05
     # malformed upload: a clear message naming the file and the row
     m.data = UPLOAD
@@ -139,7 +158,7 @@ def test_an_upload_up_to_the_limit_is_one_chunk_of_panels_own_file_dropper():
 def test_tune_searches_in_the_worker_then_trains_the_chosen_setting():
     m = TrainingMonitor(max_iter=6, budget=5, **QUICK)
     m._on_run(tune=True)
-    assert m._work.join(180)
+    assert m.training.join(180)
     trials = m._trials.value
     assert m._trials.visible and len(trials) >= 2 and list(trials["trial"]) == list(range(len(trials)))
     assert trials["valid ndcg@10"].notna().any()
@@ -153,10 +172,10 @@ def test_tune_searches_in_the_worker_then_trains_the_chosen_setting():
     m2 = TrainingMonitor(max_iter=6, budget=600, **QUICK)
     m2._on_run(tune=True)
     deadline = time.monotonic() + 120
-    while not len(m2._trial_rows) and time.monotonic() < deadline:
+    while not len(m2.training.trials) and time.monotonic() < deadline:
         time.sleep(0.1)
     m2._on_stop()
-    assert m2._work.join(120)
+    assert m2.training.join(120)
     assert "Stopped while tuning, after" in m2._status.object and "nothing was trained" in m2._status.object
     assert len(m2.history) == 0
 
@@ -192,9 +211,9 @@ def test_two_concurrent_runs_start_one():
             t.start()
         for t in clicks:
             t.join()
-        assert m._work.join(120)
+        assert m.training.join(120)
         assert list(m.history["iteration"]) == [1, 2], m.history
-        assert not m._work.busy
+        assert not m.training.busy
     finished = m._status.object
     m._on_stop()                                   # a Stop that arrives after the run ended changes nothing
     assert m._status.object == finished
@@ -204,7 +223,7 @@ def test_worker_errors_come_back_as_messages():
     m = TrainingMonitor(data=UPLOAD, max_iter=3, model="regsvd")
     m._upload.value = {"tiny.csv": "".join(f"{u},{i},{1 + i % 5}\n" for u in range(4) for i in range(5))}
     m._on_run()                                    # 5 ratings per user: too few for N = 10
-    assert m._work.join(120)
+    assert m.training.join(120)
     assert m._error.visible and m._error.object.startswith("Training failed:")
     assert "every user was dropped" in m._error.object
     assert m._status.object == "Failed before the first iteration: the message above says why."
@@ -215,7 +234,7 @@ def _long_run(m):
     m._form_widgets["tol"].value = 0.0
     m._form_widgets["patience"].value = 0
     m._on_run()
-    assert _wait(lambda: len(m._pending) + len(m._frame) >= 2), "no iteration arrived"
+    assert _wait(lambda: len(m.training._pending) + len(m.training.history) >= 2), "no iteration arrived"
 
 
 def test_a_choice_made_during_a_run_says_the_run_keeps_its_own():
@@ -226,7 +245,7 @@ def test_a_choice_made_during_a_run_says_the_run_keeps_its_own():
     assert m._during_run.visible and "goes on with the data, protocol and model it started with" in \
         m._during_run.object
     m._on_stop()
-    assert m._work.join(60)
+    assert m.training.join(60)
     assert not m._during_run.visible
     m.n = 20                                      # no run: nothing to say
     assert not m._during_run.visible
@@ -235,21 +254,21 @@ def test_a_choice_made_during_a_run_says_the_run_keeps_its_own():
 def test_closing_the_session_stops_the_worker():
     m = TrainingMonitor(max_iter=10_000, **QUICK)
     _long_run(m)
-    m._work._on_destroyed(None)  # what Bokeh calls when the browser tab's session is destroyed
-    assert m._work.join(30)
+    m.training._work._on_destroyed(None)  # what Bokeh calls when the browser tab's session is destroyed
+    assert m.training.join(30)
     assert ", as asked. The model keeps that iteration" in m._status.object
     assert len(m.history) < 10_000
-    assert m._process.process.exitcode == 0        # it stopped by itself, within its grace period
+    assert m.training._process.process.exitcode == 0        # it stopped by itself, within its grace period
 
 
 def test_a_closed_session_whose_run_does_not_stop_has_its_process_ended(monkeypatch):
     monkeypatch.setattr(TrainingProcess, "KILL_GRACE", 0.0)   # no time to finish the iteration
     m = TrainingMonitor(max_iter=10_000, **QUICK)
     _long_run(m)
-    m._work._on_destroyed(None)
-    assert m._work.join(30)
+    m.training._work._on_destroyed(None)
+    assert m.training.join(30)
     assert "The session closed and its training process was ended." in m._status.object
-    assert not m._process.alive and m._process.process.exitcode != 0
+    assert not m.training._process.alive and m.training._process.process.exitcode != 0
 
 
 @pytest.fixture(scope="module")

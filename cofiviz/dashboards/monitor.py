@@ -1,15 +1,16 @@
 """Training monitor: pick data, protocol, model and parameters, then watch the model train live.
 
-Each browser session owns one :class:`TrainingMonitor`. Run trains in a worker process
-(:mod:`.training_process`): the model's fit never runs in the server's process, so a session that
-trains costs the other sessions next to nothing. A thread of the session follows the process and
-hands each iteration's row to the page through ``doc.add_next_tick_callback`` (the thread-safe way
-into a Bokeh document): rows are batched at most every 0.5 s and appended with
-``ColumnDataSource.stream``, which sends only the new rows: NDCG@10, AP and GAP on train, validation
-and test, the loss and the seconds per iteration (where scoring outlasts training, as on MovieLens
-1M, the metric curves join the iterations scored: :data:`~.training_process.SCORE_THROTTLE`). Run is
-atomic (a double click starts one run); Stop takes effect after the current iteration; closing the tab
-stops the run and ends its process if it does not stop by itself (``pn.state.on_session_destroyed``).
+Each browser session owns one :class:`TrainingMonitor`, the view: the form, the plots, the tables. Its
+controller, a :class:`~.monitor_run.MonitorRun`, trains in a worker process
+(:mod:`~cofiviz.background.training_process`): the model's fit never runs in the server's process, so a
+session that trains costs the other sessions next to nothing. The controller's parameters change on the
+session's event loop; the view watches them and draws: each batch of rows (at most every 0.5 s) is
+appended with ``ColumnDataSource.stream``, which sends only the new rows: NDCG@10, AP and GAP on train,
+validation and test, the loss and the seconds per iteration (where scoring outlasts training, as on
+MovieLens 1M, the metric curves join the iterations scored:
+:data:`~cofiviz.background.training_process.SCORE_THROTTLE`). Run is atomic (a double click starts one
+run); Stop takes effect after the current iteration; closing the tab stops the run and ends its process
+if it does not stop by itself (``pn.state.on_session_destroyed``).
 
 Uploads (CSV, TSV or Parquet) arrive in one message through a file dropper, up to :data:`UPLOAD_LIMIT_MB`;
 the browser refuses a larger file with a message, and an empty or malformed file is reported. A value
@@ -18,7 +19,7 @@ built the first time the model is chosen and kept: choosing it again only shows 
 
 It opens on a first Run that teaches: LCR on MovieLens 100K learns for about half a minute, then
 overfits, and early stopping puts back its best iterate. Beside the plots, sentences of
-:mod:`.run_story` say why validation and test curves differ in height, when the model overfits, and
+:mod:`~cofiviz.background.run_story` say why validation and test curves differ in height, when the model overfits, and
 why the run ended; the table of iterations fills as the run goes.
 
 ``panel serve apps/monitor.py`` serves it; in JupyterLab, ``TrainingMonitor()`` shows it inline
@@ -27,9 +28,6 @@ why the run ended; the table of iterations fills as the run goes.
 
 from __future__ import annotations
 
-import io
-import threading
-import time
 from functools import partial
 
 import numpy as np
@@ -38,19 +36,17 @@ import panel as pn
 import param
 
 from ..background.offered import DATASETS
-from ..background.run_story import curve_notes, ending
-from ..background.training_process import COLUMNS, METRICS, PARTS, TrainingJob, TrainingProcess
+from ..background.training_process import COLUMNS, METRICS, PARTS, TrainingJob
 from ..models.registry import get_model_class
-from ._shared import BoundedInput, SessionWorker, model_names
+from ._shared import BoundedInput, model_names
 from .model_form import bounded_label, check_param, model_form_widgets
+from .monitor_run import SCORED, MonitorRun, empty_frame
 from .theme import flow, side_by_side
 from .upload import UPLOAD, UPLOAD_LIMIT_MB, read_upload, upload_widget
 
 __all__ = ["TrainingMonitor", "UPLOAD", "UPLOAD_LIMIT_MB", "model_form_widgets", "read_upload"]
 
 PART_COLORS = {"train": "#4c72b0", "valid": "#55a868", "test": "#c44e52"}
-#: the metric columns of a row (NaN in an iteration that was not scored)
-_SCORED = [c for c in COLUMNS if c.split("_", 1)[0] in PARTS]
 #: protocols offered, with the parameter "N" maps to (None: N unused) and fixed extras
 PROTOCOL_CHOICES = {
     "weak": ("n_train", {"n_valid": 5, "min_test": 5}),
@@ -60,12 +56,12 @@ PROTOCOL_CHOICES = {
 }
 
 
-def _empty_frame() -> pd.DataFrame:
-    return pd.DataFrame({c: pd.Series(dtype="int64" if c == "iteration" else "float64") for c in COLUMNS})
-
-
 class TrainingMonitor(pn.viewable.Viewer):
-    """Choose data, protocol and model; Run trains in a worker process and plots live."""
+    """Choose data, protocol and model; Run trains in a worker process and plots live.
+
+    The page of a :class:`~.monitor_run.MonitorRun` (:attr:`training`), which it starts and stops and whose
+    parameters it draws.
+    """
 
     # the first Run: LCR on MovieLens 100K learns for about half a minute, overfits from about iteration 60
     # on, and early stopping puts back its best iterate (FIRST_FORM: a patience that lets the overfitting show,
@@ -95,10 +91,9 @@ class TrainingMonitor(pn.viewable.Viewer):
                                     css_classes=["cofiviz-monitor-error"])
         self._status = pn.pane.Markdown("Ready.", css_classes=["cofiviz-monitor-status"],
                                         sizing_mode="stretch_width")
-        # what the curves show, in sentences (:mod:`.run_story`), and the lists' lengths they speak of
+        # what the curves show, in sentences (:mod:`cofiviz.background.run_story`)
         self._story = pn.pane.Alert("", alert_type="light", visible=False, sizing_mode="stretch_width",
                                     css_classes=["cofiviz-monitor-story"])
-        self._sizes: dict | None = None
         # free entry (no start/end, which the browser would clamp silently): a value outside the bounds is set
         # to the nearest bound, and a note under the input says why
         self._bounded = {name: BoundedInput(self, name, widget=pn.widgets.IntInput, term=label,
@@ -119,25 +114,32 @@ class TrainingMonitor(pn.viewable.Viewer):
         self._tune.on_click(partial(self._on_run, tune=True))
         self._trials = pn.widgets.Tabulator(pd.DataFrame(), disabled=True, show_index=False, height=200,
                                             sizing_mode="stretch_width", pagination=None, visible=False)
-        self._trial_rows: list[dict] = []
         self._stop_btn.on_click(self._on_stop)
         self._form = pn.Column(sizing_mode="stretch_width")
         self._forms: dict[str, tuple[pn.Column, dict]] = {}   # model -> (its form, its widgets), built once
         self._form_widgets: dict = {}
         self._sources: list = []  # per display: the Bokeh data sources of every row and of the scored rows
         self._marks: list = []    # per display: the source of the dashed line at the iterate put back
-        self._pending: list[dict] = []
-        self._pending_lock = threading.Lock()
-        self._last_flush = 0.0
-        self._frame = _empty_frame()
-        self._table = pn.widgets.Tabulator(_empty_frame(), disabled=True, show_index=False, height=260,
+        self._table = pn.widgets.Tabulator(empty_frame(), disabled=True, show_index=False, height=260,
                                            sizing_mode="stretch_width", pagination=None)
-        self._csv = pn.widgets.FileDownload(callback=self._csv_bytes, filename="training.csv", label="CSV",
-                                            disabled=True, width=140)
-        self._parquet = pn.widgets.FileDownload(callback=self._parquet_bytes, filename="training.parquet",
-                                                label="Parquet", disabled=True, width=140)
-        self._work = SessionWorker("train")
-        self._process: TrainingProcess | None = None
+        #: the controller: the runs, and what they produced
+        self.training = MonitorRun()
+        self._csv = pn.widgets.FileDownload(callback=self.training.csv_bytes, filename="training.csv",
+                                            label="CSV", disabled=True, width=140)
+        self._parquet = pn.widgets.FileDownload(callback=self.training.parquet_bytes,
+                                                filename="training.parquet", label="Parquet", disabled=True,
+                                                width=140)
+        watch = self.training.param.watch
+        watch(lambda e: self._show_error(e.new), "error", onlychanged=False)
+        watch(lambda e: setattr(self._status, "object", e.new), "status", onlychanged=False)
+        watch(lambda e: self._tell(e.new), "story")
+        watch(self._show_running, "running")
+        watch(self._show_trials, "trials")
+        watch(self._show_tuned, "tuned")
+        watch(self._show_restored, "restored")
+        watch(self._show_batch, "batch")
+        watch(self._clear, "started")
+        watch(self._show_history, "finished")
         if wanted is not None and wanted != self.model:
             self.model = wanted          # builds the form (a watcher)
         else:
@@ -245,109 +247,64 @@ class TrainingMonitor(pn.viewable.Viewer):
                            tune_budget=float(self.budget) if tune else 0.0)
 
     def _on_run(self, event=None, tune: bool = False):
-        if not self._work.claim():      # a run is on (or a second click of a double click): nothing to do
+        if not self.training.claim():        # a run is on (or a second click of a double click): nothing to do
             return
         try:
             job = self._job(tune)
         except Exception as exc:
-            self._work.release()
+            self.training.release()
             self._show_error(f"Cannot start: {exc}")
             return
         self._show_error(None)
-        self._work.bind()
-        self._frame = _empty_frame()
-        # Bokeh models change only under the document lock (Panel may run this handler in a thread pool)
-        self._work.schedule(self._clear_sources)
-        with self._pending_lock:
-            self._pending, self._last_flush = [], 0.0
-        self._table.value = _empty_frame()
-        self._csv.disabled = self._parquet.disabled = True
-        self._run.disabled = self._tune.disabled = True
-        self._stop_btn.disabled = False
-        self._trial_rows = []
-        self._trials.value = pd.DataFrame()
         self._trials.visible = tune
-        self._sizes = None
-        self._story.visible = False
         n = f", N = {self.n}" if PROTOCOL_CHOICES[self.protocol][0] else ""
         what = f"Tuning **{self.model}** for up to {self.budget} s, then training" if tune else \
             f"Training **{self.model}**"
-        self._status.object = f"{what} on {self.data} ({self.protocol}{n}) …"
-        self._work.start(self._follow, job)
+        self.training.start(job, f"{what} on {self.data} ({self.protocol}{n}) …")
 
-    def _clear_sources(self):
+    def _on_stop(self, event=None):
+        self.training.stop()
+
+    def stop_and_wait(self, timeout: float = 30.0) -> bool:
+        """Ask the run to stop and wait for it; True when no run is going on any more."""
+        return self.training.stop_and_wait(timeout)
+
+    @property
+    def history(self) -> pd.DataFrame:
+        """The iterations streamed so far (a copy)."""
+        return self.training.history
+
+    # ------------------------------------------------------------------ drawing the controller's parameters
+    #: rows the table keeps while a run goes (a fast model would otherwise keep the browser busy redrawing
+    #: thousands of rows); the whole run replaces them when it ends
+    LIVE_TABLE_ROWS = 100
+
+    def _clear(self, event=None):
+        """A run started: empty plots and table (on the event loop: Bokeh models change under the lock)."""
         for pair in self._sources:
             for source in pair:
                 source.data = {c: np.array([], dtype=float) for c in COLUMNS}
         for marks in self._marks:
             marks.data = {"x": []}
+        self._table.value = empty_frame()
 
-    def _on_stop(self, event=None):
-        if not self._work.busy:         # a click that arrives after the run ended by itself
-            return
-        self._work.stop.set()
-        self._status.object = "Stopping after the current iteration …"
-
-    def stop_and_wait(self, timeout: float = 30.0) -> bool:
-        """Ask the run to stop and wait for it; True when no run is going on any more."""
-        self._work.stop.set()
-        return self._work.join(timeout)
-
-    # ------------------------------------------------------------------ the session's follower thread
-    def _follow(self, job: TrainingJob):
-        """Start the worker process and hand its rows to the page until the run ends."""
-        summary, error = {"how": "failed", "text": "Failed."}, None
-        try:
-            self._process = TrainingProcess(job)
-            summary, error = self._process.follow(self._queue_row, self._work.stop, self._work.closed,
-                                                  on_message=self._on_message)
-        except Exception as exc:  # the process could not start: said in the page
-            error = str(exc) or type(exc).__name__
-        self._work.schedule(self._finish, summary, f"Training failed: {error}" if error else None)
-
-    def _queue_row(self, row: dict):
-        """Worker side: queue one iteration's row; schedule a flush at most every FLUSH_EVERY seconds, so a
-        fast model cannot flood the event loop (each flush redraws every plot once)."""
-        with self._pending_lock:
-            self._pending.append(row)
-            now = time.monotonic()
-            due = now - self._last_flush >= self.FLUSH_EVERY
-            if due:
-                self._last_flush = now
-        if due:
-            self._work.schedule(self._flush)
-
-    def _on_message(self, kind: str, payload):
-        """Follower side: the lists' lengths, a finished trial of the search, or the setting chosen."""
-        if kind == "sizes":
-            self._sizes = payload
-        elif kind == "trial":
-            self._work.schedule(self._show_trial, payload)
+    def _show_running(self, event):
+        running = event.new
+        self._run.disabled = self._tune.disabled = running
+        self._stop_btn.disabled = not running
+        if running:
+            self._csv.disabled = self._parquet.disabled = True
         else:
-            self._work.schedule(self._show_tuned, payload)
+            self._during_run.visible = False
 
-    # ------------------------------------------------------------------ on the event loop
-    FLUSH_EVERY = 0.5
-    LIVE_TABLE_ROWS = 100
+    def _show_trials(self, event):
+        self._trials.value = pd.DataFrame(event.new)
 
-    def _show_trial(self, trial: dict):
-        row = {"trial": trial["trial"], **{k: (round(v, 5) if isinstance(v, float) else v)
-                                           for k, v in trial["params"].items()},
-               "valid ndcg@10": None if trial["error"] else round(trial["score"], 5),
-               "iterations": trial["iterations"], "seconds": round(trial["seconds"], 2),
-               "note": "diverged" if trial["error"] else ""}
-        self._trial_rows.append(row)
-        self._trials.value = pd.DataFrame(self._trial_rows)
-        scored = [r for r in self._trial_rows if r["valid ndcg@10"] is not None]
-        best = max(scored, key=lambda r: r["valid ndcg@10"]) if scored else None
-        self._status.object = (f"Tuning **{self.model}**: trial {trial['trial'] + 1} done"
-                               + (f"; best valid NDCG@10 so far {best['valid ndcg@10']:.4f} (trial {best['trial']})"
-                                  if best else "") + " …")
-
-    def _show_tuned(self, tuned: dict):
-        """Put the chosen setting into the model's form, so that the next Run trains it again, and mark its
-        trial in the table."""
-        params, k = tuned["params"], tuned["chosen"]
+    def _show_tuned(self, event):
+        """Put the chosen setting into the model's form, so that the next Run trains it again."""
+        if event.new is None:
+            return
+        params = event.new["params"]
         for name, w in self._form_widgets.items():
             if name in params and params[name] != w.value:
                 try:
@@ -356,42 +313,35 @@ class TrainingMonitor(pn.viewable.Viewer):
                     pass
         if "max_iter" in params:
             self.max_iter = int(params["max_iter"])
-        if 0 <= k < len(self._trial_rows):
-            self._trial_rows[k]["note"] = "chosen"
-            self._trials.value = pd.DataFrame(self._trial_rows)
-        why = (" (the search's reference: no other setting beat it on both halves of the validation users)"
-               if tuned.get("kept_reference") else "")
-        self._status.object = f"Tuned: training **{self.model}** with the setting of trial {k}{why} …"
 
-    def _flush(self):
-        with self._pending_lock:
-            rows, self._pending = self._pending, []
-        if not rows:
+    def _show_restored(self, event):
+        """The dashed line at the iterate put back (a new run's start clears it, in :meth:`_clear`)."""
+        if event.new is None:
             return
-        df = pd.DataFrame(rows, columns=COLUMNS)
-        self._frame = pd.concat([self._frame, df], ignore_index=True) if len(self._frame) else df
-        scored = df[df[_SCORED].notna().any(axis=1)]
+        for marks in self._marks:
+            marks.data = {"x": [event.new]}
+
+    def _show_batch(self, event):
+        df = event.new
+        if df is None or not len(df):
+            return
+        scored = df[df[SCORED].notna().any(axis=1)]
         new, new_scored = ({c: d[c].to_numpy(dtype=float) for c in COLUMNS} for d in (df, scored))
         for every, only_scored in self._sources:
             every.stream(new)
             if len(scored):
                 only_scored.stream(new_scored)
-        # the table keeps the newest LIVE_TABLE_ROWS rows while the run goes (a fast model would otherwise keep the
-        # browser busy redrawing thousands of rows); the whole run replaces them when it ends
         self._table.stream(df.round(5).astype({"iteration": int}), rollover=self.LIVE_TABLE_ROWS, follow=True)
-        self._tell(curve_notes(self._frame, self._sizes))
-        row = rows[-1]
-        text = f"Iteration **{row['iteration']}** of {self.max_iter}: loss {row['loss']:.4g}, {row['seconds']:.3f} s"
-        last = self._frame[self._frame[_SCORED].notna().any(axis=1)].tail(1)
-        if len(last):
-            at, ndcg = int(last["iteration"].iloc[0]), last["test_ndcg@10"].iloc[0]
-            text += f"; test NDCG@10 {ndcg:.4f}" + ("" if at == row["iteration"] else f" (scored at iteration {at})")
-        self._status.object = text
+
+    def _show_history(self, event=None):
+        frame = self.training.history
+        self._table.value = frame.round(5).astype({"iteration": int})
+        self._csv.disabled = self._parquet.disabled = len(frame) == 0
 
     @param.depends("data", "protocol", "n", "model", watch=True)
     def _on_choice_during_run(self):
         """A choice made while a run trains: said what becomes of it (the run keeps what it started with)."""
-        if self._work.busy:
+        if self.training.busy:
             self._during_run.object = ("A run is in progress: it goes on with the data, protocol and model it "
                                        "started with. What you choose now applies to the next Run.")
             self._during_run.visible = True
@@ -401,44 +351,6 @@ class TrainingMonitor(pn.viewable.Viewer):
         if text != self._story.object:
             self._story.object = text
         self._story.visible = bool(notes)
-
-    def _finish(self, summary: dict, error: str | None):
-        try:
-            self._flush()
-            self._run.disabled = self._tune.disabled = False
-            self._during_run.visible = False
-            self._stop_btn.disabled = True
-            if error:
-                self._show_error(error)
-            n = len(self._frame)
-            self._table.value = self._frame.round(5).astype({"iteration": int})
-            self._csv.disabled = self._parquet.disabled = n == 0
-            self._tell(curve_notes(self._frame, self._sizes, best=summary.get("best_iteration")))
-            if summary.get("restored"):
-                for marks in self._marks:
-                    marks.data = {"x": [summary["best_iteration"]]}
-            # last: the data is complete
-            if summary.get("how") == "failed":
-                when = f"after iteration {n}" if n else "before the first iteration"
-                self._status.object = f"Failed {when}: the message above says why."
-            else:
-                self._status.object = f"Finished after **{n}** iteration{'' if n == 1 else 's'}. {ending(summary)}"
-        finally:
-            self._work.release()        # the next Run may start
-
-    def _csv_bytes(self):
-        return io.BytesIO(self._frame.to_csv(index=False).encode())
-
-    def _parquet_bytes(self):
-        buf = io.BytesIO()
-        self._frame.to_parquet(buf, index=False)
-        buf.seek(0)
-        return buf
-
-    @property
-    def history(self) -> pd.DataFrame:
-        """The iterations streamed so far (a copy)."""
-        return self._frame.copy()
 
     # ------------------------------------------------------------------ plots
     def _make_figures(self) -> list:
@@ -451,11 +363,12 @@ class TrainingMonitor(pn.viewable.Viewer):
         from bokeh.models import ColumnDataSource, HoverTool
         from bokeh.plotting import figure
 
-        source = ColumnDataSource({c: self._frame[c].to_numpy() for c in COLUMNS})
-        done = self._frame[self._frame[_SCORED].notna().any(axis=1)]
+        frame = self.training.history
+        source = ColumnDataSource({c: frame[c].to_numpy() for c in COLUMNS})
+        done = frame[frame[SCORED].notna().any(axis=1)]
         scored = ColumnDataSource({c: done[c].to_numpy() for c in COLUMNS})
         self._sources.append((source, scored))
-        marks = ColumnDataSource({"x": []})
+        marks = ColumnDataSource({"x": [] if self.training.restored is None else [self.training.restored]})
         self._marks.append(marks)
         figs = []
         for metric in METRICS:

@@ -48,7 +48,7 @@ too, queued behind MovieLens 100K's, when :func:`~cofiviz.background.recommender
         mon = TrainingMonitor(max_iter=2)
         mon.__panel__()
         mon._on_run()
-        mon._work.join(180)
+        mon.training.join(180)
     if wanted("recommendations"):
         Recommendations().__panel__()
         if ml1m_from_environment():  # MovieLens 1M's models from the start, after MovieLens 100K's
