@@ -106,7 +106,7 @@ def check_ids(col: pd.Series, label: str, role: str, labels, row_label: str) -> 
     refused = _refused_kind(col)
     if refused is not None:
         what, k = refused
-        raise DataError(f"{row_label} {labels[k]}: column {label!r} holds {_show(col.iloc[k])}, {what}; expected "
+        raise DataError(f"{row_label} {labels[k]}: column {label!r} holds {show_value(col.iloc[k])}, {what}; expected "
                         f"{role} ids (integers or text)")
     if col.dtype.kind in "iu":
         return col, None
@@ -132,8 +132,8 @@ def check_ids(col: pd.Series, label: str, role: str, labels, row_label: str) -> 
         first = twins.iloc[0]
         a, b = (uniques[i] for i in twins.index[twins == first][:2])
         ka, kb = sorted((_first_row(col, [a]), _first_row(col, [b])))
-        raise DataError(f"{row_label} {labels[kb]}: column {label!r} holds {_show(col.iloc[kb])} and "
-                        f"{_where(row_label)} {labels[ka]} holds {_show(col.iloc[ka])}, two different values that "
+        raise DataError(f"{row_label} {labels[kb]}: column {label!r} holds {show_value(col.iloc[kb])} and "
+                        f"{_where(row_label)} {labels[ka]} holds {show_value(col.iloc[ka])}, two different values that "
                         f"are the same {role} id {first!r} once written as text; write every id the same way")
     if len(decimals):
         return col, "decimal numbers kept as text as written ('1.0' is not '1')"
@@ -160,8 +160,8 @@ def _mixing(col, label, role, labels, row_label, decimal, whole) -> None:
     k, j = _first_row(col, decimal), _first_row(col, whole)
     n_dec = int(sum(_classify(v) == "decimal" for v in pd.unique(col)))
     raise DataError(
-        f"{row_label} {labels[k]}: column {label!r} holds {_show(col.iloc[k])}, a number with a fraction or a decimal "
-        f"point, while other {role} ids are whole numbers (e.g. {_show(col.iloc[j])} on {_where(row_label)} "
+        f"{row_label} {labels[k]}: column {label!r} holds {show_value(col.iloc[k])}, a number with a fraction or a decimal "
+        f"point, while other {role} ids are whole numbers (e.g. {show_value(col.iloc[j])} on {_where(row_label)} "
         f"{labels[j]}; {n_dec} distinct id(s) with a fraction or decimal point): ids are matched as written, so "
         f"'3.0' and '3' would be two different {role}s; write every id the same way")
 
@@ -172,7 +172,7 @@ def check_rating_kind(col: pd.Series, label: str, labels, row_label: str) -> Non
     if refused is not None:
         what, k = refused
         hint = ("; booleans are not ratings: write 1 and 0 if that is what they mean" if "boolean" in what else "")
-        raise DataError(f"{row_label} {labels[k]}: column {label!r} holds {_show(col.iloc[k])}, {what}; expected "
+        raise DataError(f"{row_label} {labels[k]}: column {label!r} holds {show_value(col.iloc[k])}, {what}; expected "
                         f"a number{hint}")
 
 
@@ -218,7 +218,8 @@ def check_outliers(values: np.ndarray, label: str, labels, row_label: str) -> No
         f"the scale, e.g. {flag} (scale=({lo:g}, {hi:g}) in Python)")
 
 
-def _show(value) -> str:
+def show_value(value) -> str:
+    """A value as a data error quotes it: ``repr`` of the Python value (``3`` and ``'3'``, not ``np.int64(3)``)."""
     if isinstance(value, np.generic):
         value = value.item()
     return repr(value)

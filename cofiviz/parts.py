@@ -23,6 +23,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from .columns import show_value
 from .errors import DataError
 
 __all__ = ["check_parts", "ORDER"]
@@ -118,11 +119,11 @@ def _no_overlap(part: str, refs: list[str], what: str, ids: np.ndarray, here: np
     ref_text = " and ".join(f"{sources[r]} ({r})" for r in refs)
     hint = ""
     if len(same_numbers):
-        hint = (f" The ids look like the same numbers written differently ({_show(ex_mine)} and {_show(ex_theirs)}, "
+        hint = (f" The ids look like the same numbers written differently ({show_value(ex_mine)} and {show_value(ex_theirs)}, "
                 f"{len(same_numbers):,} such number(s)): write every id the same way in all files.")
     raise DataError(f"{sources[part]} ({part}): none of its {len(mine):,} {what}s is in {ref_text}, which "
-                    f"{'have' if len(refs) > 1 else 'has'} {len(theirs):,} {what}s: e.g. {what} {_show(ex_mine)} in "
-                    f"{part} and {_show(ex_theirs)} in {refs[0] if len(refs) == 1 else ' / '.join(refs)}; the "
+                    f"{'have' if len(refs) > 1 else 'has'} {len(theirs):,} {what}s: e.g. {what} {show_value(ex_mine)} in "
+                    f"{part} and {show_value(ex_theirs)} in {refs[0] if len(refs) == 1 else ' / '.join(refs)}; the "
                     f"parts of a split must share {what}s.{hint}")
 
 
@@ -160,12 +161,8 @@ def _check_repeats(parts: dict, sources: dict[str, str], row_keys, row_labels, n
                 why = (f"every (user, item) pair belongs to one part of a split only (a {later} rating that is also "
                        f"in {earlier} would be scored on what the model was given); remove the repeated lines from "
                        "one of the files")
-            raise DataError(f"{label_b} {lines_b[kb]}: user {_show(user)} on item {_show(item)} is also in "
+            raise DataError(f"{label_b} {lines_b[kb]}: user {show_value(user)} on item {show_value(item)} is also in "
                             f"{sources[earlier]} ({label_a.split(': ')[-1]} {lines_a[ka]}); {count:,} (user, item) "
                             f"pair(s) of {later} repeat {earlier}: {why}")
 
 
-def _show(value) -> str:
-    if isinstance(value, np.generic):
-        value = value.item()
-    return repr(value)

@@ -169,7 +169,14 @@ def preference_loss_grad(f, pi, pj, cost, normalize, g):
 
 
 # ---------------------------------------------------------------------------------------------- API
-def _check(f, y):
+def check_scored_list(f, y):
+    """``f`` and ``y`` as contiguous float64 arrays of one length, checked finite (the losses' public boundary).
+
+    Raises
+    ------
+    ParameterError
+        Not 1-D arrays of one length, or a value that is not finite.
+    """
     f = np.ascontiguousarray(f, dtype=np.float64)
     y = np.ascontiguousarray(y, dtype=np.float64)
     if f.ndim != 1 or y.shape != f.shape:
@@ -181,7 +188,7 @@ def _check(f, y):
 
 def ordinal_loss(f, y, cost: str = "uniform", normalize: bool = True):
     """CofiRank-Ordinal loss (16) of one user by Algorithm 2; returns ``(loss, grad)``."""
-    f, y = _check(f, y)
+    f, y = check_scored_list(f, y)
     level, values = rating_levels(y)
     C = level_costs(values, cost)
     g = np.empty(len(f))
@@ -191,7 +198,7 @@ def ordinal_loss(f, y, cost: str = "uniform", normalize: bool = True):
 
 def pairs_loss(f, y, cost: str = "uniform", normalize: bool = True):
     """The loss of :func:`ordinal_loss` by the plain pair loop (CofiRank-Preference on ratings)."""
-    f, y = _check(f, y)
+    f, y = check_scored_list(f, y)
     level, values = rating_levels(y)
     C = level_costs(values, cost)
     g = np.empty(len(f))

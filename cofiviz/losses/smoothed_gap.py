@@ -70,6 +70,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..errors import DataError, ParameterError
+from ..metrics.gap import grade_deltas
 from ..metrics.ranking import rank_order
 
 __all__ = ["OBJECTIVES", "WEIGHTS", "logistic", "smoothed_gap", "smoothed_gap_grad",
@@ -85,16 +86,12 @@ OBJECTIVES = {"gap": 0, "gp": 1, "gr": 2}
 def thresholding_probabilities(ymax: int) -> np.ndarray:
     """GAPfm eq 5: ``δ[l − 1] = (2^l − 1) / 2^ymax`` for l = 1..ymax (``[1.0]`` when ymax = 1).
 
-    The same δ as :func:`cofiviz.metrics.thresholding_probabilities` (the GAP metric); kept here so
-    the loss does not depend on the metrics' internals (a test checks that both agree).
+    The δ of the GAP metric (:func:`cofiviz.metrics.gap.grade_deltas`), for any highest grade: the loss
+    has no kernel tables that bound it.
     """
     if isinstance(ymax, bool) or int(ymax) != ymax or int(ymax) < 1:
         raise ParameterError(f"ymax must be a positive integer, got {ymax!r}")
-    ymax = int(ymax)
-    if ymax == 1:
-        return np.ones(1)
-    l = np.arange(1, ymax + 1, dtype=np.float64)
-    return (2.0 ** l - 1.0) / 2.0 ** ymax
+    return grade_deltas(int(ymax))
 
 
 def cumulative_deltas(ymax: int) -> np.ndarray:

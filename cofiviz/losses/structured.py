@@ -47,6 +47,7 @@ from numba import njit
 from .. import elementary
 from ..errors import ParameterError
 from ..solvers.lap import lap_rank2
+from .pairwise import check_scored_list
 
 __all__ = ["ndcg_loss", "eru_loss", "ndcg_regret", "eru_regret", "structured_loss_curve",
            "structured_loss_grad", "c_vector", "ndcg_discounts", "eru_discounts", "normalized_gains",
@@ -259,16 +260,6 @@ def _regret_of_scores(f, b, a):
 
 
 # ---------------------------------------------------------------------------------------------- API
-def _check_pair(f, y):
-    f = np.ascontiguousarray(f, dtype=np.float64)
-    y = np.ascontiguousarray(y, dtype=np.float64)
-    if f.ndim != 1 or y.shape != f.shape:
-        raise ParameterError(f"f and y must be 1-D arrays of one length, got shapes {f.shape} and {y.shape}")
-    if not (np.all(np.isfinite(f)) and np.all(np.isfinite(y))):
-        raise ParameterError("f and y must be finite")
-    return f, y
-
-
 def _check_k(k):
     if int(k) < 1:
         raise ParameterError(f"the truncation k must be >= 1, got {k}")
@@ -298,7 +289,7 @@ def ndcg_loss(f, y, k: int = 10, c_exponent: float = -0.25, reference: str = "ra
     grad : ndarray
         A subgradient ``c_{π̄⁻¹} − c_{ref⁻¹}`` with respect to ``f``.
     """
-    f, y = _check_pair(f, y)
+    f, y = check_scored_list(f, y)
     return _structured(f, y, ndcg_discounts(len(f), _check_k(k)), "ndcg", 0.0, c_exponent, reference)
 
 
@@ -308,14 +299,14 @@ def eru_loss(f, y, neutral: float = 3.0, halflife: float = 5.0, k: int = 10, c_e
 
     Returns ``(loss, grad)`` like :func:`ndcg_loss`; ``loss ≥ 1 − NERU@k(argsort(−f), y)``.
     """
-    f, y = _check_pair(f, y)
+    f, y = check_scored_list(f, y)
     a = eru_discounts(len(f), _check_k(k), halflife)
     return _structured(f, y, a, "eru", float(neutral), c_exponent, reference)
 
 
 def ndcg_regret(f, y, k: int = 10) -> float:
     """``1 − NDCG@k`` of the ranking ``argsort(−f)`` (ties: earlier item first), gain ``2^y − 1``."""
-    f, y = _check_pair(f, y)
+    f, y = check_scored_list(f, y)
     a = ndcg_discounts(len(f), _check_k(k))
     b = normalized_gains(y, a, "ndcg")
     return float(_regret_of_scores(f, b, a)) if np.any(b > 0) else 0.0
@@ -323,7 +314,7 @@ def ndcg_regret(f, y, k: int = 10) -> float:
 
 def eru_regret(f, y, neutral: float = 3.0, halflife: float = 5.0, k: int = 10) -> float:
     """``1 − NERU@k`` of the ranking ``argsort(−f)`` (appendix A.4)."""
-    f, y = _check_pair(f, y)
+    f, y = check_scored_list(f, y)
     a = eru_discounts(len(f), _check_k(k), halflife)
     b = normalized_gains(y, a, "eru", neutral)
     return float(_regret_of_scores(f, b, a)) if np.any(b > 0) else 0.0
@@ -337,7 +328,7 @@ def structured_loss_curve(y, f0, direction, ts, k: int = 10, c_exponent: float =
     Returns ``(loss, regret)``, two arrays over ``ts``: the convex, piecewise-linear upper bound of
     eq (4) and the piecewise-constant ``1 − NDCG@k`` (or ``1 − NERU@k``) of the induced ranking.
     """
-    f0, y = _check_pair(f0, y)
+    f0, y = check_scored_list(f0, y)
     d = np.asarray(direction, dtype=np.float64)
     if d.shape != f0.shape:
         raise ParameterError("direction must have the shape of f0")

@@ -37,19 +37,26 @@ __all__ = ["gap", "graded_precision", "graded_recall", "thresholding_probabiliti
 
 
 def thresholding_probabilities(ymax: int) -> np.ndarray:
-    """GAPfm eq 5: ``delta[l - 1]`` for grades l = 1..ymax (``[1.0]`` when ymax = 1)."""
-    ymax = check_ymax(ymax)
+    """GAPfm eq 5: ``delta[l - 1]`` for grades l = 1..ymax (``[1.0]`` when ymax = 1).
+
+    Raises
+    ------
+    ParameterError
+        ``ymax`` is not a whole number from 1 to the highest grade the metric's kernels take.
+    """
+    return grade_deltas(check_ymax(ymax))
+
+
+def grade_deltas(ymax: int) -> np.ndarray:
+    """GAPfm eq 5 (§3) for any whole ``ymax >= 1``, unchecked: ``δ_l = (2^l − 1) / 2^ymax``, l = 1..ymax.
+
+    ``[1.0]`` when ymax = 1 (a single grade is relevant with certainty). The GAP metric
+    (:func:`thresholding_probabilities`) and GAPfm's loss (:mod:`cofiviz.losses.smoothed_gap`) both read it.
+    """
     if ymax == 1:
         return np.ones(1)
     l = np.arange(1, ymax + 1, dtype=np.float64)
     return (2.0 ** l - 1.0) / 2.0 ** ymax
-
-
-def cumulative_deltas(ymax: int) -> np.ndarray:
-    """``S[y] = sum_{l <= y} delta_l`` for y = 0..ymax (``S[0] = 0``), with eq 5's scaling."""
-    S = np.zeros(ymax + 1)
-    S[1:] = np.cumsum(thresholding_probabilities(ymax))
-    return S
 
 
 #: Unscaled S(y) = sum_{l <= y} (2^l - 1) for y = 0..MAX_GAP_GRADE (exact integers in float64).

@@ -174,18 +174,7 @@ class PairwiseFactorModel(Model, ItemPriorParams):
         self.B_ = np.zeros((q, n))
         self.c_ = np.zeros(n)
         self.prior_ = self.item_prior_offsets(train)
-        self._indptr = np.ascontiguousarray(train.indptr, dtype=np.int64)
-        self._users = np.ascontiguousarray(train.users, dtype=np.int32)
-        self._items = np.ascontiguousarray(train.items, dtype=np.int32)
-        self._ratings = np.ascontiguousarray(train.ratings, dtype=np.float64)
-        self._iptr, self._ipos = train.item_index()
-        nnz = len(train)
-        self._f = np.empty(nnz)
-        self._w = np.empty(nnz)
-        self._G = np.empty(nnz)
-        self._uloss = np.empty(m)
-        self._uerr = np.empty(m)
-        self._upairs = np.empty(m, dtype=np.int64)
+        self._take_training_arrays(train)
         self._gU = np.empty_like(self._Ue)
         self._gV = np.empty_like(self._Ve)
         self._gB = np.empty_like(self._Be)
@@ -321,18 +310,21 @@ class PairwiseFactorModel(Model, ItemPriorParams):
         value = self._objective.pop()
         return value * max(int((self._upairs > 0).sum()), 1)
 
+    def _take_training_arrays(self, t: Ratings) -> None:
+        """The training table as the kernels read it, and the per-rating and per-user buffers they fill."""
+        self._indptr = np.ascontiguousarray(t.indptr, dtype=np.int64)
+        self._users = np.ascontiguousarray(t.users, dtype=np.int32)
+        self._items = np.ascontiguousarray(t.items, dtype=np.int32)
+        self._ratings = np.ascontiguousarray(t.ratings, dtype=np.float64)
+        self._iptr, self._ipos = t.item_index()
+        nnz = len(t)
+        self._f, self._w, self._G = np.empty(nnz), np.empty(nnz), np.empty(nnz)
+        self._uloss, self._uerr = np.empty(t.n_users), np.empty(t.n_users)
+        self._upairs = np.empty(t.n_users, dtype=np.int64)
+
     def _refresh_training_arrays(self) -> None:
         if getattr(self, "_indptr", None) is None or len(self._f) != len(self.train_):
-            t = self.train_
-            self._indptr = np.ascontiguousarray(t.indptr, dtype=np.int64)
-            self._users = np.ascontiguousarray(t.users, dtype=np.int32)
-            self._items = np.ascontiguousarray(t.items, dtype=np.int32)
-            self._ratings = np.ascontiguousarray(t.ratings, dtype=np.float64)
-            self._iptr, self._ipos = t.item_index()
-            nnz = len(t)
-            self._f, self._w, self._G = np.empty(nnz), np.empty(nnz), np.empty(nnz)
-            self._uloss, self._uerr = np.empty(t.n_users), np.empty(t.n_users)
-            self._upairs = np.empty(t.n_users, dtype=np.int64)
+            self._take_training_arrays(self.train_)
             self._objective = []
         self._code = surrogate_code(self.loss)
 

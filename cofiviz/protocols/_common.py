@@ -144,18 +144,18 @@ class Record:
 
     def users_dropped(self, step: str, rule: str, users: np.ndarray, counts: np.ndarray, **extra) -> None:
         """Record the users (indices into the input) removed by one filter with all their ratings."""
-        users = np.asarray(users, dtype=np.int64)
-        self.protocol["filters"].append({
-            "step": step, "rule": rule, **extra, "users": int(len(users)),
-            "ratings": int(np.asarray(counts)[users].sum()) if len(users) else 0,
-            "user_ids": ids_of(self.ratings.user_ids, users)})
+        self._dropped("user", step, rule, users, counts, extra)
 
     def items_dropped(self, step: str, rule: str, items: np.ndarray, counts: np.ndarray, **extra) -> None:
-        items = np.asarray(items, dtype=np.int64)
+        """Record the items (indices into the input) removed by one filter with all their ratings."""
+        self._dropped("item", step, rule, items, counts, extra)
+
+    def _dropped(self, kind: str, step: str, rule: str, index: np.ndarray, counts: np.ndarray, extra: dict) -> None:
+        index = np.asarray(index, dtype=np.int64)
         self.protocol["filters"].append({
-            "step": step, "rule": rule, **extra, "items": int(len(items)),
-            "ratings": int(np.asarray(counts)[items].sum()) if len(items) else 0,
-            "item_ids": ids_of(self.ratings.item_ids, items)})
+            "step": step, "rule": rule, **extra, f"{kind}s": int(len(index)),
+            "ratings": int(np.asarray(counts)[index].sum()) if len(index) else 0,
+            f"{kind}_ids": ids_of(getattr(self.ratings, f"{kind}_ids"), index)})
 
     def note(self, key: str, value) -> None:
         self.protocol[key] = value
