@@ -7,6 +7,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+import prose_numbers
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 #: the course, in order; each is executed below like every other notebook
@@ -82,11 +84,44 @@ def test_notebook_runs_top_to_bottom_from_its_folder(path, monkeypatch):
     folder = ROOT / "notebooks"
     before = sorted(p.name for p in folder.iterdir())
     nb = nbformat.read(path, as_version=4)
+    stated = prose_numbers.marks(nb)
+    if stated:   # the numbers the prose states, read once every cell has run
+        nb.cells.append(prose_numbers.reading_cell(nb))
     client = NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(folder)}})
     client.execute()
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert not errors, [f"{e.ename}: {e.evalue}" for e in errors]
+    if stated:
+        assert prose_numbers.disagreements(nb) == []
     assert sorted(p.name for p in folder.iterdir()) == before, "the notebook left files in notebooks/"
+
+
+@pytest.mark.parametrize("text, value, ok", [
+    (".364", 0.363633, True), (".364", 0.3625, False), ("0.250", 0.2504999, True), ("0.250", 0.2506, False),
+    ("\u22120.023", -0.0234, True), ("+0.041", 0.0414, True), ("\u22120.023", 0.023, False), ("1,200", 1200, True),
+    ("1,200", 1201, False), ("35 %", 35.4, True), ("35 %", 0.35, False), ("3", 2.5, True), ("3", 2.49, False)])
+def test_a_number_in_prose_agrees_with_its_value_to_the_digits_shown(text, value, ok):
+    assert prose_numbers.agrees(text, value) is ok
+
+
+def test_a_number_in_prose_that_its_cell_does_not_compute_is_found():
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("share = 1 / 4"),
+        nbformat.v4.new_markdown_cell('A quarter is <span data-computed="share">0.25</span>, not '
+                                      '<span data-computed="share * 100">26 %</span>.')])
+    nb.cells.append(prose_numbers.reading_cell(nb))
+    NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    assert prose_numbers.disagreements(nb) == ["cell 1: the prose says '26 %', share * 100 is 25.0"]
+
+
+def test_every_computed_number_in_prose_is_a_number():
+    n = 0
+    for path in NOTEBOOKS:
+        for i, expr, text in prose_numbers.marks(nbformat.read(path, as_version=4)):
+            prose_numbers.parse(text)   # raises on anything else
+            compile(expr, f"{path.name}, cell {i}", "eval")
+            n += 1
+    assert n > 0, "no notebook marks a computed number in its prose"
 
 
 def test_notebooks_leave_no_files_in_the_project():
