@@ -7,6 +7,7 @@ page title read them from here, so that a dashboard is described in one place.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,7 +75,7 @@ def _first_markdown(path: Path) -> tuple[str, str]:
         summary = f"{summary} {ln}".strip()
         if ln.endswith((".", ":", "?")):
             break
-    return title, summary.replace("*", "").replace("`", "")
+    return title, re.sub(r"<[^>]+>", "", summary).replace("*", "").replace("`", "")   # marks and tags out
 
 
 def notebooks(directory: str | Path = "notebooks") -> list[Notebook]:
