@@ -85,11 +85,12 @@ def _arccos(x, out):
 def _apply(kernel, *args):
     """``kernel`` over the broadcast arguments as flat float64 arrays; a float when every argument is a scalar."""
     scalar = all(np.ndim(a) == 0 for a in args)
-    arrays = np.broadcast_arrays(*(np.asarray(a, dtype=np.float64) for a in args))
-    shape = arrays[0].shape
-    # a broadcast view is read-only and may repeat one element: numba gets a contiguous array of its own
-    flat = [np.ascontiguousarray(a).reshape(-1) if a.flags.writeable else np.array(a, order="C").reshape(-1)
-            for a in arrays]
+    arrays = [np.asarray(a, dtype=np.float64) for a in args]
+    shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    # numba gets writeable contiguous arrays of the full shape (one compiled type): an argument that is not one
+    # is copied, broadcast first (a broadcast view is read-only and repeats elements)
+    flat = [a.reshape(-1) if a.shape == shape and a.flags.c_contiguous and a.flags.writeable
+            else np.array(np.broadcast_to(a, shape), order="C").reshape(-1) for a in arrays]
     out = np.empty(flat[0].shape[0])
     kernel(*flat, out)
     return float(out[0]) if scalar else out.reshape(shape)

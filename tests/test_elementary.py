@@ -76,6 +76,16 @@ def test_shapes_scalars_and_the_ends_of_the_domains():
     assert np.isnan(elementary.exp(np.nan))
 
 
+def test_broadcast_read_only_and_strided_arguments_warn_nothing_and_leave_the_input_alone(recwarn):
+    x = np.arange(12.0).reshape(3, 4)[:, ::2] / 12.0          # strided
+    frozen = np.linspace(0.1, 2.0, 3)
+    frozen.setflags(write=False)
+    got = elementary.power(x, np.array([2.0, 0.5]))            # broadcast along the rows
+    assert got.tolist() == [[math.pow(v, e) for v, e in zip(row, (2.0, 0.5))] for row in x.tolist()]
+    assert elementary.exp(frozen).tolist() == [math.exp(v) for v in frozen.tolist()]
+    assert not frozen.flags.writeable and [str(w.message) for w in recwarn] == []
+
+
 _PROGRAM = """
 import json, numpy as np
 from numpy._core import _multiarray_umath as mu
