@@ -6,7 +6,7 @@ parameter at fault and what was expected, so that a user never sees a numba trac
 
 from __future__ import annotations
 
-__all__ = ["CofivizError", "DataError", "DataSourceError", "ModelFitError", "ParameterError"]
+__all__ = ["CofivizError", "DataError", "DataSourceError", "ModelFitError", "ParameterError", "named"]
 
 
 class CofivizError(Exception):
@@ -27,3 +27,29 @@ class ParameterError(CofivizError, ValueError):
 
 class ModelFitError(CofivizError, ArithmeticError):
     """Training produced non-finite factors or a non-finite loss."""
+
+
+def _spelling(name: str) -> str:
+    return name.strip().lower().replace("-", "_").replace(" ", "_")
+
+
+def named(value, names, what: str, *, aliases: dict | None = None, valid: str | None = None) -> str:
+    """The entry of ``names`` that ``value`` spells: how every name a user types (a model, a loss, a tie rule, a
+    reproduction) is read.
+
+    Case, surrounding spaces, and ``-`` or a space for ``_`` do not matter; ``aliases`` maps other spellings
+    (read the same way) to entries.
+
+    Raises
+    ------
+    ParameterError
+        ``value`` is not a string or spells no entry: ``unknown WHAT 'VALUE'; VALID`` (``VALID`` by default
+        ``valid: `` and the names).
+    """
+    if isinstance(value, str):
+        key = _spelling(value)
+        key = {_spelling(a): n for a, n in (aliases or {}).items()}.get(key, key)
+        for name in names:
+            if _spelling(name) == key:
+                return name
+    raise ParameterError(f"unknown {what} {value!r}; {valid or 'valid: ' + ', '.join(names)}")

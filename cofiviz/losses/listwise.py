@@ -63,7 +63,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ..errors import ParameterError
+from ..errors import ParameterError, named
 
 __all__ = ["PL_TIES", "pl_ties_code", "pl_loss_grad", "plackett_luce_loss", "pl_list_probability", "warmup"]
 
@@ -79,9 +79,7 @@ def pl_ties_code(ties: str) -> int:
     ParameterError
         An unknown name; the message lists the valid ones.
     """
-    if isinstance(ties, str) and ties.strip().lower() in PL_TIES:
-        return PL_TIES.index(ties.strip().lower())
-    raise ParameterError(f"unknown ties treatment {ties!r} of the Plackett-Luce loss; valid: {', '.join(PL_TIES)}")
+    return PL_TIES.index(named(ties, PL_TIES, "ties treatment of the Plackett-Luce loss"))
 
 
 @njit(cache=True, nogil=True, inline="always")

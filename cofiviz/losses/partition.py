@@ -104,7 +104,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ..errors import ParameterError
+from ..errors import ParameterError, named
 from .listwise import PL_TIES, _check_list, _group_log_sums, _groups
 
 __all__ = ["LISTWISE_TIES", "listwise_ties_code", "partition_loss_grad", "ordered_partition_loss",
@@ -123,9 +123,7 @@ def listwise_ties_code(ties: str) -> int:
     ParameterError
         An unknown name; the message lists the valid ones.
     """
-    if isinstance(ties, str) and ties.strip().lower() in LISTWISE_TIES:
-        return LISTWISE_TIES.index(ties.strip().lower())
-    raise ParameterError(f"unknown listwise ties treatment {ties!r}; valid: {', '.join(LISTWISE_TIES)}")
+    return LISTWISE_TIES.index(named(ties, LISTWISE_TIES, "listwise ties treatment"))
 
 
 # ---------------------------------------------------------------------------------------------- numba

@@ -42,7 +42,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ..errors import ParameterError
+from ..errors import ParameterError, named
 
 __all__ = ["SURROGATES", "SURROGATE_CODES", "SURROGATE_LABELS", "surrogate_code", "surrogate_value",
            "surrogate_derivative", "surrogate_value_deriv", "surrogate_shape",
@@ -67,13 +67,9 @@ def surrogate_code(loss: str) -> int:
     ParameterError
         An unknown name; the message lists the valid ones.
     """
-    if isinstance(loss, str):
-        key = loss.strip().lower().replace("-", "_")
-        key = _ALIASES.get(key, key)
-        if key in SURROGATE_CODES:
-            return SURROGATE_CODES[key]
-    raise ParameterError(f"unknown pairwise loss {loss!r}; valid losses: {', '.join(SURROGATES)} "
-                         f"(the paper's {', '.join(SURROGATE_LABELS.values())})")
+    return SURROGATE_CODES[named(loss, SURROGATES, "pairwise loss", aliases=_ALIASES,
+                                 valid=f"valid losses: {', '.join(SURROGATES)} "
+                                       f"(the paper's {', '.join(SURROGATE_LABELS.values())})")]
 
 
 # ---------------------------------------------------------------------------------------------- numba

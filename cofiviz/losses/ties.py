@@ -39,7 +39,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ..errors import ParameterError
+from ..errors import ParameterError, named
 from .surrogates import _softplus_sigmoid
 
 __all__ = ["TIE_MODELS", "TIE_CODES", "tie_code", "tie_value_deriv", "tie_loss", "tie_probabilities",
@@ -60,11 +60,7 @@ def tie_code(model: str) -> int:
     ParameterError
         An unknown name; the message lists the valid ones.
     """
-    if isinstance(model, str):
-        key = model.strip().lower().replace("-", "_").replace(" ", "_")
-        if key in TIE_CODES:
-            return TIE_CODES[key]
-    raise ParameterError(f"unknown tie model {model!r}; valid: {', '.join(TIE_MODELS)}")
+    return TIE_CODES[named(model, TIE_MODELS, "tie model")]
 
 
 def check_tie_param(model: str, value, name: str | None = None) -> float:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ParameterError
+from ..errors import named
 
 __all__ = ["MODEL_REGISTRY", "available_models", "get_model_class", "make_model"]
 
@@ -30,10 +30,8 @@ def get_model_class(name: str) -> type:
     ParameterError
         No such model; the message lists the available ones.
     """
-    key = str(name).strip().lower()
-    if key not in MODEL_REGISTRY:
-        raise ParameterError(f"unknown model {name!r}; available models: {', '.join(sorted(MODEL_REGISTRY))}")
-    return MODEL_REGISTRY[key]
+    return MODEL_REGISTRY[named(name, MODEL_REGISTRY, "model",
+                                valid=f"available models: {', '.join(sorted(MODEL_REGISTRY))}")]
 
 
 def make_model(name: str, **params: Any):

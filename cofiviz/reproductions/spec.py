@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 import pandas as pd
 
-from ..errors import ParameterError
+from ..errors import ParameterError, named
 from ..experiment import Experiment, resolve_model
 from ..results import Results
 
@@ -180,10 +180,7 @@ def get(name: str) -> Reproduction:
     ParameterError
         An unknown name; the message lists the valid ones.
     """
-    key = str(name).strip().lower()
-    if key not in REPRODUCTIONS:
-        raise ParameterError(f"unknown reproduction {name!r}; valid: {', '.join(REPRODUCTIONS)}")
-    return REPRODUCTIONS[key]
+    return REPRODUCTIONS[named(name, REPRODUCTIONS, "reproduction")]
 
 
 def is_available(model: str) -> bool:
