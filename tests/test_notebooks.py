@@ -44,6 +44,20 @@ def test_course_notebook_teaches_with_prose_formulas_and_code(name):
     assert 'os.environ.get("COFIVIZ_QUICK") == "1"' in code
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_every_notebook_ends_its_lesson_with_exercises_whose_solutions_check_themselves(path):
+    """Each "Exercise" prompt is followed by its solution: a code cell tagged ``solution``, its source hidden in
+    JupyterLab, that checks its answer with ``assert`` (the notebook run above executes it)."""
+    cells = nbformat.read(path, as_version=4).cells
+    prompts = [i for i, c in enumerate(cells) if c.cell_type == "markdown" and c.source.startswith("**Exercise")]
+    assert prompts, f"{path.name} has no exercise"
+    for i in prompts:
+        solution = cells[i + 1]
+        assert solution.cell_type == "code" and "solution" in solution.metadata.get("tags", []), (path.name, i)
+        assert solution.metadata.get("jupyter", {}).get("source_hidden") is True, (path.name, i)
+        assert re.search(r"^\s*assert ", solution.source, re.M), f"{path.name}, cell {i + 1}: the solution checks nothing"
+
+
 def _code(path) -> str:
     return "\n".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code")
 
