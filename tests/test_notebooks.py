@@ -1,5 +1,6 @@
 """Every notebook runs top to bottom (in quick mode) and is stored without outputs; the course is complete."""
 
+import html
 import re
 from pathlib import Path
 
@@ -8,6 +9,7 @@ import pytest
 from nbclient import NotebookClient
 
 import prose_numbers
+from cofiviz.cli import course
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -92,22 +94,25 @@ def test_notebook_is_stored_without_outputs(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_runs_top_to_bottom_from_its_folder(path, monkeypatch):
-    """Executed as ``jupyter lab notebooks/`` runs it: the kernel's working directory is ``notebooks/``."""
-    monkeypatch.setenv("COFIVIZ_QUICK", "1")
+def test_notebook_runs_top_to_bottom_from_its_folder_and_exports_to_html(path):
+    """Executed as ``jupyter lab notebooks/`` runs it (the kernel's working directory is ``notebooks/``), by the
+    function ``cofiviz course`` runs; the numbers its prose states agree with what its cells compute; the page
+    ``cofiviz course`` writes of the run draws its plots with BokehJS inline (no network)."""
     folder = ROOT / "notebooks"
     before = sorted(p.name for p in folder.iterdir())
-    nb = nbformat.read(path, as_version=4)
-    stated = prose_numbers.marks(nb)
-    if stated:   # the numbers the prose states, read once every cell has run
-        nb.cells.append(prose_numbers.reading_cell(nb))
-    client = NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(folder)}})
-    client.execute()
+    stated = prose_numbers.marks(nbformat.read(path, as_version=4))
+    extra = [prose_numbers.reading_cell(nbformat.read(path, as_version=4))] if stated else []
+    nb = course.execute(path, quick=True, timeout=600, extra_cells=extra)
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert not errors, [f"{e.ename}: {e.evalue}" for e in errors]
+    assert sorted(p.name for p in folder.iterdir()) == before, "the notebook left files in notebooks/"
     if stated:
         assert prose_numbers.disagreements(nb) == []
-    assert sorted(p.name for p in folder.iterdir()) == before, "the notebook left files in notebooks/"
+    page = course.to_html(nb)
+    title = nb.cells[0].source.splitlines()[0].lstrip("# ").strip()
+    assert html.escape(title, quote=False) in page
+    if "hv.extension" in _code(path) or "pn.extension" in _code(path):
+        assert "Bokeh" in page and "cdn.bokeh.org" not in page
 
 
 @pytest.mark.parametrize("text, value, ok", [

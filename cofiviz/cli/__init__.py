@@ -17,9 +17,10 @@
                                 [--json OUT]
     cofiviz serve [--port 5006] [--address localhost] [--threads 4]
     cofiviz compare A.json B.json --metric M [--json OUT]
+    cofiviz course [--notebooks DIR] [--out DIR] [--quick]
 
-One module per group of commands (:mod:`.run`, :mod:`.compare`, :mod:`.split`, :mod:`.catalog`, :mod:`.batch`, :mod:`.serve`), each adding
-its subcommands to the parser; :mod:`.options` holds what they share.
+One module per group of commands (:mod:`.run`, :mod:`.compare`, :mod:`.split`, :mod:`.catalog`, :mod:`.batch`,
+:mod:`.serve`, :mod:`.course`), each adding its subcommands to the parser; :mod:`.options` holds what they share.
 
 Exit codes: 0 success; 2 a usage error (unknown model, parameter, metric or protocol, a value out of
 range — one line naming what is valid); 1 bad data (the file and line at fault), a dataset that
@@ -35,7 +36,7 @@ from typing import Sequence
 
 from ..compile_notice import announce_compilation
 from ..errors import CofivizError, ParameterError
-from . import batch, catalog, compare, run, serve, split
+from . import batch, catalog, compare, course, run, serve, split
 from .options import Parser, convert_value, parse_sets
 
 __all__ = ["main", "build_parser", "parse_sets", "convert_value"]
@@ -53,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     catalog.add_parsers(sub)
     batch.add_parsers(sub)
     serve.add_parser(sub)
+    course.add_parser(sub)
     return p
 
 

@@ -11,13 +11,16 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["App", "APPS", "Notebook", "notebooks", "INDEX_TEMPLATE", "THUMBNAILS", "app"]
+__all__ = ["App", "APPS", "Notebook", "notebooks", "INDEX_TEMPLATE", "THUMBNAILS", "app", "COURSE_HTML",
+           "course_html"]
 
 HERE = Path(__file__).resolve().parent
 #: the landing page, a Tornado template (``panel serve --index``)
 INDEX_TEMPLATE = HERE / "index.html"
 #: one screenshot per dashboard, ``<slug>.png`` (served at ``/thumbnails/``)
 THUMBNAILS = HERE / "thumbnails"
+#: where ``cofiviz course`` writes the notebooks as HTML, relative to the working directory (as ``notebooks/``)
+COURSE_HTML = "cofiviz-results/course"
 
 
 @dataclass(frozen=True)
@@ -91,3 +94,9 @@ def notebooks(directory: str | Path = "notebooks") -> list[Notebook]:
             title, summary = path.stem, ""
         out.append(Notebook(path.name, title, summary))
     return out
+
+
+def course_html(directory: str | Path = COURSE_HTML) -> Path | None:
+    """The folder of the course's HTML pages (``cofiviz course``), or None when they have not been written."""
+    path = Path(directory)
+    return path.resolve() if (path / "index.html").is_file() else None

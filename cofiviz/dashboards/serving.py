@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from .catalog import INDEX_TEMPLATE, THUMBNAILS
+from .catalog import INDEX_TEMPLATE, THUMBNAILS, course_html
 from .theme import NARROW_JS, STATIC_ROUTE
 
 __all__ = ["served_apps", "serve_command", "app_files", "WEBSOCKET_MAX_MESSAGE", "SETUP"]
@@ -70,6 +70,8 @@ def serve_command(apps: Sequence[str | Path] | None = None, *, port: int = 5006,
            "--index", str(INDEX_TEMPLATE)]
     static = [f"thumbnails={THUMBNAILS}"] if THUMBNAILS.is_dir() else []
     static += [f"{STATIC_ROUTE}={NARROW_JS.parent}"]
+    if (course := course_html()) is not None:        # the notebooks with their outputs (``cofiviz course``)
+        static += [f"course={course}"]
     cmd += ["--static-dirs", *static]
     if setup:
         cmd += ["--setup", str(SETUP)]
