@@ -30,6 +30,20 @@ def test_viewer_follows_gamma_and_reports_bad_lists():
     v.__panel__()
 
 
+@pytest.mark.parametrize("panel, heading", [
+    ("surrogates_panel", "LCR Figure 4"), ("bound_panel", "CofiRank: convex upper bound"),
+    ("gapfm_panel", "GAPfm: logistic smoothing"), ("smoothed_rank_panel", "The smoothed rank"),
+    ("ties_panel", "Ties: Rao–Kupper and Davidson"), ("plackett_luce_panel", "Plackett–Luce: the listwise loss")])
+def test_each_panel_shows_alone_for_a_notebook_and_is_a_section_of_the_app(panel, heading):
+    shapes = LossShapes()
+    alone = getattr(shapes, panel)()
+    alone.get_root()                                             # it renders on its own
+    assert heading in alone[0].object or heading in alone[1].object
+    full = shapes.__panel__()                                    # the app holds the same section
+    texts = [o.object for tab in full for section in tab for o in section if hasattr(o, "object")]
+    assert any(isinstance(t, str) and heading in t for t in texts)
+
+
 def test_the_bound_panel_orders_ties_and_scores_regret_as_the_metrics_do():
     """Equal scores: the page's order and its 1 − NDCG@k are those of cofiviz.metrics (lower grade first), not the
     order in which the items are listed; and the convex bound stays above that regret along the whole curve."""

@@ -1,6 +1,6 @@
 """Loss shapes: what the models actually minimise, drawn against what they are meant to optimise.
 
-Two tabs, every curve computed by :mod:`cofiviz.losses`. The first, **Surrogates & bounds**, has three panels:
+Two tabs, every curve computed by :mod:`cofiviz.losses`. The first, **Surrogates & bounds**, has four panels:
 
 - **LCR Figure 4** — each pairwise surrogate of Local Collaborative Ranking (Table 1) against
   Δf = f_ui − f_uj for ΔM = 1…4, with the margin γ and the loss family adjustable, over the zero-one
@@ -21,7 +21,9 @@ loss against the score difference under Rao–Kupper (θ adjustable) and Davidso
 visitor edits, with its gradient per item and the loss while one item's score moves
 (:func:`cofiviz.losses.plackett_luce_loss`, Breslow or Efron ties). Tabs are rendered when first shown.
 
-``panel serve apps/losses.py`` serves it; in JupyterLab, ``LossShapes()`` shows it inline.
+``panel serve apps/losses.py`` serves it; in JupyterLab, ``LossShapes()`` shows it inline, and each panel can be
+shown alone where a text speaks of it: ``surrogates_panel()``, ``bound_panel()``, ``gapfm_panel()``,
+``smoothed_rank_panel()``, ``ties_panel()`` and ``plackett_luce_panel()``.
 """
 
 from __future__ import annotations
@@ -365,66 +367,87 @@ class LossShapes(pn.viewable.Viewer):
             "Efron removes the group's items on average as they are chosen (closer to averaging over every order "
             "of the tied items).")
 
-    def __panel__(self):
-        fig4_controls = pn.Column(
+    # ------------------------------------------------------------------ one panel per section (a notebook shows one)
+    def surrogates_panel(self) -> pn.Column:
+        """LCR's Figure 4: the pairwise surrogates against Δf, with the family, margin and range."""
+        controls = pn.Column(
             pn.Param(self.param, parameters=["family"], show_name=False,
                      widgets={"family": pn.widgets.RadioButtonGroup}, sizing_mode="stretch_width"),
             BoundedInput(self, "gamma", label="γ (margin)", css_classes=["cofiviz-gamma"]),
             pn.Param(self.param, parameters=["df_range"], show_name=False, widgets={"df_range": pn.widgets.FloatSlider},
                      sizing_mode="stretch_width"),
             sizing_mode="stretch_width")
-        bound_controls = pn.Param(self.param, parameters=["grades", "scores", "moving", "k"], show_name=False,
-                                  widgets={"moving": pn.widgets.RadioButtonGroup, "k": pn.widgets.IntSlider,
-                                           "grades": {"type": pn.widgets.TextInput, "css_classes": ["cofiviz-grades"]},
-                                           "scores": {"type": pn.widgets.TextInput, "css_classes": ["cofiviz-scores"]}},
-                                  sizing_mode="stretch_width")
-        gap_controls = BoundedInput(self, "scale", label="Scale c", css_classes=["cofiviz-scale"])
-        tie_controls = pn.Column(
-            BoundedInput(self, "theta", label="θ (Rao–Kupper)", css_classes=["cofiviz-theta"]),
-            BoundedInput(self, "nu", label="ν (Davidson)", css_classes=["cofiviz-nu"]),
-            pn.Param(self.param, parameters=["tie_range"], show_name=False,
-                     widgets={"tie_range": {"type": pn.widgets.FloatSlider, "name": "Δf range"}},
-                     sizing_mode="stretch_width"),
-            sizing_mode="stretch_width")
-        pl_controls = pn.Param(self.param, parameters=["pl_grades", "pl_scores", "pl_ties", "pl_moving"],
-                               show_name=False,
-                               widgets={"pl_grades": {"type": pn.widgets.TextInput, "name": "Ratings of A..F",
-                                                      "css_classes": ["cofiviz-pl-grades"]},
-                                        "pl_scores": {"type": pn.widgets.TextInput, "name": "Scores of A..F",
-                                                      "css_classes": ["cofiviz-pl-scores"]},
-                                        "pl_ties": {"type": pn.widgets.RadioButtonGroup, "name": "Ties"},
-                                        "pl_moving": {"type": pn.widgets.RadioButtonGroup, "name": "Moving item"}},
-                               sizing_mode="stretch_width")
-        ties_tab = pn.Column(
-            pn.pane.Markdown(
-                "## Ties: Rao–Kupper and Davidson extensions of Bradley–Terry\n"
-                "With π = exp(f) and Δf = f_i − f_j. Rao–Kupper: P(i ≻ j) = π_i / (π_i + θ π_j), "
-                "P(tie) = (θ² − 1) π_i π_j / ((π_i + θ π_j)(π_j + θ π_i)). Davidson: "
-                "P(i ≻ j) = π_i / (π_i + π_j + ν √(π_i π_j)), P(tie) = ν √(π_i π_j) / (same). "
-                "θ = 1 or ν = 0 is Bradley–Terry, where equal ratings carry no information and are dropped."),
-            side_by_side([tie_controls, self._ties_table], [self._ties]),
-            pn.pane.Markdown(
-                "## Plackett–Luce: the listwise loss of one rated list\n"
-                "P(1 ≻ 2 ≻ … ≻ M) = Π_i exp(f_i) / Σ_(j ≥ i) exp(f_j) (Luce 1959, Plackett 1975); the loss is "
-                "its negative logarithm, with equal ratings treated by Breslow's or Efron's rule."),
-            side_by_side([pl_controls], [self._pl_error, self._pl, self._pl_text]),
-            sizing_mode="stretch_width")
-        shapes_tab = pn.Column(
-            self._error,
-            pn.pane.Markdown("## LCR Figure 4: pairwise surrogates against Δf for ΔM = 1…4"),
-            side_by_side([fig4_controls, self._fig4_table], [self._fig4]),
-            pn.pane.Markdown("## CofiRank: convex upper bound vs the true NDCG regret"),
-            side_by_side([bound_controls], [self._bound_error, self._bound, self._bound_text]),
-            pn.pane.Markdown("## GAPfm: logistic smoothing of the rank terms"),
-            side_by_side([gap_controls], [self._gapfm, self._gapfm_text]),
+        return pn.Column(self._error, pn.pane.Markdown("## LCR Figure 4: pairwise surrogates against Δf for ΔM = 1…4"),
+                         side_by_side([controls, self._fig4_table], [self._fig4]), sizing_mode="stretch_width")
+
+    def bound_panel(self) -> pn.Column:
+        """CofiRank's convex upper bound against the true NDCG regret, for a list you edit."""
+        controls = pn.Param(self.param, parameters=["grades", "scores", "moving", "k"], show_name=False,
+                            widgets={"moving": pn.widgets.RadioButtonGroup, "k": pn.widgets.IntSlider,
+                                     "grades": {"type": pn.widgets.TextInput, "css_classes": ["cofiviz-grades"]},
+                                     "scores": {"type": pn.widgets.TextInput, "css_classes": ["cofiviz-scores"]}},
+                            sizing_mode="stretch_width")
+        return pn.Column(pn.pane.Markdown("## CofiRank: convex upper bound vs the true NDCG regret"),
+                         side_by_side([controls], [self._bound_error, self._bound, self._bound_text]),
+                         sizing_mode="stretch_width")
+
+    def gapfm_panel(self) -> pn.Column:
+        """GAPfm's logistic smoothing of the rank terms, with its scale."""
+        controls = BoundedInput(self, "scale", label="Scale c", css_classes=["cofiviz-scale"])
+        return pn.Column(pn.pane.Markdown("## GAPfm: logistic smoothing of the rank terms"),
+                         side_by_side([controls], [self._gapfm, self._gapfm_text]), sizing_mode="stretch_width")
+
+    def smoothed_rank_panel(self) -> pn.Column:
+        """The blog post's smoothed rank (ApproxNDCG)."""
+        return pn.Column(
             pn.pane.Markdown(
                 "## The smoothed rank: ApproxNDCG\n"
                 "The blog post's smoothed position π̂_i = 1 + Σ_(j≠i) σ(γ(f_j − f_i)) in place of the position in "
                 "NDCG gives the loss 1 − Σ_i (2^y_i − 1) / log2(1 + π̂_i) / IDCG (Qin, Liu & Li 2010). Larger γ "
                 "follows the exact step more closely, but the loss is non-convex and flat once the pair's "
                 "probability is near 0 or 1, in the right order or the wrong one."),
-            side_by_side([self._smoothed_table], [self._smoothed]),
+            side_by_side([self._smoothed_table], [self._smoothed]), sizing_mode="stretch_width")
+
+    def ties_panel(self) -> pn.Column:
+        """Rao–Kupper's and Davidson's win, tie and loss probabilities against the score difference."""
+        controls = pn.Column(
+            BoundedInput(self, "theta", label="θ (Rao–Kupper)", css_classes=["cofiviz-theta"]),
+            BoundedInput(self, "nu", label="ν (Davidson)", css_classes=["cofiviz-nu"]),
+            pn.Param(self.param, parameters=["tie_range"], show_name=False,
+                     widgets={"tie_range": {"type": pn.widgets.FloatSlider, "name": "Δf range"}},
+                     sizing_mode="stretch_width"),
             sizing_mode="stretch_width")
+        return pn.Column(
+            pn.pane.Markdown(
+                "## Ties: Rao–Kupper and Davidson extensions of Bradley–Terry\n"
+                "With π = exp(f) and Δf = f_i − f_j. Rao–Kupper: P(i ≻ j) = π_i / (π_i + θ π_j), "
+                "P(tie) = (θ² − 1) π_i π_j / ((π_i + θ π_j)(π_j + θ π_i)). Davidson: "
+                "P(i ≻ j) = π_i / (π_i + π_j + ν √(π_i π_j)), P(tie) = ν √(π_i π_j) / (same). "
+                "θ = 1 or ν = 0 is Bradley–Terry, where equal ratings carry no information and are dropped."),
+            side_by_side([controls, self._ties_table], [self._ties]), sizing_mode="stretch_width")
+
+    def plackett_luce_panel(self) -> pn.Column:
+        """The Plackett–Luce loss of a rated list you edit, with Breslow's or Efron's ties."""
+        controls = pn.Param(self.param, parameters=["pl_grades", "pl_scores", "pl_ties", "pl_moving"],
+                            show_name=False,
+                            widgets={"pl_grades": {"type": pn.widgets.TextInput, "name": "Ratings of A..F",
+                                                   "css_classes": ["cofiviz-pl-grades"]},
+                                     "pl_scores": {"type": pn.widgets.TextInput, "name": "Scores of A..F",
+                                                   "css_classes": ["cofiviz-pl-scores"]},
+                                     "pl_ties": {"type": pn.widgets.RadioButtonGroup, "name": "Ties"},
+                                     "pl_moving": {"type": pn.widgets.RadioButtonGroup, "name": "Moving item"}},
+                            sizing_mode="stretch_width")
+        return pn.Column(
+            pn.pane.Markdown(
+                "## Plackett–Luce: the listwise loss of one rated list\n"
+                "P(1 ≻ 2 ≻ … ≻ M) = Π_i exp(f_i) / Σ_(j ≥ i) exp(f_j) (Luce 1959, Plackett 1975); the loss is "
+                "its negative logarithm, with equal ratings treated by Breslow's or Efron's rule."),
+            side_by_side([controls], [self._pl_error, self._pl, self._pl_text]), sizing_mode="stretch_width")
+
+    def __panel__(self):
+        shapes_tab = pn.Column(self.surrogates_panel(), self.bound_panel(), self.gapfm_panel(),
+                               self.smoothed_rank_panel(), sizing_mode="stretch_width")
+        ties_tab = pn.Column(self.ties_panel(), self.plackett_luce_panel(), sizing_mode="stretch_width")
         # dynamic: a tab's plots are rendered when it is first shown, so the first view costs what it did
         # before the second tab existed
         return pn.Tabs(("Surrogates & bounds", shapes_tab), ("Ties & Plackett–Luce", ties_tab), dynamic=True,
