@@ -4,7 +4,7 @@ Each notebook of ``notebooks/`` is executed as ``jupyter lab notebooks/`` runs i
 directory is the notebook's folder) and written as ``OUT/NAME.html`` by nbconvert's HTML exporter, with an
 ``OUT/index.html`` that lists them. The notebooks load Bokeh, Panel and HoloViews inline
 (``pn.extension(..., inline=True)``), so the pages draw their plots with no network; widgets that need a
-running kernel show their last state. ``cofiviz serve`` links the pages from the landing page when
+running kernel show their last state, and the formulas, typeset by MathJax from its CDN, show as LaTeX offline. ``cofiviz serve`` links the pages from the landing page when
 :data:`~cofiviz.dashboards.catalog.COURSE_HTML` holds them.
 """
 
