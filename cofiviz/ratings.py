@@ -86,9 +86,10 @@ class Ratings:
     def __init__(self, users, items, ratings, *, user_ids, item_ids, scale=(1.0, 5.0),
                  user_info: pd.DataFrame | None = None, item_info: pd.DataFrame | None = None,
                  name: str | None = None, allow_zero: bool = False):
-        users = np.asarray(users, dtype=np.int32)
-        items = np.asarray(items, dtype=np.int32)
-        ratings = np.asarray(ratings, dtype=np.float64)
+        # stored as every numba kernel reads them: contiguous int32 indices and float64 ratings (int64 ``indptr``)
+        users = np.ascontiguousarray(users, dtype=np.int32)
+        items = np.ascontiguousarray(items, dtype=np.int32)
+        ratings = np.ascontiguousarray(ratings, dtype=np.float64)
         if not (users.ndim == items.ndim == ratings.ndim == 1) or not (len(users) == len(items) == len(ratings)):
             raise DataError("users, items and ratings must be 1-D arrays of the same length, got "
                             f"shapes {users.shape}, {items.shape}, {ratings.shape}")

@@ -216,3 +216,13 @@ def test_item_index_lists_each_items_ratings_in_table_order():
     assert r.item_index()[1] is positions                # computed once per table
     sub = r.take(r.users != 0)
     assert sub.item_index()[0].tolist() == [0, 0, 2, 2, 4, 4]
+
+
+def test_ratings_store_contiguous_arrays_of_the_kernels_dtypes_whatever_they_are_given():
+    users = np.array([0, 9, 1, 9, 1, 9], dtype=np.int64)[::2]           # strided, another dtype
+    items = np.array([2.0, 9, 0, 9, 1, 9])[::2]
+    ratings = np.array([5, 9, 3, 9, 4, 9], dtype=np.int16)[::2]
+    r = Ratings(users, items, ratings, user_ids=np.arange(2), item_ids=np.arange(3))
+    for a, dtype in ((r.users, np.int32), (r.items, np.int32), (r.ratings, np.float64), (r.indptr, np.int64)):
+        assert a.dtype == dtype and a.flags.c_contiguous
+    assert r.users.tolist() == [0, 1, 1] and r.items.tolist() == [2, 0, 1] and r.ratings.tolist() == [5.0, 3.0, 4.0]

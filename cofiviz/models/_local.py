@@ -312,10 +312,10 @@ class PairwiseFactorModel(Model, ItemPriorParams):
 
     def _take_training_arrays(self, t: Ratings) -> None:
         """The training table as the kernels read it, and the per-rating and per-user buffers they fill."""
-        self._indptr = np.ascontiguousarray(t.indptr, dtype=np.int64)
-        self._users = np.ascontiguousarray(t.users, dtype=np.int32)
-        self._items = np.ascontiguousarray(t.items, dtype=np.int32)
-        self._ratings = np.ascontiguousarray(t.ratings, dtype=np.float64)
+        self._indptr = t.indptr
+        self._users = t.users
+        self._items = t.items
+        self._ratings = t.ratings
         self._iptr, self._ipos = t.item_index()
         nnz = len(t)
         self._f, self._w, self._G = np.empty(nnz), np.empty(nnz), np.empty(nnz)

@@ -300,10 +300,10 @@ class Bilinear(Model, ItemPriorParams):
         return {"U": self.U_, "V": self.V_, "W": self.W_, "H": self.H_, "c": self.c_, "d": self.d_}
 
     def _bind(self, table: Ratings) -> None:
-        self._indptr = np.ascontiguousarray(table.indptr, dtype=np.int64)
-        self._users = np.ascontiguousarray(table.users, dtype=np.int32)
-        self._items = np.ascontiguousarray(table.items, dtype=np.int32)
-        self._ratings = np.ascontiguousarray(table.ratings, dtype=np.float64)
+        self._indptr = table.indptr
+        self._users = table.users
+        self._items = table.items
+        self._ratings = table.ratings
         self._iptr, self._ipos = table.item_index()
         self._f = np.empty(len(table))
         self._G = np.empty(len(table))

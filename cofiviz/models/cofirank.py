@@ -353,8 +353,8 @@ class CofiRank(Model):
             self.M_[:, :d] = warm.M_[:, :d]
         self._free_u, self._free_m = free_u, free_m
         self._data = self._loss_data(train)
-        self._users = np.ascontiguousarray(train.users, dtype=np.int32)  # no copy: Ratings holds int32
-        self._items = np.ascontiguousarray(train.items, dtype=np.int32)
+        self._users = train.users
+        self._items = train.items
         self._item_ptr, self._item_pos = train.item_index()
         self._gf = np.empty(len(train))
         self._user_losses = np.empty(train.n_users)
@@ -498,7 +498,7 @@ class CofiRank(Model):
         U = np.array(self.U_, copy=True)
         U[active] = self._init_factors(int(active.sum()), rng, "user")
         data = self._loss_data(given)
-        loss, _ = self._run_user_phase(data, np.ascontiguousarray(given.items, dtype=np.int32), U, self.M_, active)
+        loss, _ = self._run_user_phase(data, given.items, U, self.M_, active)
         if not (np.isfinite(loss) and np.all(np.isfinite(U[active]))):
             raise ModelFitError("CofiRank.fold_in: the user phase produced non-finite factors")
         self.U_ = U

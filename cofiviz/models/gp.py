@@ -166,7 +166,7 @@ class _ItemGP(Model):
             self.thresholds_ = np.zeros(0)
         self.K_ = np.array(self.K0_, copy=True)
         self.mu_ = np.zeros(train.n_items)
-        self._data = (np.ascontiguousarray(train.indptr, dtype=np.int64),
+        self._data = (train.indptr,
                       np.ascontiguousarray(train.items, dtype=np.int64), self._targets(train.ratings),
                       self._offsets(train, self.mean_rating_))
         self.F_ = np.zeros((train.n_users, train.n_items))
@@ -198,7 +198,7 @@ class _ItemGP(Model):
         if not active.any():
             return self
         offsets = self._offsets(given, self.mean_rating_)
-        F, _ = _gp.e_step(self.K_, self.mu_, offsets, np.ascontiguousarray(given.indptr, dtype=np.int64),
+        F, _ = _gp.e_step(self.K_, self.mu_, offsets, given.indptr,
                           np.ascontiguousarray(given.items, dtype=np.int64), self._targets(given.ratings),
                           self._solver(inverse=False), stats=False)
         if not np.all(np.isfinite(F[active])):

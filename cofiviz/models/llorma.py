@@ -94,11 +94,11 @@ class LLORMA(StopsOnRMSE, Model, LocalParams):
         self.bu_ = np.zeros((q, m))
         self.bi_ = np.zeros((q, n))
         self.mu_ = np.array([train.global_mean])
-        self._indptr = np.ascontiguousarray(train.indptr, dtype=np.int64)
+        self._indptr = train.indptr
         self._upos = np.arange(len(train), dtype=np.int64)
-        self._users = np.ascontiguousarray(train.users, dtype=np.int32)
-        self._items = np.ascontiguousarray(train.items, dtype=np.int32)
-        self._ratings = np.ascontiguousarray(train.ratings, dtype=np.float64)
+        self._users = train.users
+        self._items = train.items
+        self._ratings = train.ratings
         self._iptr, self._ipos = train.item_index()
         self._reset_rmse()
         self.train_log_: list[dict] = []

@@ -55,7 +55,7 @@ class _Problem:
 
     def __init__(self, train: Ratings, levels: np.ndarray, n_users: int, n_items: int, k: int, n_thr: int,
                  reg: float, active: np.ndarray | None = None, V: np.ndarray | None = None):
-        self.indptr = np.ascontiguousarray(train.indptr, dtype=np.int64)
+        self.indptr = train.indptr
         self.items = np.ascontiguousarray(train.items, dtype=np.int64)
         self.users = np.ascontiguousarray(train.users, dtype=np.int64)
         self.levels = np.ascontiguousarray(levels, dtype=np.int64)

@@ -104,9 +104,9 @@ class RegSVD(StopsOnRMSE, Model):
         self.bu_ = np.zeros(m)
         self.bi_ = np.zeros(n)
         self.mu_ = np.array([train.global_mean if self.center else 0.0])
-        self._users = np.ascontiguousarray(train.users, dtype=np.int32)
-        self._items = np.ascontiguousarray(train.items, dtype=np.int32)
-        self._ratings = np.ascontiguousarray(train.ratings, dtype=np.float64)
+        self._users = train.users
+        self._items = train.items
+        self._ratings = train.ratings
         self._rng = rng
         self._reset_rmse()
         # the step's predictions and residuals, reused by every iteration

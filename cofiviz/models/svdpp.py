@@ -97,10 +97,10 @@ class SVDpp(StopsOnRMSE, Model):
         self.bu_ = np.zeros(m)
         self.bi_ = np.zeros(n)
         self.mu_ = np.array([train.global_mean])
-        self._indptr = np.ascontiguousarray(train.indptr, dtype=np.int64)
-        self._users = np.ascontiguousarray(train.users, dtype=np.int32)
-        self._items = np.ascontiguousarray(train.items, dtype=np.int32)
-        self._ratings = np.ascontiguousarray(train.ratings, dtype=np.float64)
+        self._indptr = train.indptr
+        self._users = train.users
+        self._items = train.items
+        self._ratings = train.ratings
         self._rng = rng
         self._reset_rmse()
         # the step's orders, predictions and residuals, reused by every iteration
@@ -136,8 +136,8 @@ class SVDpp(StopsOnRMSE, Model):
 
     def _scores(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
         train = self.train_
-        Z = self._implicit(np.ascontiguousarray(train.indptr, dtype=np.int64),
-                           np.ascontiguousarray(train.items, dtype=np.int32))
+        Z = self._implicit(train.indptr,
+                           train.items)
         out = np.empty(len(users))
         K.predict(users, items, self.P_, self.Q_, Z, self.bu_, self.bi_, float(self.mu_[0]), out)
         return out

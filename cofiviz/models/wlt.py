@@ -113,10 +113,10 @@ class _TrainingTable:
 
     def __init__(self, train: Ratings, levels: np.ndarray):
         self.train = train
-        self.indptr = np.ascontiguousarray(train.indptr, dtype=np.int64)
+        self.indptr = train.indptr
         self.items = np.ascontiguousarray(train.items, dtype=np.int64)
         self.users = np.ascontiguousarray(train.users, dtype=np.int64)
-        self.ratings = np.ascontiguousarray(train.ratings, dtype=np.float64)
+        self.ratings = train.ratings
         self.levels = level_index(self.ratings, levels)
         item_indptr, positions = train.item_index()
         self.item_indptr = np.ascontiguousarray(item_indptr, dtype=np.int64)
