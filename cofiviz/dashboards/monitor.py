@@ -19,8 +19,8 @@ built the first time the model is chosen and kept: choosing it again only shows 
 
 It opens on a first Run that teaches: LCR on MovieLens 100K learns for about half a minute, then
 overfits, and early stopping puts back its best iterate. Beside the plots, sentences of
-:mod:`~cofiviz.background.run_story` say why validation and test curves differ in height, when the model overfits, and
-why the run ended; the table of iterations fills as the run goes.
+:mod:`~cofiviz.background.run_story` say why validation and test curves differ in height, when the model
+overfits, and why the run ended; the table of iterations fills as the run goes.
 
 ``panel serve apps/monitor.py`` serves it; in JupyterLab, ``TrainingMonitor()`` shows it inline
 (updates are then applied directly; uploading there needs ``pn.extension("filedropper")``).
