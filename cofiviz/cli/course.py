@@ -4,7 +4,8 @@ Each notebook of ``notebooks/`` is executed as ``jupyter lab notebooks/`` runs i
 directory is the notebook's folder) and written as ``OUT/NAME.html`` by nbconvert's HTML exporter, with an
 ``OUT/index.html`` that lists them. The notebooks load Bokeh, Panel and HoloViews inline
 (``pn.extension(..., inline=True)``), so the pages draw their plots with no network; widgets that need a
-running kernel show their last state, and the formulas, typeset by MathJax from its CDN, show as LaTeX offline. ``cofiviz serve`` links the pages from the landing page when
+running kernel show their last state, and the formulas, typeset by MathJax from its CDN, show as LaTeX
+offline. ``cofiviz serve`` links the pages from the landing page when
 :data:`~cofiviz.dashboards.catalog.COURSE_HTML` holds them.
 """
 
@@ -123,7 +124,8 @@ def add_parser(sub) -> None:
                                    "--out, with an index; `cofiviz serve` then links them from its landing page.")
     c.add_argument("--notebooks", default="notebooks", metavar="DIR", help="the notebooks' folder (default: notebooks)")
     c.add_argument("--out", default=COURSE_HTML, metavar="DIR", help=f"where the pages go (default: {COURSE_HTML})")
-    c.add_argument("--quick", action="store_true", help="the notebooks' quick mode (smaller fits: what the test suite runs)")
+    c.add_argument("--quick", action="store_true",
+                   help="the notebooks' quick mode (smaller fits: what the test suite runs)")
     c.set_defaults(func=course)
 
 
