@@ -5,9 +5,9 @@
         [--ns 10 20 50] [--seeds 0 1 2] [--draws 40] [--json OUT]
 
 For each split (``lcr-weak``: N training ratings per user, 10 for validation, the rest test) and model: the
-configured model, its anchors (``tune_anchors``) and ``--draws`` settings drawn from its ``search_space`` (seeded
-by the split's seed), each fitted as a trial of :func:`cofiviz.models.tuning.tune` is (early stopping on the
-validation part), then scored on validation (NDCG@10, NDCG@5, AP) and on test (NDCG@10). Beside ItemMean with
+configured model, its anchors (:func:`cofiviz.models.tuning.anchors`: ``tune_anchors`` and the item mean alone)
+and ``--draws`` settings drawn from its ``search_space`` (seeded by the split's seed), each fitted as a trial of
+:func:`cofiviz.models.tuning.tune` is (early stopping on the validation part), then scored on validation (NDCG@10, NDCG@5, AP) and on test (NDCG@10). Beside ItemMean with
 its damping tuned on the same validation part, per (model, N), as means over the seeds:
 
 ``picked``     the test NDCG@10 of the setting with the best validation NDCG@10, minus the item mean's;
@@ -42,7 +42,7 @@ from cofiviz.errors import ModelFitError
 from cofiviz.metrics.scorer import per_user_metrics
 from cofiviz.models import get_model_class
 from cofiviz.models.space import sample
-from cofiviz.models.tuning import trial_params
+from cofiviz.models.tuning import anchors, trial_params
 from cofiviz.protocols import lcr_weak
 from cofiviz.significance import paired_test
 
@@ -51,10 +51,11 @@ VALID_METRICS = ("ndcg@10", "ndcg@5", "ap")
 
 
 def settings(klass, draws: int, seed: int) -> list[tuple[str, dict]]:
-    """The configured model, its anchors and ``draws`` settings from its search space, in that order."""
+    """The configured model, its anchors (the item mean alone among them) and ``draws`` settings from its search
+    space, in that order."""
     rng = np.random.default_rng(seed)
     space = getattr(klass, "search_space", {}) or {}
-    out = [("configured", {})] + [("anchor", dict(a)) for a in getattr(klass, "tune_anchors", ())]
+    out = [("configured", {})] + [("anchor", a) for a in anchors(klass)]
     return out + [("draw", sample(space, rng)) for _ in range(draws if space else 0)]
 
 

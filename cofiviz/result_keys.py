@@ -29,6 +29,9 @@ _ITEM_PRIOR = {"item_prior": (0.0, ("prior_damping",))}
 LATE_FEATURES: dict[str, dict[str, tuple]] = {
     "bilinear": _ITEM_PRIOR,
     "gapfm": _ITEM_PRIOR,
+    "llorma": _ITEM_PRIOR,
+    "mmmf": _ITEM_PRIOR,
+    "wlt": _ITEM_PRIOR,
 }
 
 #: model name -> ``{parameter: the value that computes what the model computed before the parameter existed}``

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from cofiviz.models import GCR, ItemMean
+from cofiviz.models.tuning import ITEM_MEAN_DAMPINGS
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(BENCH))
@@ -49,8 +50,10 @@ def test_summary_tests_the_picked_and_the_ceiling_settings_per_user_against_the_
 
 def test_settings_are_the_configured_model_its_anchors_then_seeded_draws():
     got = bench.settings(GCR, draws=5, seed=3)
-    assert [k for k, _ in got] == ["configured"] + ["anchor"] * len(GCR.tune_anchors) + ["draw"] * 5
+    n_anchors = len(GCR.tune_anchors) + len(ITEM_MEAN_DAMPINGS)  # the item mean alone at each damping
+    assert [k for k, _ in got] == ["configured"] + ["anchor"] * n_anchors + ["draw"] * 5
     assert got[0][1] == {} and got[1][1] == dict(GCR.tune_anchors[0])
+    assert got[-6][1] == {**GCR.item_mean_setting, "prior_damping": ITEM_MEAN_DAMPINGS[-1]}
     assert got == bench.settings(GCR, draws=5, seed=3)
     assert got != bench.settings(GCR, draws=5, seed=4)
     assert all(set(p) <= set(GCR.search_space) for kind, p in got if kind == "draw")

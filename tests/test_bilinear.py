@@ -22,7 +22,7 @@ from contract import ModelContract, planted, random_ndcg
 
 
 class TestBilinearContract(ModelContract):
-    bad_params = [{"seed": -1}, {"rank": 0}, {"lr": 0.0}, {"reg": -1.0}, {"theta": 1.0}, {"nu": 0.0},
+    bad_params = [{"seed": -1}, {"rank": -1}, {"lr": 0.0}, {"reg": -1.0}, {"theta": 1.0}, {"nu": 0.0},
                   {"loss": "squared"}, {"features": "some"}, {"pl_ties": "random"}, {"ties": "keep"},
                   {"gamma": 0.0}, {"gamma": -1.0}]
     diverging_params = {"lr": 1e6}

@@ -24,7 +24,7 @@ def paper_cofirank(**params) -> CofiRank:
 
 
 class TestCofiRankContract(ModelContract):
-    bad_params = [{"seed": -1}, {"loss": "hinge"}, {"rank": 0}, {"reg": 0.0}, {"c_exponent": 0.5}, {"bias_reg": -1.0},
+    bad_params = [{"seed": -1}, {"loss": "hinge"}, {"rank": -1}, {"reg": 0.0}, {"c_exponent": 0.5}, {"bias_reg": -1.0},
                   {"reference_order": "title"}, {"bmrm_max_iter": 1}, {"eru_halflife": 1.0},
                   {"user_weight": "n_items"}]
     diverging_params = {"loss": "regression", "reg": 0.01, "offsets": True, "bmrm_max_iter": 10}

@@ -385,7 +385,7 @@ def test_gap_terms_follow_the_metrics_tie_rule(pairs):
 
 # ---------------------------------------------------------------------------------- the contract and learning
 class TestGAPfmContract(ModelContract):
-    bad_params = [{"seed": -1}, {"rank": 0}, {"learning_rate": 0.0}, {"reg": -1.0}, {"objective": "ndcg"},
+    bad_params = [{"seed": -1}, {"rank": -1}, {"learning_rate": 0.0}, {"reg": -1.0}, {"objective": "ndcg"},
                   {"selection": "best"}, {"n_selected": 0}, {"ymax": 0}, {"item_update": "hogwild"}]
     diverging_params = {"learning_rate": 100.0}
 

@@ -29,7 +29,7 @@ SMALL = {"rank": 3, "max_iter": 15, "lr": 0.3, "reg": 0.1}
 
 
 class TestGCRContract(ModelContract):
-    bad_params = [{"seed": -1}, {"rank": 0}, {"loss": "squared"}, {"lr": 0.0}, {"reg": -1.0},
+    bad_params = [{"seed": -1}, {"rank": -1}, {"loss": "squared"}, {"lr": 0.0}, {"reg": -1.0},
                   {"item_bias": "both"}, {"solver": "newton"}]
     diverging_params = {"lr": 100.0}
 
@@ -47,7 +47,7 @@ class TestLCRContract(ModelContract):
 
 
 class TestLLORMAContract(ModelContract):
-    bad_params = [{"seed": -1}, {"n_local": 0}, {"rank": 0}, {"reg": -0.5}, {"kernel": "box"}]
+    bad_params = [{"seed": -1}, {"n_local": 0}, {"rank": -1}, {"reg": -0.5}, {"kernel": "box"}]
     diverging_params = {"reg": 0.0, "reg_bias": 0.0}  # singular ridge solves
 
     def make_model(self, **params):

@@ -15,7 +15,7 @@ from contract import ModelContract, planted, random_ndcg
 
 
 class TestMMMFContract(ModelContract):
-    bad_params = [{"seed": -1}, {"rank": 0}, {"reg": 0.0}, {"reg": -1.0}, {"init_scale": 0.0}, {"tol": -1.0}]
+    bad_params = [{"seed": -1}, {"rank": -1}, {"reg": 0.0}, {"reg": -1.0}, {"init_scale": 0.0}, {"tol": -1.0}]
 
     def make_model(self, **params):
         return MMMF(**{"rank": 3, "max_iter": 15, "reg": 1.0, **params})
@@ -25,12 +25,12 @@ def h(z):
     return 0.5 - z if z <= 0 else (0.5 * (1 - z) ** 2 if z < 1 else 0.0)
 
 
-def reference_objective(U, V, theta, users, items, levels, reg, fold_in_users=None):
-    """The all-threshold smooth-hinge objective by plain loops: Σ_(i,j) Σ_r h(T_r (θ_ir − U_i·V_j)) + λ/2 (‖U‖² + ‖V‖²)
-    (for a fold-in: the given users' terms and the penalty of their U rows only)."""
+def reference_objective(U, V, theta, users, items, levels, reg, fold_in_users=None, offset=None):
+    """The all-threshold smooth-hinge objective by plain loops: Σ_(i,j) Σ_r h(T_r (θ_ir − U_i·V_j − o_j)) + λ/2 (‖U‖² +
+    ‖V‖²) (for a fold-in: the given users' terms and the penalty of their U rows only)."""
     total = 0.0
     for i, j, y in zip(users, items, levels):
-        x = float(U[i] @ V[j])
+        x = float(U[i] @ V[j]) + (0.0 if offset is None else float(offset[j]))
         for r in range(theta.shape[1]):
             t = 1.0 if r + 1 >= y else -1.0
             total += h(t * (theta[i, r] - x))
@@ -47,7 +47,8 @@ def small():
     return train, model
 
 
-def _problem_point(train, model, rng, fold_in=False):
+def _problem_point(train, model, rng, fold_in=False, offset=None):
+    offset = np.zeros(train.n_items) if offset is None else offset
     levels = model._levels(train.ratings)
     k, n_thr = 3, len(model.values_) - 1
     U = rng.normal(0, 0.8, (train.n_users, k))
@@ -58,21 +59,23 @@ def _problem_point(train, model, rng, fold_in=False):
         active[::3] = True
         keep = active[train.users]
         given = train.take(keep)
-        prob = _Problem(given, model._levels(given.ratings), train.n_users, train.n_items, k, n_thr, 0.7,
+        prob = _Problem(given, model._levels(given.ratings), train.n_users, train.n_items, k, n_thr, 0.7, offset,
                         active=active, V=V)
         return prob, np.concatenate([U.ravel(), theta.ravel()]), (U, V, theta, given, active)
-    prob = _Problem(train, levels, train.n_users, train.n_items, k, n_thr, 0.7)
+    prob = _Problem(train, levels, train.n_users, train.n_items, k, n_thr, 0.7, offset)
     return prob, np.concatenate([U.ravel(), V.ravel(), theta.ravel()]), (U, V, theta, train, None)
 
 
+@pytest.mark.parametrize("with_offset", [False, True])
 @pytest.mark.parametrize("fold_in", [False, True])
-def test_objective_equals_the_reference_and_every_gradient_the_finite_differences(small, fold_in):
+def test_objective_equals_the_reference_and_every_gradient_the_finite_differences(small, fold_in, with_offset):
     train, model = small
     rng = np.random.default_rng(7)
-    prob, w, (U, V, theta, data, active) = _problem_point(train, model, rng, fold_in)
+    offset = rng.normal(0, 0.5, train.n_items) if with_offset else None
+    prob, w, (U, V, theta, data, active) = _problem_point(train, model, rng, fold_in, offset)
     f, g = prob(w)
     ref = reference_objective(U, V, theta, data.users, data.items, model._levels(data.ratings), 0.7,
-                              fold_in_users=active)
+                              fold_in_users=active, offset=offset)
     assert f == pytest.approx(ref, rel=1e-12)
     eps = 1e-6
     fd = np.empty_like(w)

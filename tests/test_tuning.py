@@ -13,7 +13,7 @@ from cofiviz.cli import main
 from cofiviz.errors import ModelFitError, ParameterError
 from cofiviz.models import available_models, get_model_class
 from cofiviz.models import space as S
-from cofiviz.models.tuning import tune
+from cofiviz.models.tuning import ITEM_MEAN_DAMPINGS, tune
 from cofiviz.protocols.validation import carve_validation
 
 DATA = dict(kind="local_low_rank", n_users=120, n_items=80, n_ratings=3000, seed=0)
@@ -121,9 +121,12 @@ def test_a_finite_space_is_searched_without_repeats_and_ends_once_every_setting_
     gcr = get_model_class("gcr")
     monkeypatch.setattr(gcr, "search_space", {"rank": S.IntUniform(2, 3)})
     t = tune(gcr(max_iter=2, rank=7), train, valid, budget=600, seed=0, refit=False)
-    # (its anchor, the configured rank on the item-mean offset, is outside the space too)
-    assert [tr["params"]["rank"] for tr in t.trials] in ([7, 7, 2, 3], [7, 7, 3, 2])
-    assert [tr["params"]["item_prior"] for tr in t.trials] == [0.0, 2.0, 0.0, 0.0]
+    # (its anchors are outside the space too: the configured rank on the item-mean offset, and the item mean alone
+    # at five dampings)
+    means = [0] * len(ITEM_MEAN_DAMPINGS)
+    assert [tr["params"]["rank"] for tr in t.trials] in ([7, 7, *means, 2, 3], [7, 7, *means, 3, 2])
+    assert [tr["params"]["item_prior"] for tr in t.trials] == [0.0, 2.0] + [1.0] * len(means) + [0.0, 0.0]
+    assert [tr["params"]["prior_damping"] for tr in t.trials][2:-2] == list(ITEM_MEAN_DAMPINGS)
 
 
 def test_fixed_parameters_are_not_searched(parts):
@@ -140,6 +143,7 @@ def test_a_diverging_setting_is_a_failed_trial(parts, monkeypatch):
     klass = get_model_class("gcr")
     monkeypatch.setattr(klass, "search_space", {"lr": S.LogUniform(1e6, 1e7)})
     monkeypatch.setattr(klass, "tune_anchors", ())  # every trial after the first is a diverging draw
+    monkeypatch.setattr(klass, "item_mean_setting", None)
     model = klass(max_iter=20, tol=0.0)
     model.tune(train, valid, budget=600, trials=3, seed=0)
     t = model.tuning_
@@ -217,6 +221,7 @@ def test_a_search_that_finds_a_clearly_better_setting_chooses_it(parts, monkeypa
     klass = get_model_class("gapfm")
     monkeypatch.setattr(klass, "search_space", {"learning_rate": S.LogUniform(0.2, 0.5)})
     monkeypatch.setattr(klass, "tune_anchors", ())
+    monkeypatch.setattr(klass, "item_mean_setting", None)  # the baseline's own check: test_item_mean_setting.py
     t = tune(klass(max_iter=10, learning_rate=1e-6), train, valid, budget=600, trials=3, seed=0, refit=False)
     scores = [tr["score"] for tr in t.trials]
     assert max(scores[1:]) > scores[0] + 0.01, scores
@@ -233,6 +238,7 @@ def test_anchors_are_tried_after_the_configured_model_and_the_best_of_them_is_th
     monkeypatch.setattr(klass, "search_space", {"learning_rate": S.LogUniform(0.05, 0.5),
                                                 "item_prior": S.Choice((0.0, 1.0, 2.0))})
     assert klass.tune_anchors == ({"item_prior": 1.0},)
+    monkeypatch.setattr(klass, "item_mean_setting", None)  # the baseline's own check: test_item_mean_setting.py
     t = tune(klass(max_iter=5), train, valid, budget=600, trials=4, seed=0, refit=False)
     params = [tr["params"] for tr in t.trials]
     assert params[0]["item_prior"] == 0.0 and params[1] == {**params[0], "item_prior": 1.0}

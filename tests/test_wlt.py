@@ -100,7 +100,7 @@ def test_features_equal_the_reference_for_rated_and_unrated_items(hand_model, K)
 def test_training_lists_describe_each_part_by_the_other_parts():
     table = hand_made()
     model = WLT(n_neighbors=2, folds=2, seed=4, max_iter=1).fit(table)
-    list_ptr, labels, X = model._training_table().lists(2, 2, 4)
+    list_ptr, labels, X, _ = model._training_table().lists(2, 2, 4)
     assert list_ptr[-1] == len(table) and np.all(np.diff(list_ptr) > 0)
     # the reference: recompute every list from the parts the model dealt
     rng = np.random.default_rng(4)
@@ -179,7 +179,7 @@ def small():
 @pytest.mark.parametrize("k", [0, 3])
 def test_objective_equals_the_reference_and_its_gradient_and_hessian_the_finite_differences(small, k):
     small.set_params(ndcg_k=k)
-    list_ptr, labels, X = small._training_table().lists(4, 2, 0)
+    list_ptr, labels, X, _ = small._training_table().lists(4, 2, 0)
     rng = np.random.default_rng(11)
     w = rng.normal(0, 2.0, X.shape[1])
     f, g, H = small.objective(w, hessian=True)

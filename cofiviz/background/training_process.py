@@ -143,7 +143,8 @@ def _child_main(rows, control, job: TrainingJob) -> None:
     lengths, :func:`~.run_story.list_sizes`), ``("row", dict)`` per iteration, then ``("done", summary)``
     (:func:`~.run_story.summarize`) or ``("error", message)``. A tuning job first sends ``("trial", dict)``
     per trial of the search and ``("tuned", dict)`` with the setting it trains (``params``), the trial it
-    comes from (``chosen``) and whether that is the search's reference (``kept_reference``)."""
+    comes from (``chosen``), whether that is the search's reference (``kept_reference``) or the item mean alone
+    (``item_mean``), and the search's verdict in plain words (``summary``, :meth:`~cofiviz.models.tuning.Tuning.summary`)."""
     stop = threading.Event()
     threading.Thread(target=_watch_server, args=(control, stop), daemon=True, name="cofiviz-watch").start()
     try:
@@ -160,7 +161,8 @@ def _child_main(rows, control, job: TrainingJob) -> None:
                                             "nothing was trained."}))
                 return
             rows.send(("tuned", {"params": model.get_params(), "chosen": tuning.chosen,
-                                 "kept_reference": bool(tuning.check.get("kept_reference"))}))
+                                 "kept_reference": bool(tuning.check.get("kept_reference")),
+                                 "item_mean": bool(tuning.check.get("item_mean")), "summary": tuning.summary()}))
         rows.send(("sizes", list_sizes(split)))
         asked = []                      # set when the stop callback ended the fit
 

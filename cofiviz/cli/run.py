@@ -217,14 +217,8 @@ def run(args) -> int:
             how = (f" after {len(tuned['trials'])} trials in {tuned['seconds']:.0f} s" if tuned else "")
             print("chosen on " + search["on"] + how + ": "
                   + ", ".join(f"{k}={_short(v)}" for k, v in search["chosen"].items()))
-            check = (tuned or {}).get("check", {})
-            ref = "the configured setting" if check.get("reference", 0) == 0 else f"anchor trial {check['reference']}"
-            gains = check.get("gains") or []
-            if check.get("kept_reference") and check.get("best") != check.get("reference") and len(gains) == 2:
-                print(f"(the best trial, {check['best']}, gained {gains[0]:+.4f} and {gains[1]:+.4f} over {ref} on "
-                      "the two halves of the validation users it was not chosen on: not both, so that one is kept)")
-            elif check.get("gain") is not None and check["gain"] == check["gain"]:
-                print(f"(cross-check on the two halves of the validation users: {check['gain']:+.4f} over {ref})")
+            if tuned:
+                print(tuned["summary"])
         print_table(summary_rows, ["metric", "mean", "std", "n_users", "n_skipped"])
         if args.json:
             print(f"wrote {args.json}")

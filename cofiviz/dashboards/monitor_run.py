@@ -182,9 +182,8 @@ class MonitorRun(param.Parameterized):
         if 0 <= k < len(self.trials):
             self.trials = [dict(r, note="chosen") if i == k else r for i, r in enumerate(self.trials)]
         self.tuned = tuned
-        why = (" (the search's reference: no other setting beat it on both halves of the validation users)"
-               if tuned.get("kept_reference") else "")
-        self.status = f"Tuned: training **{self._job.model}** with the setting of trial {k}{why} …"
+        why = f" {tuned['summary']}" if tuned.get("summary") else ""
+        self.status = f"Tuned: training **{self._job.model}** with the setting of trial {k}.{why} …"
 
     def _flush(self):
         with self._pending_lock:

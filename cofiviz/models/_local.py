@@ -122,7 +122,7 @@ class PairwiseFactorModel(Model, ItemPriorParams):
     __abstract = True
     divergence_hint = (("lr", "lower"), ("reg", "raise"))
 
-    rank = param.Integer(default=10, bounds=(1, 2000), doc="Rank r of each factorisation.")
+    rank = param.Integer(default=10, bounds=(0, 2000), doc="Rank r of each factorisation (0: no factors).")
     loss = param.Selector(default="log_a", objects=list(SURROGATES), doc="Pairwise surrogate loss (Table 1).")
     margin = param.Number(default=0.0, doc="Target margin γ of the surrogate loss.")
     lr = param.Number(default=0.1, bounds=(0.0, None), inclusive_bounds=(False, True),

@@ -1,7 +1,8 @@
 """Numba kernels of fast MMMF: the all-threshold smooth-hinge objective and its gradient.
 
 For user ``i`` with thresholds ``θ_i1 < … < θ_i,R−1`` and an observed rating of level ``y`` (1 … R) on item ``j``,
-with ``x = U_i · V_j``, the loss is ``Σ_{r=1}^{R−1} h(T_r (θ_ir − x))`` with ``T_r = +1`` for ``r ≥ y`` and ``−1`` for
+with ``x = U_i · V_j + o_j`` (``o`` a fixed item offset, zeros without one), the loss is
+``Σ_{r=1}^{R−1} h(T_r (θ_ir − x))`` with ``T_r = +1`` for ``r ≥ y`` and ``−1`` for
 ``r < y``, and ``h`` the smooth hinge. Users are independent given ``V``, so the user pass runs in parallel
 (one user per iteration of ``prange``); the item gradient sums per-rating derivatives in a second pass over the
 item-major index, also in parallel, so no two threads write the same row.
@@ -34,7 +35,7 @@ def smooth_hinge_slope(z):
 
 
 @njit(parallel=True, cache=True)
-def objective(U, V, theta, indptr, items, levels, reg, active, gU, gTheta, dx):
+def objective(U, V, offset, theta, indptr, items, levels, reg, active, gU, gTheta, dx):
     """The loss summed over the ratings of the users marked ``active`` plus ``reg/2 ‖U_active‖²``; fills
     ``gU`` and ``gTheta`` for those users (``reg U_i`` included) and ``dx``, the loss's derivative with
     respect to each rating's ``x``. Returns the loss and the user part of the penalty."""
@@ -55,6 +56,7 @@ def objective(U, V, theta, indptr, items, levels, reg, active, gU, gTheta, dx):
             x = 0.0
             for a in range(k):
                 x += U[i, a] * V[j, a]
+            x += offset[j]
             y = levels[p]
             d = 0.0
             for r in range(n_thr):
@@ -98,10 +100,11 @@ def item_gradient(U, V, users, item_indptr, positions, dx, reg, gV):
 
 
 @njit(parallel=True, cache=True)
-def dots(U, V, users, items, out):
+def dots(U, V, offset, users, items, out):
+    """``out[p] = U[users[p]] · V[items[p]] + offset[items[p]]``."""
     k = U.shape[1]
     for p in prange(users.shape[0]):
         acc = 0.0
         for a in range(k):
             acc += U[users[p], a] * V[items[p], a]
-        out[p] = acc
+        out[p] = acc + offset[items[p]]

@@ -143,6 +143,11 @@ class Model(param.Parameterized):
     #: configured values (the configured model on the damped item-mean offset, say): safe starting points that a
     #: drawn setting must beat on both halves of the validation users to be chosen instead.
     tune_anchors: ClassVar[tuple[dict, ...]] = ()
+    #: The parameters that make the model rank as the damped item mean alone (no factors, or factors held at 0 by
+    #: a large penalty, and the fixed item offset of :mod:`cofiviz.models.prior` on), its damping left out.
+    #: :meth:`tune` tries it at each damping of :data:`cofiviz.models.tuning.ITEM_MEAN_DAMPINGS` among its
+    #: anchors, so that a search can always fall back on the baseline. None: the model has no such setting.
+    item_mean_setting: ClassVar[dict | None] = None
     #: Named settings for :meth:`from_preset`; ``"paper"`` holds the paper's own settings.
     presets: ClassVar[dict[str, dict]] = {}
     def __init_subclass__(cls, **kwargs):

@@ -144,7 +144,8 @@ class Bilinear(Model, ItemPriorParams):
     Parameters
     ----------
     rank : int
-        Rank of ``A = Bᵀ C``: the dimension of the shared space of the projected user and item vectors.
+        Rank of ``A = Bᵀ C``: the dimension of the shared space of the projected user and item vectors (0: no
+        factors).
     loss : str
         ``plackett_luce`` (listwise likelihood, see ``pl_ties``), ``smoothed_rank`` (smoothed NDCG,
         ApproxNDCG), ``rao_kupper``, ``davidson`` (tie-aware pairwise), or one of LCR's pairwise surrogates
@@ -210,8 +211,10 @@ class Bilinear(Model, ItemPriorParams):
     #: the configured loss on the damped item mean, with latent features only and no learned item bias (on
     #: MovieLens 100K at N = 10 its defaults rank below the item mean, this setting level with it)
     tune_anchors = ({"item_prior": 2.0, "features": "latent", "item_bias": False},)
+    item_mean_setting = {"rank": 0, "item_prior": 1.0, "features": "latent", "item_bias": False}
 
-    rank = param.Integer(default=10, bounds=(1, 2000), doc="Rank of the association matrix A = B'C.")
+    rank = param.Integer(default=10, bounds=(0, 2000),
+                         doc="Rank of the association matrix A = B'C (0: no factors).")
     loss = param.Selector(default="plackett_luce", objects=list(BILINEAR_LOSSES),
                           doc="Training loss: listwise likelihood, smoothed NDCG, tie-aware pairwise, or an LCR surrogate.")
     margin = param.Number(default=0.0, doc="Margin γ of the pairwise surrogates.")

@@ -108,7 +108,8 @@ class CofiRank(Model):
     Parameters
     ----------
     rank : int
-        Latent dimension ``d`` (default 10; paper: 100).
+        Latent dimension ``d`` (default 10; paper: 100). 0: no factors, so that with ``item_prior`` the model
+        ranks as the damped item mean does.
     reg : float
         λ of objective (8), for ``U`` and ``M`` alike (default 2; paper: 10), stated for ``reg_users``
         training users.
@@ -191,6 +192,7 @@ class CofiRank(Model):
     search_space = {"rank": IntLogUniform(10, 100), "reg": LogUniform(1.0, 30.0), "offsets": Choice((False, True)),
                     "item_prior": Choice(("none", "damped_mean")), "init": Choice(("uniform", "regression")),
                     "max_iter": IntLogUniform(1, 31)}
+    item_mean_setting = {"rank": 0, "item_prior": "damped_mean", "prior_scale": 1.0, "offsets": False, "init": "uniform"}
     presets = {"paper": {"rank": 100, "reg": 10.0, "k": 10, "c_exponent": -0.25, "max_iter": 31, "loss": "ndcg",
                          "offsets": False, "item_prior": "none", "init": "uniform", "reg_users": None}}
     #: the warm-ups of the shared kernels its fit calls, run before its own in a parallel warm-up
@@ -198,7 +200,7 @@ class CofiRank(Model):
     scale = Scale("Σn²", per_user=100, why="its NDCG loss solves an assignment over each user's ratings, "
                                             "quadratic in their number")
 
-    rank = param.Integer(default=10, bounds=(1, 10_000), doc="Latent dimension d.")
+    rank = param.Integer(default=10, bounds=(0, 10_000), doc="Latent dimension d (0: no factors).")
     reg = param.Number(default=2.0, bounds=(0.0, None), inclusive_bounds=(False, True),
                        doc="Regularisation λ of U and M, stated for reg_users training users.")
     reg_users = param.Integer(default=500, allow_None=True, bounds=(1, None),

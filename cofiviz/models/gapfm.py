@@ -65,7 +65,8 @@ class GAPfm(Model, ItemPriorParams):
     Parameters
     ----------
     rank : int
-        Latent dimension D (paper: 10).
+        Latent dimension D (paper: 10; 0: no factors, so that with ``item_prior`` the model ranks as the
+        damped item mean does).
     reg : float
         λ of eq 9 (paper: 0.001 on Netflix). Default 0.01: with the default step, each step shrinks
         the factors by γλ = 0.002.
@@ -151,11 +152,12 @@ class GAPfm(Model, ItemPriorParams):
                     "item_prior": Choice((0.0, 1.0, 2.0, 4.0)), "prior_damping": Choice((5.0, 10.0, 25.0, 50.0))}
     #: the configured model on the damped item mean (on MovieLens 100K at N = 10 its defaults rank below it)
     tune_anchors = ({"item_prior": 1.0},)
+    item_mean_setting = {"rank": 0, "item_prior": 1.0}
     scale = Scale("item pairs")
     presets = {"paper": {"rank": 10, "reg": 0.001, "learning_rate": 1e-5, "item_reg": 0.0, "objective": "gap",
                          "user_weight": "one", "selection": "all", "item_update": "sequential"}}
 
-    rank = param.Integer(default=10, bounds=(1, 1000), doc="Latent dimension D.")
+    rank = param.Integer(default=10, bounds=(0, 1000), doc="Latent dimension D (0: no factors).")
     reg = param.Number(default=0.01, bounds=(0.0, None), softbounds=(0.0, 1.0), doc="λ: L2 regularisation.")
     learning_rate = param.Number(default=0.2, bounds=(0.0, None), inclusive_bounds=(False, True),
                                  softbounds=(1e-5, 2.0), doc="γ: gradient ascent step size.")

@@ -33,7 +33,8 @@ class GCR(PairwiseFactorModel):
     Parameters
     ----------
     rank : int
-        Rank r of ``U Vᵀ``.
+        Rank r of ``U Vᵀ`` (0: no factors; with ``item_prior`` and no ``item_bias`` the model ranks as the damped
+        item mean does).
     loss : {"log_m", "log_a", "exp_m", "exp_a", "hinge_m", "hinge_a"}
         Surrogate of Table 1.
     margin : float
@@ -67,12 +68,13 @@ class GCR(PairwiseFactorModel):
                     "item_prior": Choice((0.0, 1.0, 2.0))}
     #: the configured model on the damped item mean (on MovieLens 100K at N = 10 its defaults rank below it)
     tune_anchors = ({"item_prior": 2.0},)
+    item_mean_setting = {"rank": 0, "item_prior": 1.0, "item_bias": "none"}
     scale = Scale("pairs")
     #: the warm-ups of the shared kernels its fit calls, run before its own in a parallel warm-up
     warmup_after = (svd_warmup, lk.warmup, dense.warmup)
     presets = {"paper": {"margin": 0.0, "tol": 0.001, "item_bias": "none", "item_prior": 0.0, "solver": "gd"}}
 
-    rank = param.Integer(default=10, bounds=(1, 2000), doc="Rank r of the factorisation.")
+    rank = param.Integer(default=10, bounds=(0, 2000), doc="Rank r of the factorisation (0: no factors).")
     lr = param.Number(default=0.1, bounds=(0.0, None), inclusive_bounds=(False, True),
                       doc="Learning rate ν of the gradient steps.")
     reg = param.Number(default=0.1, bounds=(0.0, None), doc="L2 penalty λ of the factors.")

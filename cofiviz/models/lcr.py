@@ -47,7 +47,7 @@ class LCR(PairwiseFactorModel, LocalParams):
     Parameters
     ----------
     rank : int
-        Rank r of each local model (paper: 5…20).
+        Rank r of each local model (paper: 5…20; 0: no factors, as in :class:`~cofiviz.models.gcr.GCR`).
     n_local : int
         Number of local models q (paper: 10…50).
     loss : {"log_m", "log_a", "exp_m", "exp_a", "hinge_m", "hinge_a"}
@@ -98,13 +98,14 @@ class LCR(PairwiseFactorModel, LocalParams):
                     "item_prior": Choice((0.0, 1.0, 2.0))}
     #: the configured model on the damped item mean (on MovieLens 100K at N = 10 its defaults rank below it)
     tune_anchors = ({"item_prior": 2.0},)
+    item_mean_setting = {"rank": 0, "item_prior": 1.0, "item_bias": "none"}
     scale = Scale("pairs")
     #: the warm-ups of the shared kernels its fit calls, run before its own in a parallel warm-up
     warmup_after = (gcr_warmup, svd_warmup, lk.warmup, dense.warmup)
     presets = {"paper": {"n_local": 50, "bandwidth": 0.8, "kernel": "epanechnikov", "margin": 0.0, "tol": 0.001,
                          "item_bias": "none", "item_prior": 0.0, "solver": "gd"}}
 
-    rank = param.Integer(default=10, bounds=(1, 2000), doc="Rank r of each local model.")
+    rank = param.Integer(default=10, bounds=(0, 2000), doc="Rank r of each local model (0: no factors).")
     lr = param.Number(default=0.1, bounds=(0.0, None), inclusive_bounds=(False, True),
                       doc="Learning rate ν of the gradient steps.")
     reg = param.Number(default=0.1, bounds=(0.0, None), doc="L2 penalty λ of the factors.")

@@ -14,6 +14,12 @@ estimate is the Nadaraya-Watson combination (eq 3)
 The local problems do not interact, so every iteration solves all of them at once: one weighted
 alternating-least-squares sweep (exact ridge solves of every user row, then every item row, of every
 local model, in parallel over (model, row)). Items are ranked by M̂.
+
+Beyond the paper, a choice of this library: a fixed item offset ``o_i = β·(m̃_i − μ)`` (:mod:`cofiviz.models.prior`,
+``item_prior`` = β, 0 by default: the paper's model) may be added to the estimate, ``M̂_ui + o_i``; the local
+models then fit the residuals ``M_ui − o_i`` (least squares: the same as adding ``o_i`` inside eq 2), and the
+offset is learned by no step and carries no penalty. With ``rank = 0``, ``biased`` off and β = 1, the estimate is
+the damped item mean itself.
 """
 
 from __future__ import annotations
@@ -32,19 +38,20 @@ from . import _wals_kernels as wk
 from ._local import LocalParams, local_kernels
 from .base import Model
 from .convergence import StopsOnRMSE
+from .prior import ItemPriorParams
 from .regsvd import warmup as svd_warmup
 from .space import IntLogUniform, LogUniform
 
 __all__ = ["LLORMA", "warmup"]
 
 
-class LLORMA(StopsOnRMSE, Model, LocalParams):
+class LLORMA(StopsOnRMSE, Model, LocalParams, ItemPriorParams):
     """LLORMA (eqs 2-3): q kernel-weighted local SVDs combined by Nadaraya-Watson regression.
 
     Parameters
     ----------
     rank : int
-        Rank of each local model (paper's search: 5…20).
+        Rank of each local model (paper's search: 5…20; 0: no factors).
     n_local : int
         Number of local models q (paper's search: 10…50).
     bandwidth, kernel, distance, svd_rank
@@ -55,6 +62,9 @@ class LLORMA(StopsOnRMSE, Model, LocalParams):
         Penalty of the per-model user and item offsets.
     biased : bool
         Per local model, learn a user and an item offset besides the factors.
+    item_prior, prior_damping : float
+        β and the damping of the fixed item offset ``β·(m̃_i − μ)`` added to the estimate (module notes; 0: the
+        paper's model).
     init_scale : float
         Standard deviation of the random initial factors.
     tol : float
@@ -67,9 +77,10 @@ class LLORMA(StopsOnRMSE, Model, LocalParams):
 
     #: what :meth:`tune` searches (see :mod:`cofiviz.models.space`); ``presets``: named settings
     search_space = {"rank": IntLogUniform(3, 30), "reg": LogUniform(1.0, 50.0), "n_local": IntLogUniform(8, 50)}
+    item_mean_setting = {"rank": 0, "biased": False, "item_prior": 1.0}
     presets = {"paper": {"n_local": 50, "bandwidth": 0.8, "kernel": "epanechnikov"}}
 
-    rank = param.Integer(default=10, bounds=(1, 2000), doc="Rank of each local model.")
+    rank = param.Integer(default=10, bounds=(0, 2000), doc="Rank of each local model (0: no factors).")
     reg = param.Number(default=3.0, bounds=(0.0, None), doc="L2 penalty λ of eq (2).")
     reg_bias = param.Number(default=1.0, bounds=(0.0, None), doc="L2 penalty of the per-model offsets.")
     biased = param.Boolean(default=True, doc="Learn a user and an item offset per local model.")
@@ -93,12 +104,16 @@ class LLORMA(StopsOnRMSE, Model, LocalParams):
         self.V_ = rng.normal(0.0, self.init_scale, (q, n, r))
         self.bu_ = np.zeros((q, m))
         self.bi_ = np.zeros((q, n))
+        self.prior_ = self.item_prior_offsets(train)
+        self._ratings = train.ratings
         self.mu_ = np.array([train.global_mean])
+        if self.item_prior != 0.0:  # the local models fit what the offset leaves
+            self._ratings = train.ratings - self.prior_[train.items]
+            self.mu_ = np.array([float(np.mean(self._ratings))])
         self._indptr = train.indptr
         self._upos = np.arange(len(train), dtype=np.int64)
         self._users = train.users
         self._items = train.items
-        self._ratings = train.ratings
         self._iptr, self._ipos = train.item_index()
         self._reset_rmse()
         self.train_log_: list[dict] = []
@@ -127,11 +142,14 @@ class LLORMA(StopsOnRMSE, Model, LocalParams):
         # eq 3 is LCR's eq 15 with user offsets: one kernel, reading the by-model arrays through transposed views
         lk.combine(users, items, self.Ku_.T, self.Ki_.T, self.U_.transpose(1, 0, 2), self.V_.transpose(1, 0, 2),
                    self.bu_.T, self.bi_.T, True, float(self.mu_[0]), out, np.empty(len(users)))
+        if np.any(self.prior_):  # the offsets of the fit, whatever item_prior says now
+            out += self.prior_[items]
         return out
 
     def _state(self) -> dict[str, np.ndarray]:
         return {"U": self.U_, "V": self.V_, "bu": self.bu_, "bi": self.bi_, "mu": self.mu_, "Ku": self.Ku_,
-                "Ki": self.Ki_, "anchor_users": self.anchor_users_, "anchor_items": self.anchor_items_}
+                "Ki": self.Ki_, "anchor_users": self.anchor_users_, "anchor_items": self.anchor_items_,
+                **({"prior": self.prior_} if self.item_prior != 0.0 else {})}
 
     def _set_state(self, state: dict[str, np.ndarray]) -> None:
         arrs = {k: np.ascontiguousarray(state[k], dtype=np.float64) for k in ("U", "V", "bu", "bi", "Ku", "Ki")}
@@ -145,11 +163,13 @@ class LLORMA(StopsOnRMSE, Model, LocalParams):
         self.mu_ = np.asarray(state["mu"], dtype=np.float64).reshape(1)
         self.anchor_users_ = np.asarray(state["anchor_users"], dtype=np.int64)
         self.anchor_items_ = np.asarray(state["anchor_items"], dtype=np.int64)
+        self.prior_ = (np.ascontiguousarray(state["prior"], dtype=np.float64) if self.item_prior != 0.0
+                       else np.zeros(V.shape[1]))
 
     def _state_spec(self, n_users: int, n_items: int) -> dict[str, tuple[int | None, ...]]:
         q, m, n, r = int(self.n_local), n_users, n_items, int(self.rank)
         return {"U": (q, m, r), "V": (q, n, r), "bu": (q, m), "bi": (q, n), "mu": (1,), "Ku": (q, m), "Ki": (q, n),
-                "anchor_users": (q,), "anchor_items": (q,)}
+                "anchor_users": (q,), "anchor_items": (q,), **({"prior": (n,)} if self.item_prior != 0.0 else {})}
 
 
 def warmup() -> None:

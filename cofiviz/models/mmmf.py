@@ -22,9 +22,14 @@ with the smooth hinge ``h(z) = 1/2 − z`` (z ≤ 0), ``(1 − z)²/2`` (0 < z <
     \\frac{\\partial J}{\\partial θ_{ir}} = \\sum_j T^r_{ij} h'(z^r_{ij}).
 
 One iteration is one Polak–Ribière conjugate-gradient step over ``(U, V, θ)`` with a backtracking (Armijo)
-line search. A user's items are ranked by ``U_i V_jᵀ`` (the thresholds are monotone, so they do not change a
+line search. A user's items are ranked by ``x_ij = U_i V_jᵀ`` (the thresholds are monotone, so they do not change a
 user's order). CofiRank's Tables 2 and 3 (Weimer et al., NIPS 2007, §6) ran the authors' code with k = 100 and
 λ = 1/1.6 on MovieLens: the defaults here.
+
+Beyond the publications, a choice of this library: a fixed item offset ``o_j = β·(m̃_j − μ)``
+(:mod:`cofiviz.models.prior`, ``item_prior`` = β, 0 by default: the published model) may be added to every
+``x``, ``x_ij = U_i V_jᵀ + o_j``; it is learned by no step and carries no penalty. With ``rank = 0`` the model is that
+offset alone (the thresholds still fitted), and it ranks each user's items as the damped item mean does.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from ..errors import DataError, ModelFitError
 from ..ratings import Ratings
 from . import _mmmf_kernels as mk
 from .base import Model
+from .prior import ItemPriorParams
 from .space import IntLogUniform, LogUniform
 
 __all__ = ["MMMF", "warmup"]
@@ -54,7 +60,7 @@ class _Problem:
     ``active``, their ``U`` rows and ``θ`` free, ``V`` fixed), on one flat parameter vector."""
 
     def __init__(self, train: Ratings, levels: np.ndarray, n_users: int, n_items: int, k: int, n_thr: int,
-                 reg: float, active: np.ndarray | None = None, V: np.ndarray | None = None):
+                 reg: float, offset: np.ndarray, active: np.ndarray | None = None, V: np.ndarray | None = None):
         self.indptr = train.indptr
         self.items = np.ascontiguousarray(train.items, dtype=np.int64)
         self.users = np.ascontiguousarray(train.users, dtype=np.int64)
@@ -64,6 +70,7 @@ class _Problem:
         self.fold_in = active is not None
         self.active = np.ones(n_users, dtype=np.bool_) if active is None else np.asarray(active, dtype=np.bool_)
         self.V_fixed = V
+        self.offset = np.ascontiguousarray(offset, dtype=np.float64)
         self.dx = np.empty(len(train))
 
     def split(self, w: np.ndarray):
@@ -78,7 +85,7 @@ class _Problem:
         U, V, theta = self.split(w)
         g = np.empty_like(w)
         gU, gV, gT = self.split(g)
-        f = mk.objective(U, V, theta, self.indptr, self.items, self.levels, self.reg, self.active, gU, gT, self.dx)
+        f = mk.objective(U, V, self.offset, theta, self.indptr, self.items, self.levels, self.reg, self.active, gU, gT, self.dx)
         if not self.fold_in:
             f += mk.item_gradient(U, V, self.users, self.iptr, self.ipos, self.dx, self.reg, gV)
         return float(f), g
@@ -122,17 +129,21 @@ class _ConjugateGradient:
         return self.f
 
 
-class MMMF(Model):
+class MMMF(Model, ItemPriorParams):
     """Fast maximum-margin matrix factorisation: all-threshold smooth hinge, trace-norm penalty, conjugate gradients.
 
     Parameters
     ----------
     rank : int
-        k, the number of columns of ``U`` and ``V`` (CofiRank's experiments: 100).
+        k, the number of columns of ``U`` and ``V`` (CofiRank's experiments: 100; 0: no factors, the item offset
+        alone).
     reg : float
         λ of the penalty ``λ/2 (‖U‖²_F + ‖V‖²_F)`` (CofiRank's experiments on MovieLens: 1/1.6).
     init_scale : float
         Initial factors N(0, init_scale²); the thresholds start evenly spaced, one apart, around 0.
+    item_prior, prior_damping : float
+        β and the damping of the fixed item offset ``β·(m̃_j − μ)`` added to every ``x`` (module notes; 0: the
+        published model).
     tol : float
         Stop when the last ten iterations lowered the objective by less than ``10 × tol`` times its value
         (0: never).
@@ -143,10 +154,11 @@ class MMMF(Model):
     """
 
     search_space = {"rank": IntLogUniform(5, 100), "reg": LogUniform(0.05, 10.0)}
+    item_mean_setting = {"rank": 0, "item_prior": 1.0}
     presets = {"paper": {"rank": 100, "reg": 1 / 1.6}}
     divergence_hint = (("reg", "raise"), ("init_scale", "lower"))
 
-    rank = param.Integer(default=100, bounds=(1, 1000), doc="k, the rank of U and V.")
+    rank = param.Integer(default=100, bounds=(0, 1000), doc="k, the rank of U and V (0: the item offset alone).")
     reg = param.Number(default=1 / 1.6, bounds=(0.0, None), inclusive_bounds=(False, True),
                        doc="λ of the trace-norm penalty λ/2 (‖U‖² + ‖V‖²).")
     init_scale = param.Number(default=0.1, bounds=(0.0, None), inclusive_bounds=(False, True),
@@ -172,7 +184,9 @@ class MMMF(Model):
         U = rng.normal(0.0, self.init_scale, (train.n_users, k))
         V = rng.normal(0.0, self.init_scale, (train.n_items, k))
         theta = np.tile(np.arange(n_thr, dtype=np.float64) - (n_thr - 1) / 2.0, (train.n_users, 1))
-        problem = _Problem(train, self._levels(train.ratings), train.n_users, train.n_items, k, n_thr, self.reg)
+        self.prior_ = self.item_prior_offsets(train)
+        problem = _Problem(train, self._levels(train.ratings), train.n_users, train.n_items, k, n_thr, self.reg,
+                           self.prior_)
         self._cg = _ConjugateGradient(problem, np.concatenate([U.ravel(), V.ravel(), theta.ravel()]))
         self._objective = [self._cg.f]
         self._publish()
@@ -195,7 +209,7 @@ class MMMF(Model):
 
     def _scores(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
         out = np.empty(len(users))
-        mk.dots(self.U_, self.V_, np.ascontiguousarray(users, dtype=np.int64),
+        mk.dots(self.U_, self.V_, self.prior_, np.ascontiguousarray(users, dtype=np.int64),
                 np.ascontiguousarray(items, dtype=np.int64), out)
         return out
 
@@ -228,7 +242,7 @@ class MMMF(Model):
         U[active] = rng.normal(0.0, self.init_scale, (int(active.sum()), k))
         theta[active] = np.arange(n_thr, dtype=np.float64) - (n_thr - 1) / 2.0
         problem = _Problem(given, self._levels(given.ratings), len(U), len(self.V_), k, n_thr, self.reg,
-                           active=active, V=np.ascontiguousarray(self.V_))
+                           self.prior_, active=active, V=np.ascontiguousarray(self.V_))
         cg = _ConjugateGradient(problem, np.concatenate([U.ravel(), theta.ravel()]))
         trace = [cg.f]
         for _ in range(int(self.max_iter if max_iter is None else max_iter)):
@@ -246,7 +260,10 @@ class MMMF(Model):
 
     # ------------------------------------------------------------------ state
     def _state(self) -> dict[str, np.ndarray]:
-        return {"U": self.U_, "V": self.V_, "theta": self.theta_, "values": self.values_}
+        state = {"U": self.U_, "V": self.V_, "theta": self.theta_, "values": self.values_}
+        if self.item_prior != 0.0:
+            state["prior"] = self.prior_
+        return state
 
     def _set_state(self, state: dict[str, np.ndarray]) -> None:
         U = np.asarray(state["U"], dtype=np.float64)
@@ -258,10 +275,15 @@ class MMMF(Model):
                             f"U {U.shape}, V {V.shape}, theta {theta.shape}, {len(values)} levels")
         self.U_, self.V_ = np.ascontiguousarray(U), np.ascontiguousarray(V)
         self.theta_, self.values_ = np.ascontiguousarray(theta), np.ascontiguousarray(values)
+        self.prior_ = (np.ascontiguousarray(state["prior"], dtype=np.float64) if self.item_prior != 0.0
+                       else np.zeros(V.shape[0]))
 
     def _state_spec(self, n_users: int, n_items: int) -> dict[str, tuple[int | None, ...]]:
         r = int(self.rank)
-        return {"U": (n_users, r), "V": (n_items, r), "theta": (n_users, None), "values": (None,)}
+        spec = {"U": (n_users, r), "V": (n_items, r), "theta": (n_users, None), "values": (None,)}
+        if self.item_prior != 0.0:
+            spec["prior"] = (n_items,)
+        return spec
 
 
 def warmup() -> None:

@@ -2,7 +2,9 @@
 
 The first trial is the model as configured (its defaults, or the preset or values it was given), the next ones
 its ``tune_anchors`` (settings that are safe starting points, such as the configured model on the damped item-mean
-offset; each overrides the configured values it names); every later trial draws the parameters of the model's
+offset; each overrides the configured values it names), then its ``item_mean_setting`` at each damping of
+:data:`ITEM_MEAN_DAMPINGS` (the model reduced to the damped item mean, the baseline a ranking model must beat);
+every later trial draws the parameters of the model's
 ``search_space`` with a generator seeded by ``seed`` (the other parameters stay as configured), fits on the
 training ratings with early stopping on the validation ratings, and scores the validation metric. Trials start
 while the budget lasts, and a trial still running when 1.5 times the budget has passed is stopped at that
@@ -10,7 +12,9 @@ iteration; ``trials`` caps their number so that a search can be repeated exactly
 on the machine). A setting is never tried twice: in a space of finitely many settings (choices and integers only)
 the search ends once it has tried them all. The setting with the best validation score wins
 (:func:`cofiviz.search.best_index`: ties go to the earlier trial), if a cross-check says that it beats the
-reference: the best of the configured model and its anchors.
+reference: the best of the configured model and its anchors. A search therefore hands back a model below the
+damped item mean on validation only when a setting beat the item mean on both halves there; when the item mean
+wins, :meth:`Tuning.summary` says so in plain words.
 
 The cross-check. The best of hundreds of trials on one validation part is partly the luckiest: its score is biased
 upwards, and on short validation lists (10 ratings per user) that bias can exceed the real differences between
@@ -21,6 +25,10 @@ best trial is chosen only when it gains on both halves, else the reference is ke
 is the estimated gain. Each trial early-stops on the whole validation part, the reference as much as the others,
 so the comparison is level. The reference itself is chosen among a few settings fixed before the search, so its
 own selection is hardly biased.
+
+The baseline first. The same cross-check is run before, with the best item-mean anchor as the reference and every
+other trial as a candidate: unless the other trials gain over the item mean on both halves, the item mean is
+chosen (ties keep it too). Only then does the rule above choose among the other trials.
 
 Random search spends a budget well on spaces where a few parameters matter (Bergstra & Bengio, JMLR 2012):
 every trial tries a new value of each of them.
@@ -43,10 +51,14 @@ from ..ratings import Ratings
 from ..search import best_index
 from .space import contains, sample, size
 
-__all__ = ["Tuning", "tune", "trial_params", "cross_checked_gain", "cross_checked_gains", "EARLY_STOP_PATIENCE"]
+__all__ = ["Tuning", "tune", "trial_params", "cross_checked_gain", "cross_checked_gains", "anchors",
+           "EARLY_STOP_PATIENCE", "ITEM_MEAN_DAMPINGS"]
 
 #: the patience a trial early-stops with when the model's own ``patience`` is 0
 EARLY_STOP_PATIENCE = 10
+#: the dampings (pseudo-ratings at the global mean) the item-mean anchors are tried at: the range of
+#: :class:`~cofiviz.models.ItemMean`'s own search space, 0 to 50
+ITEM_MEAN_DAMPINGS = (0.0, 5.0, 10.0, 25.0, 50.0)
 
 
 @dataclass
@@ -76,7 +88,9 @@ class Tuning:
         ``best`` (the trial with the best validation score), ``gains`` (what the trial best on A gains over the
         reference on B, and the one best on B on A, in the metric's direction: positive is better; ``NaN`` when
         it could not be estimated), ``gain`` (their mean), ``kept_reference`` (whether the reference was kept
-        instead of the best trial) and ``users`` (validation users in halves A and B).
+        instead of the best trial), ``item_mean`` (whether the chosen trial is an item-mean anchor),
+        ``item_mean_trial`` (the best item-mean anchor, None without one), ``item_mean_gains`` (what the other trials
+        gain over it on the two halves) and ``users`` (validation users in halves A and B).
     """
 
     metric: str
@@ -96,11 +110,34 @@ class Tuning:
                 for i, t in enumerate(self.trials)]
         return pd.DataFrame(rows)
 
+    def summary(self) -> str:
+        """What the search chose and why, in plain words."""
+        check, k = self.check, self.chosen
+        params = self.trials[k]["params"] if 0 <= k < len(self.trials) else {}
+        if check.get("item_mean"):
+            return ("With these ratings the item mean alone ranks best on validation (damping "
+                    f"{params.get('prior_damping', float('nan')):g}); the factors add nothing.")
+        beat = check.get("item_mean_gains") or []
+        beat = (f" It beat the item mean alone (trial {check['item_mean_trial']}) by {beat[0]:+.4f} and "
+                f"{beat[1]:+.4f} on the two halves of the validation users."
+                if check.get("item_mean_trial") is not None and len(beat) == 2 and beat[0] == beat[0] else "")
+        gains = check.get("gains") or []
+        ref = "the configured setting" if check.get("reference", 0) == 0 else f"anchor trial {check['reference']}"
+        if check.get("kept_reference") and check.get("best") != check.get("reference") and len(gains) == 2:
+            return (f"The best trial, {check['best']}, gained {gains[0]:+.4f} and {gains[1]:+.4f} over {ref} on the "
+                    "two halves of the validation users it was not chosen on: not both, so that one is kept." + beat)
+        if check.get("kept_reference"):
+            return f"No trial beat {ref} on validation: it is kept." + beat
+        if len(gains) == 2 and gains[0] == gains[0]:
+            return (f"Trial {k} gained {gains[0]:+.4f} and {gains[1]:+.4f} over {ref} on the two halves of the "
+                    "validation users it was not chosen on." + beat)
+        return f"Trial {k} has the best validation {self.metric}." + beat
+
     def as_dict(self) -> dict:
         return {"metric": self.metric, "chosen": self.chosen, "best_params": dict(self.best_params),
                 "refit_params": dict(self.refit_params),
                 "budget": self.budget, "seconds": self.seconds, "validation": self.validation,
-                "check": dict(self.check),
+                "check": dict(self.check), "summary": self.summary(),
                 "trials": [dict(t) for t in self.trials]}
 
 
@@ -135,6 +172,18 @@ def cross_checked_gain(reference: np.ndarray, best_a: np.ndarray, best_b: np.nda
     return float(np.mean(cross_checked_gains(reference, best_a, best_b, in_a, lower_is_better)))
 
 
+def anchors(klass, fixed=()) -> list[dict]:
+    """The settings a search of ``klass`` tries after the configured model, before its draws: ``tune_anchors``,
+    then ``item_mean_setting`` at each of :data:`ITEM_MEAN_DAMPINGS` (as ``prior_damping``); those that set a
+    parameter of ``fixed`` are left out."""
+    out = [dict(a) for a in getattr(klass, "tune_anchors", ())]
+    setting = getattr(klass, "item_mean_setting", None)
+    if setting is not None:
+        out += [{**setting, "prior_damping": d} for d in ITEM_MEAN_DAMPINGS]
+    fixed = set(fixed)
+    return [a for a in out if not set(a) & fixed]
+
+
 def trial_params(klass, base: dict, drawn: dict, metric: str) -> dict:
     """The settings a trial fits with: ``base`` (the configured model's) overridden by ``drawn``, early stopping on
     ``metric`` with :data:`EARLY_STOP_PATIENCE` where an iterative model's ``patience`` is 0."""
@@ -151,16 +200,20 @@ def _scored_mean(values: np.ndarray, mask: np.ndarray) -> float:
     return float(v.mean()) if len(v) else float("nan")
 
 
-def _keep_best(kept: dict, values: np.ndarray, in_a: np.ndarray, sign: float, index: int | None) -> None:
-    """Keep the per-user values of a reference trial (``index`` not None) and of the best trial so far on each
-    half."""
-    if index is not None:
-        kept.setdefault("references", {})[index] = values
-    for name, mask in (("A", in_a), ("B", ~in_a)):
-        mean = _scored_mean(values, mask)
-        score = -np.inf if np.isnan(mean) else sign * mean
-        if name not in kept or score > kept[name][0]:
-            kept[name] = (score, values)
+def _best_on(values: dict, among, mask: np.ndarray, sign: float) -> int:
+    """The trial of ``among`` whose per-user ``values`` have the best mean on the users of ``mask`` (ties: the
+    earlier trial; a half without scored users counts as the worst)."""
+    def score(i):
+        mean = _scored_mean(values[i], mask)
+        return -np.inf if np.isnan(mean) else sign * mean
+    return max(sorted(among), key=lambda i: (score(i), -i))
+
+
+def _cross_check(values: dict, reference: int, among, in_a: np.ndarray, sign: float) -> tuple[float, float]:
+    """What the trials of ``among`` gain over ``reference`` on the half of the validation users each best one was
+    not chosen on (:func:`cross_checked_gains`)."""
+    best_a, best_b = _best_on(values, among, in_a, sign), _best_on(values, among, ~in_a, sign)
+    return cross_checked_gains(values[reference], values[best_a], values[best_b], in_a, sign < 0)
 
 
 def tune(model, train: Ratings, valid: Ratings | None = None, *, budget: float = 60.0, trials: int | None = None,
@@ -211,8 +264,11 @@ def tune(model, train: Ratings, valid: Ratings | None = None, *, budget: float =
     if unknown:
         raise ParameterError(f"{klass.model_name()} has no parameter(s) {', '.join(unknown)} to fix")
     space = {k: v for k, v in (getattr(klass, "search_space", {}) or {}).items() if k not in fixed}
-    anchors = [dict(a) for a in getattr(klass, "tune_anchors", ()) if not set(a) & fixed]
-    shown = list(space) + sorted({k for a in anchors for k in a} - set(space))  # what a trial's params show
+    starts = anchors(klass, fixed)
+    # the item-mean anchors come last among them
+    first_item_mean = 1 + len([a for a in getattr(klass, "tune_anchors", ()) if not set(a) & fixed])
+    item_mean_trials: set = set()
+    shown = list(space) + sorted({k for a in starts for k in a} - set(space))  # what a trial's params show
     base = model.get_params()
     search_valid, search_train, carved = valid, train, valid is None or len(valid) == 0
     if carved:
@@ -221,7 +277,8 @@ def tune(model, train: Ratings, valid: Ratings | None = None, *, budget: float =
     # the cross-check's halves, from their own stream (the draws of the settings do not depend on them)
     in_a = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0]).random(search_valid.n_users) < 0.5
     sign = -1.0 if lower_is_better(metric) else 1.0
-    kept: dict = {}  # per-user validation values: the "references", and the best on "A" and on "B" with their scores
+    values_of: dict = {}  # per-user validation values of each trial that did not diverge
+    ref_trials: set = set()  # the configured trial and the anchors
     out = Tuning(metric, budget=float(budget), validation="carved" if carved else "given")
     start = time.perf_counter()
     deadline = start + budget
@@ -241,11 +298,13 @@ def tune(model, train: Ratings, valid: Ratings | None = None, *, budget: float =
 
     while ((limit is None or len(out.trials) < limit) and (not out.trials or time.perf_counter() < deadline)
            and not (out.trials and (stopped() or exhausted()))):
-        drawn, reference = {}, len(out.trials) <= len(anchors)
-        if anchors and 0 < len(out.trials) <= len(anchors):
-            drawn = anchors[len(out.trials) - 1]
+        drawn, reference = {}, len(out.trials) <= len(starts)
+        if starts and 0 < len(out.trials) <= len(starts):
+            drawn = starts[len(out.trials) - 1]
             if key({**base, **drawn}) in tried:  # an anchor the configured model already is: one more draw
                 drawn, reference = {}, False
+            elif len(out.trials) >= first_item_mean:
+                item_mean_trials.add(len(out.trials))
         if out.trials and not drawn:
             drawn = sample(space, rng)
             while key({**base, **drawn}) in tried:
@@ -263,7 +322,9 @@ def tune(model, train: Ratings, valid: Ratings | None = None, *, budget: float =
             scored = values[~np.isnan(values)]
             trial["score"] = float(scored.mean()) if len(scored) else float("nan")
             trial["iterations"] = int(candidate.best_iteration_ or len(candidate.history_))
-            _keep_best(kept, values, in_a, sign, len(out.trials) if reference else None)
+            values_of[len(out.trials)] = values
+            if reference:
+                ref_trials.add(len(out.trials))
         except ModelFitError as exc:  # a diverging setting is a failed trial, not a failed search
             trial["error"] = str(exc)
         trial["seconds"] = time.perf_counter() - t0
@@ -274,15 +335,33 @@ def tune(model, train: Ratings, valid: Ratings | None = None, *, budget: float =
     scores = [t["score"] for t in out.trials]
     if all(np.isnan(s) for s in scores):
         raise ModelFitError(f"every trial of the search diverged; the first: {out.trials[0]['error']}")
-    out.chosen = best_index(scores, metric)
-    refs = sorted(kept.get("references", {}))
-    reference = refs[best_index([scores[i] for i in refs], metric)] if refs else 0
-    gains = (float("nan"), float("nan"))
+    nan2 = (float("nan"), float("nan"))
+
+    def best_of(trials) -> int:
+        trials = sorted(trials)
+        return trials[best_index([scores[i] for i in trials], metric)]
+
+    # first the baseline: the factors must beat the best item-mean anchor on both halves
+    means = sorted(item_mean_trials & set(values_of))
+    others = set(values_of) - set(means)
+    item_mean_gains, item_mean = nan2, False
+    if means and others:
+        item_mean_gains = _cross_check(values_of, best_of(means), others, in_a, sign)
+        item_mean = not (item_mean_gains[0] > 0 and item_mean_gains[1] > 0)
+    elif means:
+        item_mean = True
+    # then among the other settings: a drawn one must beat the best of the configured trial and the anchors
+    pool = set(means) if item_mean else others
+    out.chosen = best_of(pool)
+    refs = sorted(ref_trials & pool)
+    reference = best_of(refs) if refs else 0
+    gains = nan2
     if out.chosen not in refs and refs:
-        gains = cross_checked_gains(kept["references"][reference], kept["A"][1], kept["B"][1], in_a, sign < 0)
+        gains = _cross_check(values_of, reference, pool, in_a, sign)
     kept_reference = bool(refs) and (out.chosen in refs or not (gains[0] > 0 and gains[1] > 0))
     out.check = {"reference": reference, "best": out.chosen, "gains": list(gains), "gain": float(np.mean(gains)),
-                 "kept_reference": kept_reference,
+                 "kept_reference": kept_reference, "item_mean": item_mean,
+                 "item_mean_trial": best_of(means) if means else None, "item_mean_gains": list(item_mean_gains),
                  "users": [int(np.sum(in_a)), int(search_valid.n_users - np.sum(in_a))]}
     if kept_reference:
         out.chosen = reference

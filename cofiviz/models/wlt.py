@@ -81,6 +81,12 @@ features' root mean square is 20 to 40 times smaller than the whole-list ones'),
 Newton step from ``w = 0``
 along ``−(∇²C)⁻¹ ∇C``, halved from ``lr`` until the objective drops (Armijo). The features of the training
 lists are computed once per fit.
+
+Beyond the paper, a choice of this library: a fixed item offset ``o_n = β·(m̃_n − μ)`` (:mod:`cofiviz.models.prior`,
+``item_prior`` = β, 0 by default: the published model) may be added to every score, ``f(u,n) = wᵀψ(u,n) + o_n``,
+in the training lists as in scoring; it is learned by no step and carries no penalty, so (4)'s gradient and
+Hessian keep their form. With a large ``reg`` the weights stay near 0 and the model ranks as the damped item
+mean does.
 """
 
 from __future__ import annotations
@@ -94,6 +100,7 @@ from ..ratings import Ratings
 from ..solvers import dense
 from . import _wlt_kernels as K
 from .base import Model
+from .prior import ItemPriorParams
 from .scale import Scale
 from .space import Choice, LogUniform
 
@@ -148,8 +155,8 @@ class _TrainingTable:
         out[order] = rows
         return out
 
-    def lists(self, n_neighbors: int, folds: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The training lists ``(list_ptr, ratings, ψ)``: each user's training items dealt at random (``seed``)
+    def lists(self, n_neighbors: int, folds: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The training lists ``(list_ptr, ratings, ψ, items)``: each user's training items dealt at random (``seed``)
         into ``folds`` parts of (nearly) equal size; a list is one part, its items described against the user's
         items in the other parts. Computed once per setting."""
         key = (int(n_neighbors), int(folds), int(seed))
@@ -165,7 +172,8 @@ class _TrainingTable:
         starts = np.flatnonzero((np.diff(su) != 0) | (np.diff(sp) != 0)) + 1
         list_ptr = np.concatenate([[0], starts, [n]]).astype(np.int64)
         X = self.features(su, self.items[order], n_neighbors, pair_parts=sp, parts=parts)
-        out = (list_ptr, np.ascontiguousarray(self.ratings[order]), np.ascontiguousarray(X))
+        out = (list_ptr, np.ascontiguousarray(self.ratings[order]), np.ascontiguousarray(X),
+               np.ascontiguousarray(self.items[order]))
         self.cached_lists = (key, out)
         return out
 
@@ -191,7 +199,7 @@ def level_index(ratings: np.ndarray, levels: np.ndarray) -> np.ndarray:
     return np.where(nearer_left, pos - 1, pos).astype(np.int64)
 
 
-class WLT(Model):
+class WLT(Model, ItemPriorParams):
     """Win / loss / tie features of (user, item) pairs ranked by one linear function trained with LambdaRank.
 
     Parameters
@@ -212,6 +220,9 @@ class WLT(Model):
         against the user's items in the other parts.
     ndcg_k : int
         Truncation of the NDCG whose swaps weigh the pairs (0: the whole list).
+    item_prior, prior_damping : float
+        β and the damping of the fixed item offset ``β·(m̃_n − μ)`` added to every score (module notes; 0: the
+        published model).
     tol : float
         Stop when a step lowers the objective by less than ``tol`` times its value (0: never; the fit also stops
         when no step length lowers it).
@@ -231,6 +242,8 @@ class WLT(Model):
                     "folds": Choice((2, 3, 5))}
     #: the paper's own values could not be read (see the module notes): σ = 1 and the whole-list NDCG are
     #: LambdaRank's plain form (Burges 2010)
+    #: the weights held near 0 by the penalty (the model has no factors to switch off)
+    item_mean_setting = {"reg": 1e6, "item_prior": 1.0}
     presets = {"paper": {"sigma": 1.0, "ndcg_k": 0}}
     scale = Scale("Σn²")
     #: the warm-ups of the shared kernels its fit calls, run before its own in a parallel warm-up
@@ -298,6 +311,7 @@ class WLT(Model):
         self.levels_ = rating_levels(train.ratings)
         self._table = None
         self.w_ = np.zeros(3 * (len(self.levels_) + 1))
+        self.prior_ = self.item_prior_offsets(train)
         self._stalled = False
         self._trace = [self.objective(self.w_)[0]]
         #: passes over the training lists per iteration: the Hessian's, then each length the line search tried
@@ -307,13 +321,15 @@ class WLT(Model):
         """``(C(w), ∇C(w))`` on the training lists (the module notes give both); with ``hessian``, also
         ``∇²C(w)`` with every ``|ΔNDCG|`` held at its value at ``w``."""
         self._require_fitted()
-        list_ptr, labels, X = self._training_table().lists(self.n_neighbors, self.folds, self.seed)
+        list_ptr, labels, X, items = self._training_table().lists(self.n_neighbors, self.folds, self.seed)
         w = np.ascontiguousarray(w, dtype=np.float64)
         F = X.shape[1]
         if w.shape != (F,):
             raise ParameterError(f"w must have {F} entries, got shape {w.shape}")
         s = np.empty(len(X))
         K.linear_scores(X, w, s)
+        if np.any(self.prior_):
+            s += self.prior_[items]
         n_lists = len(list_ptr) - 1
         loss_u = np.empty(n_lists)
         grad_u = np.empty((n_lists, F))
@@ -373,11 +389,16 @@ class WLT(Model):
         X = self._features(np.asarray(users, dtype=np.int64), np.asarray(items, dtype=np.int64))
         out = np.empty(len(X))
         K.linear_scores(X, self.w_, out)
+        if np.any(self.prior_):  # the offsets of the fit, whatever item_prior says now
+            out += self.prior_[np.asarray(items, dtype=np.int64)]
         return out
 
     # ------------------------------------------------------------------ state
     def _state(self) -> dict[str, np.ndarray]:
-        return {"w": self.w_, "levels": self.levels_}
+        state = {"w": self.w_, "levels": self.levels_}
+        if self.item_prior != 0.0:
+            state["prior"] = self.prior_
+        return state
 
     def _set_state(self, state: dict[str, np.ndarray]) -> None:
         w = np.asarray(state["w"], dtype=np.float64)
@@ -389,9 +410,11 @@ class WLT(Model):
                             f"{len(levels)} levels, got shape {w.shape}")
         self.w_ = np.ascontiguousarray(w)
         self.levels_ = np.ascontiguousarray(levels)
+        self.prior_ = (np.ascontiguousarray(state["prior"], dtype=np.float64) if self.item_prior != 0.0
+                       else np.zeros(0))
 
     def _state_spec(self, n_users: int, n_items: int) -> dict[str, tuple[int | None, ...]]:
-        return {"w": (None,), "levels": (None,)}
+        return {"w": (None,), "levels": (None,), **({"prior": (n_items,)} if self.item_prior != 0.0 else {})}
 
 
 def warmup() -> None:

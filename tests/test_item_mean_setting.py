@@ -1,0 +1,103 @@
+"""Every ranking model can be reduced to the damped item mean (``item_mean_setting``), so that a search can
+always fall back on the baseline: at that setting it ranks each user's items as :class:`ItemMean` does, saved
+and loaded too, and :func:`cofiviz.models.tuning.tune` tries it and says in plain words when it wins."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cofiviz import Ratings
+from cofiviz.models import ItemMean, available_models, get_model_class
+from cofiviz.models.popularity import damped_item_mean
+from cofiviz.models.tuning import ITEM_MEAN_DAMPINGS, anchors, tune
+
+from contract import planted
+
+RANKERS = ("cofirank", "gcr", "lcr", "llorma", "gapfm", "bilinear", "mmmf", "wlt")
+WITH_SETTING = [name for name in available_models() if get_model_class(name).item_mean_setting is not None]
+#: the smallest difference of two items' damped means whose order is checked: WLT's weights are held near 0,
+#: not at 0, so they may order items whose means (nearly) tie
+GAP = 1e-3
+
+
+@pytest.fixture(scope="module")
+def split():
+    return planted(seed=4, n_users=40, n_items=50, per_user=20, n_test=6)
+
+
+def test_every_ranking_model_has_an_item_mean_setting():
+    assert set(RANKERS) <= set(WITH_SETTING)
+
+
+def _small(name: str, **params):
+    klass = get_model_class(name)
+    small = {"n_local": 3} if "n_local" in klass.param_names() else {}
+    return klass(**{**small, "max_iter": 5, **params})
+
+
+@pytest.mark.parametrize("damping", [0.0, 10.0])
+@pytest.mark.parametrize("name", WITH_SETTING)
+def test_at_its_item_mean_setting_a_model_orders_items_as_the_damped_item_mean(split, name, damping, tmp_path):
+    klass = get_model_class(name)
+    model = _small(name, **klass.item_mean_setting, prior_damping=damping).fit(split.train)
+    means = damped_item_mean(split.train, damping)
+    assert np.allclose(ItemMean(damping=damping).fit(split.train).score(0, np.arange(len(means))), means)
+    users, items = np.meshgrid(np.arange(split.train.n_users), np.arange(split.train.n_items), indexing="ij")
+    scores = model.score(users, items)
+    d_mean = means[:, None] - means[None, :]
+    checked = np.abs(d_mean) > GAP
+    assert checked.sum() > 100
+    for u in range(split.train.n_users):
+        d_score = scores[u][:, None] - scores[u][None, :]
+        wrong = checked & (np.sign(d_score) != np.sign(d_mean))
+        assert not wrong.any(), f"{name}: user {u} orders {int(wrong.sum())} pairs unlike the item mean"
+    model.save(tmp_path / "m")
+    np.testing.assert_array_equal(type(model).load(tmp_path / "m").score(users, items), scores)
+
+
+def test_anchors_hold_the_item_mean_setting_at_every_damping_unless_a_parameter_is_fixed():
+    klass = get_model_class("gapfm")
+    got = anchors(klass)
+    item_mean = [a for a in got if a.get("rank") == 0]
+    assert [a["prior_damping"] for a in item_mean] == list(ITEM_MEAN_DAMPINGS)
+    assert all({k: a[k] for k in klass.item_mean_setting} == klass.item_mean_setting for a in item_mean)
+    assert not [a for a in anchors(klass, fixed=("rank",)) if a.get("rank") == 0]
+
+
+def _item_quality_only(seed: int = 0) -> Ratings:
+    """Ratings that are item quality plus noise: no user taste for factors to find."""
+    rng = np.random.default_rng(seed)
+    quality = rng.normal(3.0, 1.0, 60)
+    users, items = [], []
+    for u in range(80):
+        chosen = rng.choice(60, 25, replace=False)
+        users += [u] * len(chosen)
+        items += list(chosen)
+    users, items = np.array(users), np.array(items)
+    ratings = np.clip(np.rint(quality[items] + rng.normal(0, 0.7, len(items))), 1, 5)
+    return Ratings.from_dataframe(pd.DataFrame({"user": users, "item": items, "rating": ratings}), scale=(1, 5))
+
+
+def test_a_search_on_ratings_without_taste_keeps_the_item_mean_and_says_so():
+    from cofiviz.protocols import weak_generalization
+
+    split = weak_generalization(_item_quality_only(), n_train=8, seed=0)
+    model = _small("gapfm", rank=5, item_prior=0.0, learning_rate=0.5)
+    out = tune(model, split.train, budget=60, trials=10, seed=0)
+    assert out.check["item_mean"], out.summary()
+    assert model.rank == 0 and model.item_prior == 1.0
+    assert out.summary().startswith("With these ratings the item mean alone ranks best on validation")
+    assert "the factors add nothing" in out.summary()
+
+
+def test_a_search_whose_factors_beat_the_item_mean_on_both_halves_chooses_them_and_says_by_how_much():
+    """Planted rank-2 taste beside item quality (:func:`contract.planted`): what the item mean cannot rank."""
+    split = planted(seed=0, rank=2)
+    model = _small("gapfm", rank=5, learning_rate=0.3, max_iter=10)
+    out = tune(model, split.train, None, budget=60, trials=8, seed=0)
+    gains = out.check["item_mean_gains"]
+    assert not out.check["item_mean"] and min(gains) > 0, out.summary()
+    assert model.rank == 5
+    assert f"It beat the item mean alone (trial {out.check['item_mean_trial']}) by {gains[0]:+.4f}" in out.summary()
