@@ -11,6 +11,9 @@ the store: this module is the one place that does.
 - :data:`KEY_NEUTRAL`: a parameter whose default is *not* the old behaviour, with the value that is. A
   cell that sets it to that value keeps the key it had before; one that relies on the new default gets a
   new key.
+- :data:`CHANGED_DEFAULTS`: a parameter whose default changed, with its old default. A cell that sets it to
+  the old default keeps the key it had when it relied on that default; one that relies on the new default
+  gets a new key.
 
 A new parameter of a model whose results ship makes every shipped cell of that model stale unless it is
 declared here (``tests/test_shipped.py`` says which reproductions to regenerate).
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["LATE_FEATURES", "KEY_NEUTRAL", "key_defaults", "key_params", "neutral_params"]
+__all__ = ["LATE_FEATURES", "KEY_NEUTRAL", "CHANGED_DEFAULTS", "key_defaults", "key_params", "neutral_params"]
 
 #: The item-mean offset (:class:`cofiviz.models.prior.ItemPriorParams`): off at ``item_prior`` 0
 _ITEM_PRIOR = {"item_prior": (0.0, ("prior_damping",))}
@@ -38,6 +41,18 @@ LATE_FEATURES: dict[str, dict[str, tuple]] = {
 #: (CofiRank's ``reg_users`` scales λ with the number of users; ``None`` is the paper's unscaled λ)
 KEY_NEUTRAL: dict[str, dict[str, Any]] = {
     "cofirank": {"reg_users": None},
+    # the item-mean offset, off before these models' defaults turned it on (a late feature of theirs)
+    "gapfm": {"item_prior": 0.0},
+    "mmmf": {"item_prior": 0.0},
+    "wlt": {"item_prior": 0.0},
+    "bilinear": {"item_prior": 0.0},
+}
+
+#: model name -> ``{parameter: its old default}``: the defaults that were changed so that each ranking model's
+#: defaults are level with the damped item mean on MovieLens 100K's LCR-protocol splits
+CHANGED_DEFAULTS: dict[str, dict[str, Any]] = {
+    "gcr": {"item_prior": 0.0},
+    "lcr": {"item_prior": 0.0},
 }
 
 
@@ -58,6 +73,8 @@ def key_defaults(klass, params: dict) -> dict:
         The parameters the cell sets.
     """
     out = {p: klass.param[p].default for p in klass.param_names() if p not in params}
+    out.update({p: old for p, old in CHANGED_DEFAULTS.get(klass.model_name(), {}).items()
+                if p in params and _same(params[p], old)})
     for switch, (off, others) in LATE_FEATURES.get(klass.model_name(), {}).items():
         if params.get(switch, klass.param[switch].default) == off:
             for p in (switch, *others):
@@ -66,11 +83,14 @@ def key_defaults(klass, params: dict) -> dict:
 
 
 def key_params(klass, params: dict) -> dict:
-    """``params`` as a result's key records them: without the :data:`KEY_NEUTRAL` ones at their neutral value."""
-    neutral = KEY_NEUTRAL.get(klass.model_name(), {})
+    """``params`` as a result's key records them: without the :data:`KEY_NEUTRAL` ones at their neutral value
+    and the :data:`CHANGED_DEFAULTS` ones at their old default (which :func:`key_defaults` records)."""
+    neutral = neutral_params(klass)
     return {k: v for k, v in params.items() if not (k in neutral and _same(v, neutral[k]))}
 
 
 def neutral_params(klass) -> dict:
-    """The :data:`KEY_NEUTRAL` values of ``klass``'s parameters (``{}`` when it has none)."""
-    return dict(KEY_NEUTRAL.get(klass.model_name(), {}))
+    """The values that compute what a cell keyed without the parameter computed: the :data:`KEY_NEUTRAL` values
+    and the :data:`CHANGED_DEFAULTS` old defaults of ``klass``'s parameters (``{}`` when it has none)."""
+    name = klass.model_name()
+    return {**KEY_NEUTRAL.get(name, {}), **CHANGED_DEFAULTS.get(name, {})}

@@ -148,11 +148,13 @@ def _softplus(z):
     return max(z, 0.0) + math.log1p(math.exp(-abs(z)))
 
 
-def reference_objective(list_ptr, labels, X, w, sigma, reg, k=0):
-    """Eq (4) by plain loops: LambdaRank's |ΔNDCG|-weighted logistic pair loss, mean over lists with a pair."""
+def reference_objective(list_ptr, labels, X, w, sigma, reg, k=0, offset=None):
+    """Eq (4) by plain loops: LambdaRank's |ΔNDCG|-weighted logistic pair loss, mean over lists with a pair (the
+    scores ``Xw`` plus each row's fixed ``offset``)."""
     total, lists = 0.0, 0
+    offset = np.zeros(len(X)) if offset is None else offset
     for a, b in zip(list_ptr[:-1], list_ptr[1:]):
-        y, s = labels[a:b], X[a:b] @ w
+        y, s = labels[a:b], X[a:b] @ w + offset[a:b]
         m = len(y)
         order = sorted(range(m), key=lambda i: (-s[i], i))
         pos = {i: r + 1 for r, i in enumerate(order)}
@@ -178,12 +180,15 @@ def small():
 
 @pytest.mark.parametrize("k", [0, 3])
 def test_objective_equals_the_reference_and_its_gradient_and_hessian_the_finite_differences(small, k):
+    """With the default item offset: it enters every score of the lists, and the derivatives keep their form."""
     small.set_params(ndcg_k=k)
-    list_ptr, labels, X, _ = small._training_table().lists(4, 2, 0)
+    list_ptr, labels, X, items = small._training_table().lists(4, 2, 0)
+    assert small.item_prior > 0 and np.any(small.prior_)
     rng = np.random.default_rng(11)
     w = rng.normal(0, 2.0, X.shape[1])
     f, g, H = small.objective(w, hessian=True)
-    assert f == pytest.approx(reference_objective(list_ptr, labels, X, w, 1.5, 0.01, k), rel=1e-12)
+    assert f == pytest.approx(reference_objective(list_ptr, labels, X, w, 1.5, 0.01, k, small.prior_[items]),
+                              rel=1e-12)
     assert small.objective(w)[0] == f
     # |ΔNDCG| is constant while no two scores of a list swap: at this generic point central differences with a
     # step far below the smallest score gap see a smooth function

@@ -178,7 +178,7 @@ class Bilinear(Model, ItemPriorParams):
         Learn item offsets ``c_i`` (latent) and ``dᵀ z_i`` (from item features).
     item_prior, prior_damping : float
         A fixed item offset ``β·(m̃_i − μ)`` added to every score (:mod:`cofiviz.models.prior`): β =
-        ``item_prior`` (0, the default: none) times the item's training mean damped by ``prior_damping``
+        ``item_prior`` (default 4; 0: none) times the item's training mean damped by ``prior_damping``
         pseudo-ratings at the global mean ``μ``; learned by no step and not penalised.
     lr : float
         Step size (AdaGrad's base rate, or the plain gradient step).
@@ -228,13 +228,18 @@ class Bilinear(Model, ItemPriorParams):
                           doc="Tie-aware losses: use equal ratings as ties, or drop those pairs.")
     pl_ties = param.Selector(default="breslow", objects=list(LISTWISE_TIES),
                              doc="Listwise likelihood: Plackett-Luce with Breslow's or Efron's ties, or the ordered partition.")
-    features = param.Selector(default="both", objects=["both", "latent", "given"],
+    features = param.Selector(default="latent", objects=["both", "latent", "given"],
                               doc="Latent ids and given features, ids only, or given features only.")
     user_features = param.String(default="auto", doc="User side-table columns: auto, none, or names joined by + (age+gender).")
     item_features = param.String(default="auto", doc="Item side-table columns: auto, none, or names joined by + (Action+Comedy).")
     item_bias = param.Boolean(default=True, doc="Learn item offsets (latent and from item features).")
     lr = param.Number(default=0.1, bounds=(0.0, None), inclusive_bounds=(False, True), doc="Step size.")
-    reg = param.Number(default=0.1, bounds=(0.0, None), doc="L2 penalty λ of factors and projections.")
+    reg = param.Number(default=1.0, bounds=(0.0, None), doc="L2 penalty λ of factors and projections.")
+    patience = param.Integer(default=10, bounds=(0, None),
+                             doc="Early stopping: iterations without validation improvement (0: off).")
+    item_prior = param.Number(default=4.0, bounds=(0.0, None),
+                              doc="Weight β of a fixed item offset β·(damped item mean − μ) added to every score "
+                                  "(0: none).")
     reg_bias = param.Number(default=0.1, bounds=(0.0, None), doc="L2 penalty of the item offsets.")
     solver = param.Selector(default="adagrad", objects=["adagrad", "gd"], doc="AdaGrad or plain gradient steps.")
     init_scale = param.Number(default=0.1, bounds=(0.0, None), inclusive_bounds=(False, True),

@@ -86,7 +86,7 @@ class GAPfm(Model, ItemPriorParams):
         λ = 0.1, a setting that learns there.
     item_prior, prior_damping : float
         A fixed item offset ``β·(m̃_i − μ)`` added to every score, ``f_mi = U_m · V_i + β·(m̃_i − μ)``
-        (:mod:`cofiviz.models.prior`): β = ``item_prior`` (0, the default: the paper's model) times the item's
+        (:mod:`cofiviz.models.prior`): β = ``item_prior`` (default 8; 0: the paper's model) times the item's
         training mean damped by ``prior_damping`` pseudo-ratings at the global mean ``μ``. Learned by no step
         and not penalised, it starts the ranking at the damped item mean, and the factors learn what each
         user adds to it: on short training lists, where that baseline is hard to beat.
@@ -155,10 +155,13 @@ class GAPfm(Model, ItemPriorParams):
     item_mean_setting = {"rank": 0, "item_prior": 1.0}
     scale = Scale("item pairs")
     presets = {"paper": {"rank": 10, "reg": 0.001, "learning_rate": 1e-5, "item_reg": 0.0, "objective": "gap",
-                         "user_weight": "one", "selection": "all", "item_update": "sequential"}}
+                         "user_weight": "one", "selection": "all", "item_update": "sequential", "item_prior": 0.0}}
 
     rank = param.Integer(default=10, bounds=(0, 1000), doc="Latent dimension D (0: no factors).")
     reg = param.Number(default=0.01, bounds=(0.0, None), softbounds=(0.0, 1.0), doc="λ: L2 regularisation.")
+    item_prior = param.Number(default=8.0, bounds=(0.0, None),
+                              doc="Weight β of a fixed item offset β·(damped item mean − μ) added to every score "
+                                  "(0: the paper's model).")
     learning_rate = param.Number(default=0.2, bounds=(0.0, None), inclusive_bounds=(False, True),
                                  softbounds=(1e-5, 2.0), doc="γ: gradient ascent step size.")
     user_weight = param.Selector(default="inverse_length", objects=list(WEIGHTS),

@@ -71,7 +71,9 @@ class LCR(PairwiseFactorModel, LocalParams):
     item_prior : float
         Weight β of a fixed item offset, the damped item mean (``prior_damping`` pseudo-ratings at
         the global mean) minus the global mean, added to every score: the local pairwise models
-        then learn corrections to the item-mean ranking (0: the paper's model).
+        then learn corrections to the item-mean ranking (default 4; 0: the paper's model). The defaults β = 4 and
+        λ = 1, not the paper's β = 0, λ = 0.1, rank at least level with the damped item mean on the validation
+        ratings of MovieLens 100K's LCR-protocol splits (N = 10, 20, 50).
     init, init_scale : {"uniform", "normal"}, float
         Initial factors uniform on [0, init_scale) (default: every user starts aligned, so the
         shared "good item" direction is learned first) or normal.
@@ -103,12 +105,15 @@ class LCR(PairwiseFactorModel, LocalParams):
     #: the warm-ups of the shared kernels its fit calls, run before its own in a parallel warm-up
     warmup_after = (gcr_warmup, svd_warmup, lk.warmup, dense.warmup)
     presets = {"paper": {"n_local": 50, "bandwidth": 0.8, "kernel": "epanechnikov", "margin": 0.0, "tol": 0.001,
-                         "item_bias": "none", "item_prior": 0.0, "solver": "gd"}}
+                         "item_bias": "none", "item_prior": 0.0, "solver": "gd", "reg": 0.1}}
 
     rank = param.Integer(default=10, bounds=(0, 2000), doc="Rank r of each local model (0: no factors).")
     lr = param.Number(default=0.1, bounds=(0.0, None), inclusive_bounds=(False, True),
                       doc="Learning rate ν of the gradient steps.")
-    reg = param.Number(default=0.1, bounds=(0.0, None), doc="L2 penalty λ of the factors.")
+    reg = param.Number(default=1.0, bounds=(0.0, None), doc="L2 penalty λ of the factors.")
+    item_prior = param.Number(default=4.0, bounds=(0.0, None),
+                              doc="Weight β of a fixed item offset β·(damped item mean − μ) added to every score "
+                                  "(0: the paper's model).")
 
     def _kernels(self, train: Ratings, rng: np.random.Generator):
         Ku, Ki, au, ai, P, Q = local_kernels(train, int(self.n_local), rng, bandwidth=float(self.bandwidth),

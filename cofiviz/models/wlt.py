@@ -83,7 +83,7 @@ along ``−(∇²C)⁻¹ ∇C``, halved from ``lr`` until the objective drops (A
 lists are computed once per fit.
 
 Beyond the paper, a choice of this library: a fixed item offset ``o_n = β·(m̃_n − μ)`` (:mod:`cofiviz.models.prior`,
-``item_prior`` = β, 0 by default: the published model) may be added to every score, ``f(u,n) = wᵀψ(u,n) + o_n``,
+``item_prior`` = β, 2 by default, 0: the published model) may be added to every score, ``f(u,n) = wᵀψ(u,n) + o_n``,
 in the training lists as in scoring; it is learned by no step and carries no penalty, so (4)'s gradient and
 Hessian keep their form. With a large ``reg`` the weights stay near 0 and the model ranks as the damped item
 mean does.
@@ -244,7 +244,7 @@ class WLT(Model, ItemPriorParams):
     #: LambdaRank's plain form (Burges 2010)
     #: the weights held near 0 by the penalty (the model has no factors to switch off)
     item_mean_setting = {"reg": 1e6, "item_prior": 1.0}
-    presets = {"paper": {"sigma": 1.0, "ndcg_k": 0}}
+    presets = {"paper": {"sigma": 1.0, "ndcg_k": 0, "item_prior": 0.0}}
     scale = Scale("Σn²")
     #: the warm-ups of the shared kernels its fit calls, run before its own in a parallel warm-up
     warmup_after = (dense.warmup,)
@@ -253,6 +253,9 @@ class WLT(Model, ItemPriorParams):
     n_neighbors = param.Integer(default=30, bounds=(0, None),
                                 doc="K, the raters of an item sharing most items with the user, and the slots the "
                                     "features average over (0: all raters).")
+    item_prior = param.Number(default=2.0, bounds=(0.0, None),
+                              doc="Weight β of a fixed item offset β·(damped item mean − μ) added to every score "
+                                  "(0: the published model).")
     lr = param.Number(default=1.0, bounds=(0.0, None), inclusive_bounds=(False, True),
                       doc="First length tried along each Newton direction (halved until the objective drops).")
     reg = param.Number(default=1e-3, bounds=(0.0, None), doc="λ of the L2 penalty λ/2 ‖w‖².")

@@ -89,7 +89,7 @@ WEAK_METHODS = [
                 "problem at λ = 10/N): at λ = 10 the unweighted factors collapse to zero"),
     Method("CofiRank-Regression", "cofirank", "CofiRank-Regression", {**PAPER_SETTINGS, "loss": "regression"},
            quick=_QUICK, original=AUTHORS_CODE["regression"]),
-    Method("MMMF", "mmmf", "MMMF", {"rank": 100, "reg": 1 / 1.6, "max_iter": 100}, quick={"rank": 10, "max_iter": 3},
+    Method("MMMF", "mmmf", "MMMF", {"rank": 100, "reg": 1 / 1.6, "max_iter": 100, "item_prior": 0.0}, quick={"rank": 10, "max_iter": 3},
            note="fast MMMF (Rennie & Srebro 2005), the code the paper ran, at its settings: k = 100, λ = 1/1.6"),
     Method("PopRec", "poprec", None),
     Method("ItemMean", "itemmean", None),

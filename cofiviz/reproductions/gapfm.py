@@ -39,7 +39,8 @@ _ITEM_MEAN = Method("ItemMean", "itemmean", None, {}, {"damping": [10.0, 0.0, 2.
 register(Reproduction(
     "gapfm-table4", "GAPfm (Shi et al., CIKM 2013) Table 4: ranking rated items on MovieLens 100K",
     PAPER, "4", "lcr-weak", "n_train", [10, 20, 30, 40], list(range(10)), ["ndcg@1", "ndcg@3", "ndcg@5"],
-    [Method("GAPfm", "gapfm", "GAPfm", {"max_iter": 600, "patience": 600, "valid_metric": "ndcg@5", "user_weight": "one"},
+    [Method("GAPfm", "gapfm", "GAPfm", {"max_iter": 600, "patience": 600, "valid_metric": "ndcg@5", "user_weight": "one",
+                                       "item_prior": 0.0},
             [{"rank": [10, 20], "reg": 0.1, "learning_rate": 0.1, "init_scale": [0.1, 0.3]},
              {"rank": [10, 20], "reg": [0.01, 0.03], "learning_rate": [0.5, 1.0], "init_scale": 0.3,
               "user_weight": "inverse_z"},
@@ -49,7 +50,7 @@ register(Reproduction(
              {"rank": [10, 20], "reg": [0.01, 0.03], "learning_rate": [0.5, 1.0], "init_scale": 0.3,
               "user_weight": "inverse_z", "item_reg": [0.1, 0.3]}],
             quick={"rank": 10, "max_iter": 3}),
-     Method("WLT", "wlt", "WLT", {"max_iter": 30, "patience": 30, "valid_metric": "ndcg@5"},
+     Method("WLT", "wlt", "WLT", {"max_iter": 30, "patience": 30, "valid_metric": "ndcg@5", "item_prior": 0.0},
             {"n_neighbors": [10, 30, 100]}, quick={"max_iter": 3},
             note="win / loss / tie features + LambdaRank (cofiviz.models.WLT); K, the paper's one hyperparameter, "
                  "chosen on validation"),
@@ -98,7 +99,7 @@ register(TopNReproduction(
     "gapfm-topn", "GAPfm (CIKM 2013) §5.1 top-N protocol on MovieLens 100K",
     PAPER, None, "gapfm-top-n", "n_train", [10, 20, 30, 50], list(range(10)), ["gap@5", "ndcg@5", "p@5"],
     [Method("GAPfm", "gapfm", "GAPfm", {"max_iter": 150, "rank": 10, "init_scale": 0.01, "user_weight": "one",
-                                       **_best_gap5(150)},
+                                       "item_prior": 0.0, **_best_gap5(150)},
             [{"reg": [0.01, 0.03, 0.1, 0.3], "learning_rate": [0.005, 0.01, 0.02, 0.05]},
              {"reg": [0.01, 0.03, 0.1, 0.3], "learning_rate": [0.005, 0.01, 0.02, 0.05], "item_reg": [1.0, 3.0, 10.0]}],
             quick={"max_iter": 3}),

@@ -82,10 +82,10 @@ METHODS = [
                 "error (after 3-19 sweeps on these splits), here the chain length is chosen on validation"),
     Method("LLORMA", "llorma", "LLORMA", {"patience": 3, "max_iter": 20, "n_local": 50},
            {"rank": [5, 10, 20], "reg": [3.0, 10.0, 30.0]}, quick={"rank": 5, "n_local": 4, "max_iter": 2}),
-    Method("GCR", "gcr", "GCR", {"patience": 20, "init_scale": 0.5, "rank": 10},
+    Method("GCR", "gcr", "GCR", {"patience": 20, "init_scale": 0.5, "rank": 10, "item_prior": 0.0},
            {"loss": ["log_m", "log_a", "hinge_a"], "lr": [0.03, 0.1, 0.3], "reg": [0.1, 0.3, 1.0]},
            quick={"max_iter": 3}, stop_per_metric=True),
-    Method("LCR", "lcr", "LCR", {"patience": 20, "n_local": 50, "init_scale": 0.5, "reg": 0.1},
+    Method("LCR", "lcr", "LCR", {"patience": 20, "n_local": 50, "init_scale": 0.5, "reg": 0.1, "item_prior": 0.0},
            {"loss": ["log_m", "log_a", "hinge_a"], "rank": [5, 10, 20], "lr": [0.1, 0.3, 1.0],
             "bandwidth": [0.8, 1.0]},
            quick={"n_local": 4, "rank": 5, "max_iter": 2}, stop_per_metric=True),
@@ -117,7 +117,7 @@ register(Reproduction(
 
 #: Training settings shared by the figures' runs: no early stopping (the curves show the overfitting the
 #: paper discusses)
-FIGURE_TRAINING = {"lr": 0.3, "reg": 0.1, "init_scale": 0.5, "margin": 0.0}
+FIGURE_TRAINING = {"lr": 0.3, "reg": 0.1, "init_scale": 0.5, "margin": 0.0, "item_prior": 0.0}
 #: The Exp losses diverge at the shared learning rate (the paper calls them sensitive to it)
 FIGURE_LR = {"exp_m": 0.03, "exp_a": 0.01}
 
