@@ -20,6 +20,14 @@ from cofiviz.models.bilinear import BILINEAR_LOSSES, encode_features
 
 from contract import ModelContract, planted, random_ndcg
 
+#: side features on, a light penalty and no item-mean offset: the model whose parts the tests below check
+#: (the defaults add the damped item mean, which leaves little for the factors of small planted tables to learn)
+PLAIN = {"features": "both", "reg": 0.1, "item_prior": 0.0}
+
+
+def plain(**params) -> Bilinear:
+    return Bilinear(**{**PLAIN, **params})
+
 
 class TestBilinearContract(ModelContract):
     bad_params = [{"seed": -1}, {"rank": -1}, {"lr": 0.0}, {"reg": -1.0}, {"theta": 1.0}, {"nu": 0.0},
@@ -111,7 +119,7 @@ def _small_featured() -> Ratings:
 @pytest.mark.parametrize("features", ["both", "latent", "given"])
 def test_gradient_by_central_differences(loss, extra, features):
     train = _small_featured()
-    m = Bilinear(rank=2, max_iter=1, loss=loss, features=features, reg=0.3, reg_bias=0.2, **extra).fit(train)
+    m = plain(rank=2, max_iter=1, loss=loss, features=features, reg=0.3, reg_bias=0.2, **extra).fit(train)
     _randomised(m)
     grads = m.gradient()
     h = 1e-6
@@ -158,27 +166,27 @@ def test_encode_features_auto_and_named_columns():
 
 
 def test_feature_modes_and_their_errors(feat_ratings):
-    m = Bilinear(rank=2, max_iter=2).fit(feat_ratings)
+    m = plain(rank=2, max_iter=2).fit(feat_ratings)
     assert m.user_feature_names_ == ["group=g0", "group=g1", "group=g2", "group=g3"]
     assert m.item_feature_names_ == ["genre=k0", "genre=k1", "genre=k2", "genre=k3"]
     assert m.sides_ == {"user_latent": True, "item_latent": True, "user_features": True, "item_features": True}
-    g = Bilinear(rank=2, max_iter=2, features="given").fit(feat_ratings)
+    g = plain(rank=2, max_iter=2, features="given").fit(feat_ratings)
     assert not g.sides_["user_latent"] and not g.sides_["item_latent"]
     assert np.all(g.U_ == 0) and np.all(g.V_ == 0)
-    lat = Bilinear(rank=2, max_iter=2, features="latent").fit(feat_ratings)
+    lat = plain(rank=2, max_iter=2, features="latent").fit(feat_ratings)
     assert lat.X_.shape[1] == 0 and lat.Z_.shape[1] == 0
-    only_items = Bilinear(rank=2, max_iter=2, features="given", user_features="none").fit(feat_ratings)
+    only_items = plain(rank=2, max_iter=2, features="given", user_features="none").fit(feat_ratings)
     assert only_items.sides_["user_latent"] and not only_items.sides_["item_latent"]
-    plain = planted(seed=0).train                      # no side tables
-    assert Bilinear(rank=2, max_iter=2).fit(plain).X_.shape[1] == 0
+    no_sides = planted(seed=0).train                   # no side tables
+    assert plain(rank=2, max_iter=2).fit(no_sides).X_.shape[1] == 0
     with pytest.raises(DataError, match="features='given'"):
-        Bilinear(rank=2, max_iter=2, features="given").fit(plain)
+        plain(rank=2, max_iter=2, features="given").fit(no_sides)
     with pytest.raises(DataError, match="item_features"):
-        Bilinear(rank=2, max_iter=2, item_features="colour").fit(feat_ratings)
+        plain(rank=2, max_iter=2, item_features="colour").fit(feat_ratings)
 
 
 def test_save_load_keeps_features_and_feature_names(feat_ratings, tmp_path):
-    m = Bilinear(rank=3, max_iter=5).fit(feat_ratings)
+    m = plain(rank=3, max_iter=5).fit(feat_ratings)
     m.save(tmp_path / "bl")
     back = Model.load(tmp_path / "bl")
     assert back.user_feature_names_ == m.user_feature_names_
@@ -195,7 +203,7 @@ def planted_split():
 @pytest.mark.parametrize("loss", ["plackett_luce", "rao_kupper", "davidson", "log_m", "hinge_a"])
 def test_every_loss_learns_planted_structure_and_beats_random_and_poprec(planted_split, loss):
     s = planted_split
-    m = Bilinear(rank=3, loss=loss, max_iter=150, tol=0, lr=0.05).fit(s.train)
+    m = plain(rank=3, loss=loss, max_iter=150, tol=0, lr=0.05).fit(s.train)
     losses = [h["loss"] for h in m.history_]
     assert losses[-1] < losses[0]
     got = mean_metrics(m, s.test, ["ndcg@10"])["ndcg@10"]
@@ -211,7 +219,7 @@ def test_the_ordered_partition_and_smoothed_rank_objectives_learn_planted_struct
     the list's length, so its gradients are smaller than the likelihoods' and λ = 0.1 would outweigh them: it
     gets λ = 0.01."""
     s = planted_split
-    m = Bilinear(rank=3, loss=loss, max_iter=150, tol=0, lr=0.05, **extra).fit(s.train)
+    m = plain(rank=3, loss=loss, max_iter=150, tol=0, lr=0.05, **extra).fit(s.train)
     losses = [h["loss"] for h in m.history_]
     assert losses[-1] < losses[0]
     got = mean_metrics(m, s.test, ["ndcg@10"])["ndcg@10"]
@@ -220,7 +228,7 @@ def test_the_ordered_partition_and_smoothed_rank_objectives_learn_planted_struct
 
 def test_gamma_is_the_smoothed_rank_scale_and_margin_the_surrogates():
     s = planted(seed=1)
-    fit = lambda **p: Bilinear(rank=2, max_iter=5, seed=0, **p).fit(s.train).score(s.test.users, s.test.items)  # noqa: E731
+    fit = lambda **p: plain(rank=2, max_iter=5, seed=0, **p).fit(s.train).score(s.test.users, s.test.items)  # noqa: E731
     np.testing.assert_array_equal(fit(loss="log_m", gamma=5.0), fit(loss="log_m", gamma=0.5))
     np.testing.assert_array_equal(fit(loss="smoothed_rank", margin=1.0), fit(loss="smoothed_rank", margin=0.0))
     assert not np.allclose(fit(loss="smoothed_rank", gamma=5.0), fit(loss="smoothed_rank", gamma=0.5))
@@ -230,8 +238,8 @@ def test_gamma_is_the_smoothed_rank_scale_and_margin_the_surrogates():
 def test_the_smoothed_rank_needs_ratings_that_are_not_negative():
     r = Ratings([0, 0, 1, 1], [0, 1, 0, 1], [-1.0, 2.0, 0.5, 3.0], user_ids=[1, 2], item_ids=[1, 2])
     with pytest.raises(DataError, match="smoothed_rank.*>= 0.*-1"):
-        Bilinear(loss="smoothed_rank", max_iter=2).fit(r)
-    Bilinear(loss="plackett_luce", max_iter=2).fit(r)
+        plain(loss="smoothed_rank", max_iter=2).fit(r)
+    plain(loss="plackett_luce", max_iter=2).fit(r)
 
 
 def test_side_features_help_new_users(strong):
@@ -240,7 +248,7 @@ def test_side_features_help_new_users(strong):
     assert s.given is not None and s.train.user_info is not None
     res = {}
     for feats in ("both", "given", "latent"):
-        m = Bilinear(rank=4, features=feats, max_iter=120, tol=0, seed=0).fit(s.train)
+        m = plain(rank=4, features=feats, max_iter=120, tol=0, seed=0).fit(s.train)
         res[feats] = evaluate(m, s, metrics=["ndcg@10"])["ndcg@10"]
     res["poprec"] = evaluate(PopRec().fit(s.train), s, metrics=["ndcg@10"])["ndcg@10"]
     test_only = Split(train=s.train, test=s.test, protocol={"name": "t"})
@@ -253,7 +261,7 @@ def test_side_features_help_new_users(strong):
 
 def test_fold_in_touches_only_new_users_and_uses_their_ratings(strong):
     s = strong
-    m = Bilinear(rank=4, features="latent", max_iter=40, seed=0).fit(s.train)
+    m = plain(rank=4, features="latent", max_iter=40, seed=0).fit(s.train)
     before = m.U_.copy()
     V = m.V_.copy()
     m.fold_in(s.given)
@@ -276,12 +284,12 @@ def test_fold_in_touches_only_new_users_and_uses_their_ratings(strong):
 
 def test_ties_used_and_dropped_are_different_fits():
     s = planted(seed=2)
-    used = Bilinear(rank=3, loss="davidson", ties="use", max_iter=20).fit(s.train)
-    dropped = Bilinear(rank=3, loss="davidson", ties="drop", max_iter=20).fit(s.train)
+    used = plain(rank=3, loss="davidson", ties="use", max_iter=20).fit(s.train)
+    dropped = plain(rank=3, loss="davidson", ties="drop", max_iter=20).fit(s.train)
     assert not np.allclose(used.score(s.test.users, s.test.items), dropped.score(s.test.users, s.test.items))
     # the surrogates ignore `ties` (they always drop equal ratings)
-    a = Bilinear(rank=3, loss="log_m", ties="use", max_iter=5).fit(s.train)
-    b = Bilinear(rank=3, loss="log_m", ties="drop", max_iter=5).fit(s.train)
+    a = plain(rank=3, loss="log_m", ties="use", max_iter=5).fit(s.train)
+    b = plain(rank=3, loss="log_m", ties="drop", max_iter=5).fit(s.train)
     np.testing.assert_array_equal(a.score(s.test.users, s.test.items), b.score(s.test.users, s.test.items))
 
 
@@ -290,11 +298,11 @@ def test_a_table_without_usable_pairs_is_a_clear_error():
     for params in ({"loss": "plackett_luce"}, {"loss": "plackett_luce", "pl_ties": "partition"},
                    {"loss": "smoothed_rank"}):
         with pytest.raises(DataError, match="two training ratings"):
-            Bilinear(max_iter=2, **params).fit(r)
-    Bilinear(loss="davidson", max_iter=2).fit(r)   # ties are usable evidence
+            plain(max_iter=2, **params).fit(r)
+    plain(loss="davidson", max_iter=2).fit(r)   # ties are usable evidence
     zeros = Ratings([0, 0, 1, 1], [0, 1, 0, 1], [0.0, 0.0, 0.0, 0.0], user_ids=[1, 2], item_ids=[1, 2])
     with pytest.raises(DataError, match="above 0"):
-        Bilinear(loss="smoothed_rank", max_iter=2).fit(zeros)
+        plain(loss="smoothed_rank", max_iter=2).fit(zeros)
 
 
 def test_every_loss_is_a_parameter_value():
@@ -333,11 +341,11 @@ def test_item_offsets_are_the_damped_item_mean_and_shrunk_parts_leave_its_rankin
     items = np.arange(train.n_items)
     want = 1.5 * (ItemMean(damping=4.0).fit(train).score(np.zeros(train.n_items, int), items) - train.global_mean)
     heavy = dict(rank=2, reg=1000.0, reg_bias=1000.0, solver="gd", lr=5e-4, max_iter=60, tol=0.0)
-    m = Bilinear(item_prior=1.5, prior_damping=4.0, **heavy).fit(train)
+    m = plain(item_prior=1.5, prior_damping=4.0, **heavy).fit(train)
     np.testing.assert_allclose(m.prior_, want, rtol=1e-12, atol=1e-12)
     for u in range(train.n_users):
         np.testing.assert_allclose(m.score(np.full(train.n_items, u), items), want, atol=5e-3)
-    off = Bilinear(**heavy).fit(train)
+    off = plain(**heavy).fit(train)
     assert np.max(np.abs(off.score(np.zeros(train.n_items, int), items))) < 5e-3
     back = Bilinear.load(m.save(tmp_path / "bilinear"))
     np.testing.assert_array_equal(back.score(np.zeros(train.n_items, int), items),

@@ -258,7 +258,8 @@ def _algorithm2_numpy(model, r, U, V, order, lr, lam, item_reg=0.0, weight="one"
                                               (0.4, "inverse_length")])
 def test_one_iteration_is_algorithm2(item_reg, weight):
     r = _table(seed=10)
-    model = GAPfm(rank=3, max_iter=1, learning_rate=0.3, reg=0.05, seed=4, item_reg=item_reg, user_weight=weight)
+    model = GAPfm(item_prior=0.0, rank=3, max_iter=1, learning_rate=0.3, reg=0.05, seed=4, item_reg=item_reg,
+                  user_weight=weight)
     rng = np.random.default_rng(4)                    # the model's own generator, replayed
     U0 = rng.normal(0, model.init_scale, size=(r.n_users, 3))
     V0 = rng.normal(0, model.init_scale, size=(r.n_items, 3))
@@ -299,7 +300,7 @@ def test_item_reg_shrinks_rarely_rated_items_most():
                 item_ids=np.arange(popular + rare), scale=(1, 5))
 
     def ratio(item_reg):
-        V = GAPfm(rank=4, max_iter=200, learning_rate=0.1, reg=0.1, init_scale=0.1, item_reg=item_reg,
+        V = GAPfm(item_prior=0.0, rank=4, max_iter=200, learning_rate=0.1, reg=0.1, init_scale=0.1, item_reg=item_reg,
                   user_weight="one", seed=3).fit(r).V_
         norms = np.linalg.norm(V, axis=1)
         return norms[popular:].mean() / norms[:popular].mean()
@@ -425,13 +426,13 @@ def test_beats_random_and_poprec_on_top_n_where_taste_drives_choice():
 
     split = _taste_split()
     metrics = ["gap@5", "ndcg@5", "p@5"]
-    got = evaluate(GAPfm(rank=5, max_iter=100).fit(split.train), split, metrics=metrics).means
+    got = evaluate(GAPfm(item_prior=0.0, rank=5, max_iter=100).fit(split.train), split, metrics=metrics).means
     pop = evaluate(PopRec().fit(split.train), split, metrics=metrics).means
     rnd = evaluate(_Random().fit(split.train), split, metrics=metrics).means
     for m in metrics:
         assert got[m] > pop[m] + 0.1 and got[m] > rnd[m] + 0.1, (m, got, pop, rnd)
     # adaptive selection (K = 10 of 20) keeps most of it; random selection of 10 keeps less
-    ada = evaluate(GAPfm(rank=5, max_iter=100, selection="adaptive", n_selected=10).fit(split.train),
+    ada = evaluate(GAPfm(item_prior=0.0, rank=5, max_iter=100, selection="adaptive", n_selected=10).fit(split.train),
                    split, metrics=["gap@5"]).means["gap@5"]
     assert ada > pop["gap@5"] + 0.1
 
@@ -552,8 +553,9 @@ def test_defaults_learn_on_long_lists_where_the_unweighted_step_diverges():
     from cofiviz import datasets, protocols
 
     split = protocols.make("fixed-ratio", datasets.movielens_100k(), seed=0, train_ratio=0.5)
-    unweighted = GAPfm(user_weight="one", learning_rate=0.02, reg=0.1, max_iter=10, seed=0).fit(split.train)
-    weighted = GAPfm(max_iter=10, seed=0).fit(split.train)
+    unweighted = GAPfm(item_prior=0.0, user_weight="one", learning_rate=0.02, reg=0.1, max_iter=10,
+                       seed=0).fit(split.train)
+    weighted = GAPfm(item_prior=0.0, max_iter=10, seed=0).fit(split.train)
 
     def spread(model):
         f = model.U_ @ model.V_.T
@@ -615,7 +617,7 @@ def test_item_offsets_are_the_damped_item_mean_and_shrunk_factors_leave_its_rank
     np.testing.assert_allclose(m.prior_, want, rtol=1e-12, atol=1e-12)
     for u in range(r.n_users):
         np.testing.assert_allclose(m.score(np.full(r.n_items, u), np.arange(r.n_items)), want, atol=1e-6)
-    off = GAPfm(reg=4.0, learning_rate=0.2, max_iter=30, rank=3).fit(r)
+    off = GAPfm(item_prior=0.0, reg=4.0, learning_rate=0.2, max_iter=30, rank=3).fit(r)
     assert np.all(off.prior_ == 0.0) and np.max(np.abs(off.score(np.zeros(r.n_items, int), np.arange(r.n_items)))) < 1e-6
 
 

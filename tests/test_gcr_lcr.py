@@ -151,7 +151,7 @@ def _algorithm1_gradient(train, Ku, Ki, U, V, code, gamma, lam):
 @pytest.mark.parametrize("loss", ["log_m", "hinge_a", "exp_m"])
 def test_update_step_equals_algorithm_1_pair_loop(loss):
     train = _tiny(seed=3)
-    model = LCR(rank=2, n_local=4, loss=loss, margin=0.2, reg=0.1, max_iter=1).fit(train)
+    model = LCR(rank=2, n_local=4, loss=loss, margin=0.2, reg=0.1, max_iter=1, item_prior=0.0).fit(train)
     st = _randomised(model, train, seed=5)
     st["B"][:] = 0.0  # item_bias="none": the paper's model has no offsets
     st["c"][:] = 0.0
@@ -183,7 +183,7 @@ def test_pairs_are_used_once_weighted_by_one_over_s_u():
 
 def test_prediction_is_algorithm_2():
     train = _tiny(seed=2)
-    model = LCR(rank=2, n_local=5, max_iter=1, item_bias="local").fit(train)
+    model = LCR(rank=2, n_local=5, max_iter=1, item_bias="local", item_prior=0.0).fit(train)
     st = _randomised(model, train, seed=4, zero_cell=False)
     users, items = np.meshgrid(np.arange(train.n_users), np.arange(train.n_items), indexing="ij")
     got = model.score(users, items)
@@ -330,13 +330,15 @@ def test_table2_small_gcr_n10_and_lcr_n50_against_the_paper_and_the_item_mean(mo
     from cofiviz.models import ItemMean
 
     s10 = protocols.lcr_weak(movielens, n_train=10, seed=0)
-    gcr = GCR(loss="hinge_a", rank=10, lr=0.03, reg=0.1, init_scale=0.5, patience=20).fit(s10.train, s10.valid)
+    gcr = GCR(loss="hinge_a", rank=10, lr=0.03, reg=0.1, init_scale=0.5, patience=20,
+              item_prior=0.0).fit(s10.train, s10.valid)
     got = evaluate(gcr, s10, ["ndcg@10", "ap"]).means
     assert got["ndcg@10"] >= _paper("GCR", "ndcg@10", 10) - 0.02
     assert got["ap"] >= _paper("GCR", "ap", 10) - 0.02
 
     s50 = protocols.lcr_weak(movielens, n_train=50, seed=0)
-    lcr = LCR(loss="log_m", rank=10, n_local=50, lr=0.3, reg=0.1, init_scale=0.5, patience=20).fit(s50.train, s50.valid)
+    lcr = LCR(loss="log_m", rank=10, n_local=50, lr=0.3, reg=0.1, init_scale=0.5, patience=20,
+              item_prior=0.0).fit(s50.train, s50.valid)
     got = evaluate(lcr, s50, ["ndcg@10", "ap"]).means
     item_mean = evaluate(ItemMean().fit(s50.train), s50, ["ndcg@10", "ap"]).means
     assert got["ndcg@10"] >= _paper("LCR", "ndcg@10", 50) - 0.02
