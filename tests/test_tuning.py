@@ -121,11 +121,11 @@ def test_a_finite_space_is_searched_without_repeats_and_ends_once_every_setting_
     gcr = get_model_class("gcr")
     monkeypatch.setattr(gcr, "search_space", {"rank": S.IntUniform(2, 3)})
     t = tune(gcr(max_iter=2, rank=7), train, valid, budget=600, seed=0, refit=False)
-    # (its anchors are outside the space too: the configured rank on the item-mean offset, and the item mean alone
-    # at five dampings)
+    # (its anchors are outside the space too: the configured rank without the item-mean offset, and the item mean
+    # alone at five dampings)
     means = [0] * len(ITEM_MEAN_DAMPINGS)
     assert [tr["params"]["rank"] for tr in t.trials] in ([7, 7, *means, 2, 3], [7, 7, *means, 3, 2])
-    assert [tr["params"]["item_prior"] for tr in t.trials] == [0.0, 2.0] + [1.0] * len(means) + [0.0, 0.0]
+    assert [tr["params"]["item_prior"] for tr in t.trials] == [2.0, 0.0] + [1.0] * len(means) + [2.0, 2.0]
     assert [tr["params"]["prior_damping"] for tr in t.trials][2:-2] == list(ITEM_MEAN_DAMPINGS)
 
 
@@ -222,14 +222,15 @@ def test_a_search_that_finds_a_clearly_better_setting_chooses_it(parts, monkeypa
     monkeypatch.setattr(klass, "search_space", {"learning_rate": S.LogUniform(0.2, 0.5)})
     monkeypatch.setattr(klass, "tune_anchors", ())
     monkeypatch.setattr(klass, "item_mean_setting", None)  # the baseline's own check: test_item_mean_setting.py
-    t = tune(klass(max_iter=10, learning_rate=1e-6), train, valid, budget=600, trials=3, seed=0, refit=False)
+    t = tune(klass(max_iter=10, learning_rate=1e-6, item_prior=0.0), train, valid, budget=600, trials=3, seed=0,
+             refit=False)
     scores = [tr["score"] for tr in t.trials]
     assert max(scores[1:]) > scores[0] + 0.01, scores
     assert min(t.check["gains"]) > 0.005 and not t.check["kept_reference"] and t.chosen == t.check["best"] != 0
 
 
 def test_anchors_are_tried_after_the_configured_model_and_the_best_of_them_is_the_reference(parts, monkeypatch):
-    """GAPfm's anchor (the configured model on the damped item-mean offset) is the second trial; the reference
+    """GAPfm's anchor (the configured model without its item-mean offset) is the second trial; the reference
     the cross-check measures drawn trials against is the better of the two on validation, and it is what is
     chosen unless the best drawn trial gains on both halves. An anchor the configured model already is gives way
     to a draw, and fixing a parameter an anchor sets leaves that anchor out."""
@@ -237,19 +238,20 @@ def test_anchors_are_tried_after_the_configured_model_and_the_best_of_them_is_th
     klass = get_model_class("gapfm")
     monkeypatch.setattr(klass, "search_space", {"learning_rate": S.LogUniform(0.05, 0.5),
                                                 "item_prior": S.Choice((0.0, 1.0, 2.0))})
-    assert klass.tune_anchors == ({"item_prior": 1.0},)
+    assert klass.tune_anchors == ({"item_prior": 0.0},)
     monkeypatch.setattr(klass, "item_mean_setting", None)  # the baseline's own check: test_item_mean_setting.py
     t = tune(klass(max_iter=5), train, valid, budget=600, trials=4, seed=0, refit=False)
     params = [tr["params"] for tr in t.trials]
-    assert params[0]["item_prior"] == 0.0 and params[1] == {**params[0], "item_prior": 1.0}
+    assert params[0]["item_prior"] == klass.param["item_prior"].default > 0
+    assert params[1] == {**params[0], "item_prior": 0.0}
     scores = [tr["score"] for tr in t.trials]
     assert t.check["reference"] == (1 if scores[1] > scores[0] else 0)
     if t.check["best"] in (0, 1):
         assert t.chosen == t.check["best"] and t.check["kept_reference"]
     else:
         assert t.chosen == (t.check["reference"] if min(t.check["gains"]) <= 0 else t.check["best"])
-    already = tune(klass(max_iter=5, item_prior=1.0), train, valid, budget=600, trials=3, seed=0, refit=False)
-    assert [tr["params"]["item_prior"] for tr in already.trials][0] == 1.0
+    already = tune(klass(max_iter=5, item_prior=0.0), train, valid, budget=600, trials=3, seed=0, refit=False)
+    assert [tr["params"]["item_prior"] for tr in already.trials][0] == 0.0
     assert already.trials[1]["params"] != already.trials[0]["params"] and already.check["reference"] == 0
     fixed = tune(klass(max_iter=5), train, valid, budget=600, trials=2, seed=0, refit=False, fixed={"item_prior"})
     assert fixed.trials[1]["params"]["learning_rate"] != fixed.trials[0]["params"]["learning_rate"]

@@ -208,9 +208,8 @@ class Bilinear(Model, ItemPriorParams):
                     "gamma": LogUniform(0.3, 10.0), "features": Choice(("both", "latent")),
                     "item_bias": Choice((True, False)), "item_prior": Choice((0.0, 1.0, 2.0)),
                     "prior_damping": Choice((5.0, 10.0, 25.0, 50.0))}
-    #: the configured loss on the damped item mean, with latent features only and no learned item bias (on
-    #: MovieLens 100K at N = 10 its defaults rank below the item mean, this setting level with it)
-    tune_anchors = ({"item_prior": 2.0, "features": "latent", "item_bias": False},)
+    #: the configured model without the item-mean offset and with side features where the data has them
+    tune_anchors = ({"item_prior": 0.0, "features": "both"},)
     item_mean_setting = {"rank": 0, "item_prior": 1.0, "features": "latent", "item_bias": False}
 
     rank = param.Integer(default=10, bounds=(0, 2000),

@@ -150,8 +150,8 @@ class GAPfm(Model, ItemPriorParams):
     search_space = {"rank": IntLogUniform(5, 30), "reg": LogUniform(0.001, 0.3), "learning_rate": LogUniform(0.02, 2.0),
                     "init_scale": LogUniform(0.01, 0.3), "item_reg": Choice((0.0, 0.01, 0.03, 0.1, 0.3)),
                     "item_prior": Choice((0.0, 1.0, 2.0, 4.0)), "prior_damping": Choice((5.0, 10.0, 25.0, 50.0))}
-    #: the configured model on the damped item mean (on MovieLens 100K at N = 10 its defaults rank below it)
-    tune_anchors = ({"item_prior": 1.0},)
+    #: the configured model without the item-mean offset: the paper's model on the other parameters
+    tune_anchors = ({"item_prior": 0.0},)
     item_mean_setting = {"rank": 0, "item_prior": 1.0}
     scale = Scale("item pairs")
     presets = {"paper": {"rank": 10, "reg": 0.001, "learning_rate": 1e-5, "item_reg": 0.0, "objective": "gap",
