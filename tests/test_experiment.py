@@ -234,25 +234,31 @@ def test_a_setting_with_a_diverged_seed_is_never_chosen():
 
 def test_a_late_feature_stays_out_of_keys_while_it_is_off(monkeypatch):
     """GAPfm's item-mean offset came after results of GAPfm shipped: while ``item_prior`` is 0 neither it nor
-    ``prior_damping`` enters a key, so those results keep theirs; switched on, the damping's default counts.
-    GCR and LCR had the offset from the start, and its parameters are in every key of theirs."""
+    ``prior_damping`` enters a key, so those results keep theirs; switched on (GAPfm's default now), the damping
+    counts, and a cell that sets it to 0 hashes as the cell that relied on the default of 0 did. GCR and LCR had the
+    offset from the start, and its parameters are in every key of theirs."""
     from cofiviz.models import LCR, GAPfm
     from cofiviz.result_keys import key_defaults
 
-    off = key_defaults(GAPfm, {})
+    off = key_defaults(GAPfm, {"item_prior": 0.0})
     assert "item_prior" not in off and "prior_damping" not in off and "rank" in off
-    assert "prior_damping" not in key_defaults(GAPfm, {"item_prior": 0.0})
+    on = key_defaults(GAPfm, {})
+    assert on["item_prior"] == GAPfm.param["item_prior"].default > 0 and on["prior_damping"] == 10.0
     assert key_defaults(GAPfm, {"item_prior": 1.0})["prior_damping"] == 10.0
     assert {"item_prior", "prior_damping"} <= set(key_defaults(LCR, {}))
     base = dict(protocol="lcr-weak", protocol_params={"n_train": 10}, seed=0, data={"name": "tiny"}, metrics=("ndcg@10",))
-    plain = Cell(model="gapfm", params={"max_iter": 2}, **base)
+    plain = Cell(model="gapfm", params={"max_iter": 2, "item_prior": 0.0}, **base)
     k = plain.key("v1")
     monkeypatch.setattr(GAPfm.param["prior_damping"], "default", 20.0)
     assert plain.key("v1") == k                       # off: the damping does not matter
-    on = Cell(model="gapfm", params={"max_iter": 2, "item_prior": 1.0}, **base)
-    k_on = on.key("v1")
+    switched_on = Cell(model="gapfm", params={"max_iter": 2, "item_prior": 1.0}, **base)
+    k_on = switched_on.key("v1")
     monkeypatch.setattr(GAPfm.param["prior_damping"], "default", 10.0)
-    assert on.key("v1") != k_on                       # on: it does
+    assert switched_on.key("v1") != k_on              # on: it does
+    relied = Cell(model="gapfm", params={"max_iter": 2}, **base)
+    assert relied.key("v1") != k                      # the default is on: another model, another key
+    monkeypatch.setattr(GAPfm.param["item_prior"], "default", 0.0)
+    assert relied.key("v1") == k                      # as it was keyed while the default was 0
 
 
 def test_a_parameter_at_its_key_neutral_value_keeps_the_key_it_had_before_it_existed():

@@ -64,8 +64,9 @@ class TrainingMonitor(pn.viewable.Viewer):
     """
 
     # the first Run: LCR on MovieLens 100K learns for about half a minute, overfits from about iteration 60
-    # on, and early stopping puts back its best iterate (FIRST_FORM: a patience that lets the overfitting show,
-    # and no convergence test to end the run before it does)
+    # on, and early stopping puts back its best iterate (FIRST_FORM: the paper's LCR, without the item-mean
+    # offset and with its light penalty, a patience that lets the overfitting show, and no convergence test to end
+    # the run before it does)
     data = param.Selector(default="MovieLens 100K", objects=[*DATASETS, UPLOAD],
                           doc="Data set (or a file you upload).")
     protocol = param.Selector(default="weak", objects=list(PROTOCOL_CHOICES), doc="Evaluation protocol.")
@@ -76,7 +77,7 @@ class TrainingMonitor(pn.viewable.Viewer):
                            doc="Seconds Tune may search the model's settings on the validation part before it trains.")
 
     #: values the first form of a model starts from, where they differ from the model's defaults
-    FIRST_FORM = {"lcr": {"patience": 150, "tol": 0.0}}
+    FIRST_FORM = {"lcr": {"patience": 150, "tol": 0.0, "item_prior": 0.0, "reg": 0.1}}
     #: the labels of the bounded inputs
     _BOUNDED = {"n": "N", "max_iter": "Max iter", "budget": "Tune budget (s)"}
 
