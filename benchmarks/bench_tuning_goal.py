@@ -1,7 +1,7 @@
 """Does ``--tune`` ever hand back a ranking model worse than the damped item mean? And do the defaults? A benchmark.
 
     .venv/bin/python benchmarks/bench_tuning_goal.py [--mode tune|defaults] [--budget 120]
-        [--models cofirank gcr lcr llorma gapfm bilinear mmmf wlt] [--ns 10 20 50] [--seeds 0 1 2]
+        [--models NAME ...] [--ns 10 20 50] [--seeds 0 1 2]
         [--cells FILE.jsonl] [--json OUT]
 
 For each LCR-protocol split of MovieLens 100K (``lcr-weak``: N training ratings per user, 10 for validation, the
@@ -11,6 +11,9 @@ rest test; seeded) the damped item mean is tuned on the validation part (its dam
 ``tune``      searched as ``cofiviz run MODEL --tune --budget B`` does (:func:`cofiviz.models.tuning.tune`
               on the validation part, seeded by the split's seed, then refitted with the chosen setting), or
 ``defaults``  fitted with its defaults, with the validation part for its early stopping.
+
+The models (``--models``) default to the ranking models: those that can be reduced to the damped item mean
+(``Model.item_mean_setting``).
 
 Each cell (model, N, seed) gives the test NDCG@10 of the model (``picked``) and of the item mean, their
 difference, and the two-sided p-value of the paired t-test on the users (:func:`cofiviz.significance.paired_test`).
@@ -35,13 +38,14 @@ import pandas as pd
 import cofiviz
 from cofiviz import datasets
 from cofiviz.metrics.scorer import per_user_metrics
-from cofiviz.models import get_model_class
+from cofiviz.models import available_models, get_model_class
 from cofiviz.models.tuning import tune
 from cofiviz.protocols import lcr_weak
 from cofiviz.significance import paired_test
 
 METRIC = "ndcg@10"
-MODELS = ["cofirank", "gcr", "lcr", "llorma", "gapfm", "bilinear", "mmmf", "wlt"]
+#: the ranking models: those that can be reduced to the damped item mean (``Model.item_mean_setting``)
+MODELS = [m for m in available_models() if get_model_class(m).item_mean_setting is not None]
 RESULTS = Path(__file__).resolve().parent / "results"
 #: a cell is significantly below the item mean when its difference is negative with p below this
 ALPHA = 0.05
