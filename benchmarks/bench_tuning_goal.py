@@ -72,6 +72,9 @@ def cell(name: str, mode: str, split, seed: int, budget: float, base: pd.Series)
     if mode == "tune":
         tuning = tune(model, split.train, split.valid, budget=budget, seed=seed)
         out = {"trials": len(tuning.trials), "item_mean_chosen": bool(tuning.check.get("item_mean")),
+               "item_mean_gains": tuning.check.get("item_mean_gains"),
+               "item_mean_gain": tuning.check.get("item_mean_gain"),
+               "item_mean_noise": tuning.check.get("item_mean_noise"),
                "summary": tuning.summary(), "chosen": {k: v for k, v in tuning.best_params.items()
                                                        if k in tuning.trials[tuning.chosen]["params"]}}
     else:

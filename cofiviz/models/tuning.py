@@ -27,10 +27,13 @@ so the comparison is level. The reference itself is chosen among a few settings 
 own selection is hardly biased.
 
 The baseline first. The same cross-check is run before, with the best item-mean anchor as the reference and every
-other trial as a candidate, and a stricter bar: the gain on each half must exceed the validation noise,
-:data:`ITEM_MEAN_Z` standard errors of the per-user differences there (a one-sided paired test at the 5 % level).
-With thousands of trials, the best of one half still gains a little on the other by chance; unless both gains
-clear the noise, the item mean is chosen. Only then does the rule above choose among the other trials.
+other trial as a candidate, and a stricter bar. Each validation user contributes one out-of-selection difference:
+a user of half B the trial best on A minus the item mean, a user of half A the trial best on B minus it. The
+factors are chosen only when the gain on each half is positive and the mean of these differences over all the
+users exceeds the validation noise, :data:`ITEM_MEAN_Z` standard errors of that mean (a one-sided paired test
+at the 5 % level). With thousands of trials, the best of one half still gains a little on the other by chance;
+unless the gain clears the noise, the item mean is chosen. Only then does the rule above choose among the other
+trials.
 
 Random search spends a budget well on spaces where a few parameters matter (Bergstra & Bengio, JMLR 2012):
 every trial tries a new value of each of them.
@@ -58,8 +61,9 @@ __all__ = ["Tuning", "tune", "trial_params", "cross_checked_gain", "cross_checke
 
 #: the patience a trial early-stops with when the model's own ``patience`` is 0
 EARLY_STOP_PATIENCE = 10
-#: how many standard errors of the per-user differences a search's gain over the item mean must reach on each half
-#: of the validation users it was not chosen on: a one-sided paired test at the 5 % level (normal approximation)
+#: how many standard errors its mean a search's gain over the item mean must reach, the per-user differences taken on
+#: the half of the validation users each best trial was not chosen on: a one-sided paired test at the 5 % level
+#: (normal approximation)
 ITEM_MEAN_Z = 1.645
 #: the dampings (pseudo-ratings at the global mean) the item-mean anchors are tried at: the range of
 #: :class:`~cofiviz.models.ItemMean`'s own search space, 0 to 50
@@ -95,8 +99,9 @@ class Tuning:
         it could not be estimated), ``gain`` (their mean), ``kept_reference`` (whether the reference was kept
         instead of the best trial), ``item_mean`` (whether the chosen trial is an item-mean anchor),
         ``item_mean_trial`` (the best item-mean anchor, None without one), ``item_mean_gains`` (what the other trials
-        gain over it on the two halves), ``item_mean_noise`` (the noise each gain must exceed,
-        :func:`cross_checked_noise`) and ``users`` (validation users in halves A and B).
+        gain over it on the two halves), ``item_mean_gain`` (their gain over all the validation users) and
+        ``item_mean_noise`` (the noise it must exceed; both from :func:`cross_checked_noise`) and ``users``
+        (validation users in halves A and B).
     """
 
     metric: str
@@ -120,14 +125,15 @@ class Tuning:
         """What the search chose and why, in plain words."""
         check, k = self.check, self.chosen
         params = self.trials[k]["params"] if 0 <= k < len(self.trials) else {}
-        gains, noise = check.get("item_mean_gains") or [], check.get("item_mean_noise") or []
+        gains = check.get("item_mean_gains") or []
+        gain, noise = check.get("item_mean_gain", float("nan")), check.get("item_mean_noise", float("nan"))
         if check.get("item_mean"):
             said = ("With these ratings the item mean alone ranks best on validation (damping "
                     f"{params.get('prior_damping', float('nan')):g}); the factors add nothing")
-            if len(gains) == 2 == len(noise) and max(gains) > 0:
+            if len(gains) == 2 and max(gains) > 0 and gain == gain and noise == noise:
                 said += (f": the other settings gained {gains[0]:+.4f} and {gains[1]:+.4f} on the two halves of the "
-                         f"validation users they were not chosen on, within the noise ({noise[0]:.4f}, "
-                         f"{noise[1]:.4f})")
+                         f"validation users they were not chosen on, {gain:+.4f} over all of them, within the noise "
+                         f"({noise:.4f})")
             return said + "."
         beat = check.get("item_mean_gains") or []
         beat = (f" It beat the item mean alone (trial {check['item_mean_trial']}) by {beat[0]:+.4f} and "
@@ -228,16 +234,25 @@ def _cross_check(values: dict, reference: int, among, in_a: np.ndarray, sign: fl
     return cross_checked_gains(values[reference], values[best_a], values[best_b], in_a, sign < 0)
 
 
-def cross_checked_noise(reference: np.ndarray, best_a: np.ndarray, best_b: np.ndarray, in_a: np.ndarray) -> \
-        tuple[float, float]:
-    """The noise of :func:`cross_checked_gains`: ``ITEM_MEAN_Z`` standard errors of the per-user differences on
-    each half (half B for ``best_a``, half A for ``best_b``; users not scored on both sides left out; NaN below two
-    users)."""
-    def noise(best, mask):
-        d = best[mask] - reference[mask]
-        d = d[~np.isnan(d)]
-        return float(ITEM_MEAN_Z * d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else float("nan")
-    return noise(best_a, ~in_a), noise(best_b, in_a)
+def cross_checked_noise(reference: np.ndarray, best_a: np.ndarray, best_b: np.ndarray, in_a: np.ndarray,
+                        lower_is_better: bool = False) -> tuple[float, float]:
+    """The out-of-selection gain over the reference on all the validation users, and its noise.
+
+    Each user contributes one difference: a user of half B ``best_a − reference``, a user of half A
+    ``best_b − reference`` (sign flipped for a lower-is-better metric; users not scored on both sides left out).
+
+    Returns
+    -------
+    (float, float)
+        The mean of these differences, and ``ITEM_MEAN_Z`` standard errors of it (``ITEM_MEAN_Z · sd / √n``);
+        NaN below two users.
+    """
+    sign = -1.0 if lower_is_better else 1.0
+    d = sign * np.where(in_a, best_b - reference, best_a - reference)
+    d = d[~np.isnan(d)]
+    if len(d) < 2:
+        return float("nan"), float("nan")
+    return float(d.mean()), float(ITEM_MEAN_Z * d.std(ddof=1) / np.sqrt(len(d)))
 
 
 def tune(model, train: Ratings, valid: Ratings | None = None, *, budget: float = 60.0, trials: int | None = None,
@@ -365,17 +380,18 @@ def tune(model, train: Ratings, valid: Ratings | None = None, *, budget: float =
         trials = sorted(trials)
         return trials[best_index([scores[i] for i in trials], metric)]
 
-    # first the baseline: the factors must beat the best item-mean anchor on both halves
+    # first the baseline: the factors must beat the best item-mean anchor on both halves, by more than the noise
     means = sorted(item_mean_trials & set(values_of))
     others = set(values_of) - set(means)
-    item_mean_gains, item_mean_noise, item_mean = nan2, nan2, False
+    item_mean_gains, item_mean_gain, item_mean_noise, item_mean = nan2, float("nan"), float("nan"), False
     if means and others:
         ref_mean = best_of(means)
         best_a, best_b = _best_on(values_of, others, in_a, sign), _best_on(values_of, others, ~in_a, sign)
         item_mean_gains = cross_checked_gains(values_of[ref_mean], values_of[best_a], values_of[best_b], in_a,
                                               sign < 0)
-        item_mean_noise = cross_checked_noise(values_of[ref_mean], values_of[best_a], values_of[best_b], in_a)
-        item_mean = not all(g > n for g, n in zip(item_mean_gains, item_mean_noise))
+        item_mean_gain, item_mean_noise = cross_checked_noise(values_of[ref_mean], values_of[best_a],
+                                                              values_of[best_b], in_a, sign < 0)
+        item_mean = not (all(g > 0 for g in item_mean_gains) and item_mean_gain > item_mean_noise)
     elif means:
         item_mean = True
     # then among the other settings: a drawn one must beat the best of the configured trial and the anchors
@@ -390,7 +406,7 @@ def tune(model, train: Ratings, valid: Ratings | None = None, *, budget: float =
     out.check = {"reference": reference, "best": out.chosen, "gains": list(gains), "gain": float(np.mean(gains)),
                  "kept_reference": kept_reference, "item_mean": item_mean,
                  "item_mean_trial": best_of(means) if means else None, "item_mean_gains": list(item_mean_gains),
-                 "item_mean_noise": list(item_mean_noise),
+                 "item_mean_gain": item_mean_gain, "item_mean_noise": item_mean_noise,
                  "users": [int(np.sum(in_a)), int(search_valid.n_users - np.sum(in_a))]}
     if kept_reference:
         out.chosen = reference
