@@ -1,6 +1,6 @@
 """Does ``--tune`` ever hand back a ranking model worse than the damped item mean? And do the defaults? A benchmark.
 
-    .venv/bin/python benchmarks/bench_tuning_goal.py [--mode tune|defaults] [--budget 120]
+    .venv/bin/python benchmarks/bench_tuning_goal.py [--mode tune|defaults] [--budget 120] [--searcher random|optuna]
         [--models NAME ...] [--ns 10 20 50] [--seeds 0 1 2]
         [--cells FILE.jsonl] [--json OUT]
 
@@ -8,8 +8,9 @@ For each LCR-protocol split of MovieLens 100K (``lcr-weak``: N training ratings 
 rest test; seeded) the damped item mean is tuned on the validation part (its damping searched, 60 trials, as
 ``cofiviz run itemmean --tune`` does), and each model is
 
-``tune``      searched as ``cofiviz run MODEL --tune --budget B`` does (:func:`cofiviz.models.tuning.tune`
-              on the validation part, seeded by the split's seed, then refitted with the chosen setting), or
+``tune``      searched as ``cofiviz run MODEL --tune --budget B [--searcher S]`` does
+              (:func:`cofiviz.models.tuning.tune` on the validation part, seeded by the split's seed, then refitted
+              with the chosen setting; ``--searcher optuna``: Optuna's TPE with median pruning), or
 ``defaults``  fitted with its defaults, with the validation part for its early stopping.
 
 The models (``--models``) default to the ranking models: those that can be reduced to the damped item mean
@@ -63,15 +64,16 @@ def per_user(model, split) -> pd.Series:
     return pd.Series(values, index=split.test.user_ids)
 
 
-def cell(name: str, mode: str, split, seed: int, budget: float, base: pd.Series) -> dict:
+def cell(name: str, mode: str, split, seed: int, budget: float, base: pd.Series, searcher: str = "random") -> dict:
     """One (model, split) cell: the model tuned or at its defaults against the tuned item mean."""
     klass = get_model_class(name)
     model = klass()
     t0 = time.perf_counter()
     out: dict = {}
     if mode == "tune":
-        tuning = tune(model, split.train, split.valid, budget=budget, seed=seed)
-        out = {"trials": len(tuning.trials), "item_mean_chosen": bool(tuning.check.get("item_mean")),
+        tuning = tune(model, split.train, split.valid, budget=budget, seed=seed, searcher=searcher)
+        out = {"trials": len(tuning.trials), "pruned": sum(bool(t.get("pruned")) for t in tuning.trials),
+               "best_valid": tuning.trials[tuning.chosen]["score"], "item_mean_chosen": bool(tuning.check.get("item_mean")),
                "item_mean_gains": tuning.check.get("item_mean_gains"),
                "item_mean_gain": tuning.check.get("item_mean_gain"),
                "item_mean_noise": tuning.check.get("item_mean_noise"),
@@ -115,6 +117,7 @@ def main(argv=None) -> list[dict]:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--mode", choices=["tune", "defaults"], default="tune")
     p.add_argument("--budget", type=float, default=120.0, help="seconds of each search (default 120)")
+    p.add_argument("--searcher", choices=["random", "optuna"], default="random", help="the search's draws (tune mode)")
     p.add_argument("--models", nargs="+", default=MODELS)
     p.add_argument("--ns", nargs="+", type=int, default=[10, 20, 50])
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
@@ -125,21 +128,22 @@ def main(argv=None) -> list[dict]:
     cells = Path(args.cells or RESULTS / f"tuning-goal-{args.mode}.jsonl")
     cells.parent.mkdir(parents=True, exist_ok=True)
     rows = [json.loads(line) for line in cells.read_text().splitlines() if line.strip()] if cells.exists() else []
-    key = (lambda r: (r["model"], r["N"], r["seed"], r.get("budget")))
+    key = (lambda r: (r["model"], r["N"], r["seed"], r.get("budget"), r.get("searcher", "random")))
     done = {key(r) for r in rows}
     budget = args.budget if args.mode == "tune" else None
+    searcher = args.searcher if args.mode == "tune" else "random"
     cofiviz.warmup()
     ratings = datasets.load(args.data)
     for n in args.ns:
         for seed in args.seeds:
-            todo = [m for m in args.models if (m, n, seed, budget) not in done]
+            todo = [m for m in args.models if (m, n, seed, budget, searcher) not in done]
             if not todo:
                 continue
             split = lcr_weak(ratings, n_train=n, seed=seed)
             _, base = item_mean(split, seed)
             for name in todo:
-                row = {"model": name, "N": n, "seed": seed, "budget": budget, "mode": args.mode,
-                       **cell(name, args.mode, split, seed, args.budget, base)}
+                row = {"model": name, "N": n, "seed": seed, "budget": budget, "mode": args.mode, "searcher": searcher,
+                       **cell(name, args.mode, split, seed, args.budget, base, searcher)}
                 rows.append(row)
                 with cells.open("a") as fh:
                     fh.write(json.dumps(row) + "\n")
@@ -147,7 +151,7 @@ def main(argv=None) -> list[dict]:
                       f"({row['diff']:+.4f}, p {row['p']:.3f}) in {row['seconds']:.0f} s"
                       + (f", {row['trials']} trials: {row['summary']}" if "summary" in row else ""), flush=True)
     mine = [r for r in rows if r["model"] in args.models and r["N"] in args.ns and r["seed"] in args.seeds
-            and r.get("budget") == budget]
+            and r.get("budget") == budget and r.get("searcher", "random") == searcher]
     print("\n" + report(mine, args.models, args.ns))
     if args.json:
         Path(args.json).write_text(json.dumps(mine, indent=1))

@@ -141,6 +141,7 @@ def test_error_zero_one_minimised_in_search(files, tmp_path):
     (["run", "itemmean", "--set", "damping=lots"], ["damping", "not a number"]),
     (["run", "poprec", "--set", "tie_break=coin"], ["tie_break", "mean, none"]),
     (["run", "itemmean", "--set", "damping"], ["KEY=VALUE"]),
+    (["run", "gcr", "--tune", "--study", "s.db"], ["--study", "--searcher optuna"]),
 ])
 def test_usage_errors_are_one_line_with_exit_code_2(files, capsys, args, expect):
     argv = [*args, "--train", files["train"], "--test", files["test"]]

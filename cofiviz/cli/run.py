@@ -11,6 +11,7 @@ from typing import Any
 from ..metrics.names import check_metrics
 from ..metrics.scorer import default_threshold
 from ..models import get_model_class
+from ..models.searchers import SEARCHERS
 from ..models.tuning import tune as tune_model
 from ..protocols import carve_validation
 from ..selection import grid_search
@@ -57,6 +58,12 @@ def add_parser(sub) -> None:
     r.add_argument("--budget", type=float, default=60.0, metavar="SECONDS", help="time the --tune search may take")
     r.add_argument("--trials", type=int, default=None, metavar="N",
                    help="at most N --tune trials (a repeatable search)")
+    r.add_argument("--searcher", choices=SEARCHERS, default="random",
+                   help="where --tune's drawn settings come from: seeded random draws (default), or Optuna's TPE "
+                        "with median pruning (pip install \"cofiviz[optuna]\")")
+    r.add_argument("--study", default=None, metavar="FILE.db",
+                   help="with --searcher optuna: keep the search in this SQLite file; a later run with the same "
+                        "file, model, settings and data resumes it")
     add_reading_arguments(r, "every ratings file")
     r.set_defaults(func=run)
 
@@ -118,6 +125,8 @@ def run(args) -> int:
         raise UsageError(f"--budget must be a positive number of seconds, not {args.budget:g}")
     if args.trials is not None and args.trials < 1:
         raise UsageError(f"--trials must be at least 1, not {args.trials}")
+    if args.study is not None and not (args.tune and args.searcher == "optuna"):
+        raise UsageError("--study keeps an Optuna search: give it with --tune --searcher optuna")
     if args.seed is not None and "seed" in klass.param_names() and "seed" not in values:
         base_params["seed"] = args.seed
     seed = 0 if args.seed is None else args.seed
@@ -166,11 +175,13 @@ def run(args) -> int:
         def log_trial(trial):
             if not args.quiet:
                 shown = ", ".join(f"{k}={_short(v)}" for k, v in trial["params"].items())
-                score = f"{trial['score']:.4f}" if trial["error"] == "" else "diverged"
+                score = (f"pruned at iteration {trial['pruned']}" if trial.get("pruned") else
+                         f"{trial['score']:.4f}" if trial["error"] == "" else "diverged")
                 print(f"trial {trial['trial']}: {shown or 'as configured'}: {first} = {score} "
                       f"({trial['seconds']:.1f} s)", file=sys.stderr)
         tuning = tune_model(model, split.train, split.valid, budget=args.budget, trials=args.trials, metric=first,
-                            seed=seed, fixed=set(values), refit=False, log=log_trial)
+                            seed=seed, fixed=set(values), refit=False, log=log_trial, searcher=args.searcher,
+                            storage=args.study)
         search = {"tune": tuning.as_dict(), "on": SEARCH_ON_VALID if tuning.validation == "given" else SEARCH_ON_TRAIN,
                   "chosen": {k: tuning.best_params[k] for k in tuning.trials[tuning.chosen]["params"]},
                   "metric": first}

@@ -41,6 +41,8 @@ every trial tries a new value of each of them.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -54,7 +56,8 @@ from ..metrics.scorer import per_user_metrics
 from ..protocols.validation import carve_validation
 from ..ratings import Ratings
 from ..search import best_index
-from .space import contains, sample, size
+from .searchers import make_searcher
+from .space import contains, size
 
 __all__ = ["Tuning", "tune", "trial_params", "cross_checked_gain", "cross_checked_gains", "anchors",
            "cross_checked_noise", "EARLY_STOP_PATIENCE", "ITEM_MEAN_DAMPINGS", "ITEM_MEAN_Z"]
@@ -80,7 +83,8 @@ class Tuning:
         The validation metric that chose.
     trials : list of dict
         One per trial: ``trial``, ``params`` (the searched ones), ``score``, ``iterations``, ``seconds``,
-        ``error`` (a diverged fit's message; its score is NaN).
+        ``error`` (a diverged fit's message; its score is NaN), and ``pruned`` (the iteration the searcher's
+        pruner stopped it at; such a trial's score is NaN and it is not a candidate) where it was pruned.
     chosen : int
         The winning trial's index.
     best_params : dict
@@ -117,7 +121,8 @@ class Tuning:
     def frame(self) -> pd.DataFrame:
         """The trials as a table: one row per trial, one column per searched parameter."""
         rows = [{"trial": t["trial"], **t["params"], "score": t["score"], "iterations": t["iterations"],
-                 "seconds": t["seconds"], "chosen": i == self.chosen, "error": t["error"]}
+                 "seconds": t["seconds"], "chosen": i == self.chosen, "error": t["error"],
+                 "pruned": t.get("pruned", 0)}
                 for i, t in enumerate(self.trials)]
         return pd.DataFrame(rows)
 
@@ -255,9 +260,26 @@ def cross_checked_noise(reference: np.ndarray, best_a: np.ndarray, best_b: np.nd
     return float(d.mean()), float(ITEM_MEAN_Z * d.std(ddof=1) / np.sqrt(len(d)))
 
 
+class _Pruned(Exception):
+    """A trial the searcher's pruner stopped."""
+
+
+def _identity(klass, base: dict, metric: str, fixed, seed: int, train: Ratings, valid: Ratings) -> dict:
+    """What a stored search must match to be resumed: the model, its configured settings, the metric, the fixed
+    parameters, the seed and a fingerprint of the training and validation ratings."""
+    digest = hashlib.sha1()
+    for part in (train, valid):
+        for array in (part.users, part.items, part.ratings):
+            digest.update(np.ascontiguousarray(array).tobytes())
+    return json.loads(json.dumps({"model": klass.model_name(), "settings": base, "metric": metric,
+                                  "fixed": sorted(fixed), "seed": int(seed), "ratings": digest.hexdigest()},
+                                 default=lambda v: v.item() if hasattr(v, "item") else str(v)))
+
+
 def tune(model, train: Ratings, valid: Ratings | None = None, *, budget: float = 60.0, trials: int | None = None,
          metric: str | None = None, seed: int = 0, fixed=(), refit: bool = True,
-         log: Callable[[dict], Any] | None = None, stop: Callable[[], bool] | None = None) -> Tuning:
+         log: Callable[[dict], Any] | None = None, stop: Callable[[], bool] | None = None,
+         searcher: str = "random", storage=None) -> Tuning:
     """Search ``model``'s ``search_space`` on validation ratings, then refit ``model`` with the chosen setting.
 
     Parameters
@@ -287,6 +309,14 @@ def tune(model, train: Ratings, valid: Ratings | None = None, *, budget: float =
     stop : callable, optional
         Polled after every iteration of a trial; once it returns True the running trial ends at that iteration
         and no other starts (the search then chooses among the trials it has).
+    searcher : {"random", "optuna"}
+        Where the drawn trials' settings come from (:mod:`cofiviz.models.searchers`): seeded random draws, or
+        Optuna's seeded TPE sampler, whose median pruner also stops a drawn trial that falls behind the earlier
+        ones at the same iteration. The configured trial, the anchors and the selection rule are the same.
+    storage : str or Path, optional
+        With ``searcher="optuna"``: an SQLite file the study is kept in. A search given the file of an earlier
+        one of the same model, settings, metric, seed and validation ratings resumes it: its trials count as
+        this search's first ones, and this call's budget and ``trials`` go to new trials.
 
     Returns
     -------
@@ -313,6 +343,8 @@ def tune(model, train: Ratings, valid: Ratings | None = None, *, budget: float =
     if carved:
         search_train, search_valid = carve_validation(train, seed=seed)
     rng = np.random.default_rng(seed)
+    draws = make_searcher(searcher, space, rng, seed, "minimize" if lower_is_better(metric) else "maximize",
+                          _identity(klass, base, metric, fixed, seed, search_train, search_valid), storage)
     # the cross-check's halves, from their own stream (the draws of the settings do not depend on them)
     in_a = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0]).random(search_valid.n_users) < 0.5
     sign = -1.0 if lower_is_better(metric) else 1.0
@@ -326,7 +358,7 @@ def tune(model, train: Ratings, valid: Ratings | None = None, *, budget: float =
     fitted = []
     stopped = stop if stop is not None else (lambda: False)
     n_settings = size(space) if space else None
-    tried: set = set()  # the settings tried, as text
+    tried: dict = {}  # the settings tried, as text, and their scores
     tried_in_space = 0
 
     def key(params: dict) -> str:
@@ -335,28 +367,50 @@ def tune(model, train: Ratings, valid: Ratings | None = None, *, budget: float =
     def exhausted() -> bool:
         return n_settings is not None and tried_in_space >= n_settings
 
+    for old in draws.resumed():  # a stored study's trials, as they ended
+        trial, params = old["trial"], trial_params(klass, base, old["trial"]["params"], metric)
+        index = len(out.trials)
+        if old["values"] is not None and not trial.get("pruned"):
+            values_of[index] = old["values"]
+            if old["kind"] != "drawn":
+                ref_trials.add(index)
+        if old["kind"] == "item_mean":
+            item_mean_trials.add(index)
+        tried[key(params)] = trial["score"]
+        tried_in_space += contains(space, params)
+        out.trials.append(trial)
+        fitted.append(params)
     while ((limit is None or len(out.trials) < limit) and (not out.trials or time.perf_counter() < deadline)
            and not (out.trials and (stopped() or exhausted()))):
         drawn, reference = {}, len(out.trials) <= len(starts)
+        kind = "configured" if not out.trials else "anchor"
         if starts and 0 < len(out.trials) <= len(starts):
             drawn = starts[len(out.trials) - 1]
             if key({**base, **drawn}) in tried:  # an anchor the configured model already is: one more draw
                 drawn, reference = {}, False
             elif len(out.trials) >= first_item_mean:
                 item_mean_trials.add(len(out.trials))
+                kind = "item_mean"
         if out.trials and not drawn:
-            drawn = sample(space, rng)
-            while key({**base, **drawn}) in tried:
-                drawn = sample(space, rng)
+            drawn, reference, kind = draws.propose(lambda d: tried.get(key({**base, **d}))), False, "drawn"
         params = trial_params(klass, base, drawn, metric)
-        tried.add(key(params))
+        tried[key(params)] = float("nan")
         tried_in_space += contains(space, params)
         t0 = time.perf_counter()
         trial = {"trial": len(out.trials), "params": {k: params[k] for k in shown},
                  "score": float("nan"), "iterations": 0, "seconds": 0.0, "error": ""}
+        pruned = []
+
+        def callback(info):
+            if kind == "drawn" and draws.prune(info.metrics.get(f"valid_{metric}", float("nan")), info.iteration):
+                pruned.append(info.iteration)
+            return bool(pruned) or time.perf_counter() > hard_stop or stopped()
+
+        values = None
         try:
-            candidate = klass(**params).fit(search_train, valid=search_valid,
-                                           callbacks=lambda info: time.perf_counter() > hard_stop or stopped())
+            candidate = klass(**params).fit(search_train, valid=search_valid, callbacks=callback)
+            if pruned:
+                raise _Pruned
             values = per_user_metrics(candidate, search_valid, [metric], train=candidate.train_)[metric]
             scored = values[~np.isnan(values)]
             trial["score"] = float(scored.mean()) if len(scored) else float("nan")
@@ -366,7 +420,11 @@ def tune(model, train: Ratings, valid: Ratings | None = None, *, budget: float =
                 ref_trials.add(len(out.trials))
         except ModelFitError as exc:  # a diverging setting is a failed trial, not a failed search
             trial["error"] = str(exc)
+        except _Pruned:  # a drawn trial the pruner stopped: not a candidate
+            trial["pruned"], trial["iterations"] = pruned[0], pruned[0]
         trial["seconds"] = time.perf_counter() - t0
+        tried[key(params)] = trial["score"]
+        draws.record(trial, values, kind)
         out.trials.append(trial)
         fitted.append(params)
         if log is not None:
