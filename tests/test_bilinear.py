@@ -112,6 +112,7 @@ def _small_featured() -> Ratings:
 # ---------------------------------------------------------------------------------------------- gradients
 @pytest.mark.parametrize("loss, extra", [("plackett_luce", {}), ("plackett_luce", {"pl_ties": "efron"}),
                                          ("plackett_luce", {"pl_ties": "partition"}),
+                                         ("plackett_luce", {"pl_ties": "partition_product"}),
                                          ("smoothed_rank", {"gamma": 1.7}), ("rao_kupper", {"theta": 1.7}), ("davidson", {"nu": 0.6}),
                                          ("rao_kupper", {"ties": "drop"}), ("log_m", {"margin": 0.3}),
                                          ("log_a", {}), ("exp_a", {}), ("plackett_luce", {"item_prior": 1.5}),
@@ -213,6 +214,7 @@ def test_every_loss_learns_planted_structure_and_beats_random_and_poprec(planted
 
 
 @pytest.mark.parametrize("loss, extra", [("plackett_luce", {"pl_ties": "partition"}),
+                                         ("plackett_luce", {"pl_ties": "partition_product"}),
                                          ("smoothed_rank", {"gamma": 1.0, "reg": 0.01, "reg_bias": 0.01})])
 def test_the_ordered_partition_and_smoothed_rank_objectives_learn_planted_structure(planted_split, loss, extra):
     """The settings of the test above; the smoothed NDCG loss of a user is at most about 1 and is not divided by

@@ -1,7 +1,7 @@
 """The smoothed-rank NDCG loss (ApproxNDCG) and the ordered-partition likelihood of "The rank 1 problem"
-(the full-decomposition PMOP of Tran, Phung & Venkatesh, SDM 2011): plain NumPy / Python references written
-from the formulas (the partition model also by enumerating every non-empty subset at each stage with the mean
-potential), hypothesis property tests (ties included) against the numba kernels, finite-difference
+(the ordered-partition model of Tran, Phung & Venkatesh, SDM 2011, with the mean and the product potential):
+plain NumPy / Python references written from the formulas (the partition model also by enumerating every
+non-empty subset at each stage), hypothesis property tests (ties included) against the numba kernels, finite-difference
 gradients, invariances, what each loss becomes in its limits, and the errors at the public boundary."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from cofiviz.errors import ParameterError
 from cofiviz.losses import (LISTWISE_TIES, log_subset_normaliser, ordered_partition_loss, partition_log_constant,
                             plackett_luce_loss, smoothed_positions, smoothed_rank_loss, smoothed_rank_pair_curve)
-from cofiviz.losses.partition import listwise_ties_code, partition_loss_grad
+from cofiviz.losses.partition import listwise_ties_code, partition_loss_grad, partition_product_loss_grad
 from cofiviz.losses.smoothed_rank import check_gamma, smoothed_rank_loss_grad
 from cofiviz.metrics.ndcg import ndcg
 
@@ -50,7 +50,7 @@ def groups_best_first(y):
 
 
 def ref_partition(f, y):
-    """Σ_k [log Σ_{R_k} e^f − log Σ_{X_k} e^f] (the negative of SDM'11 eq 3.10), in plain NumPy (no shifting)."""
+    """Σ_k [log Σ_{R_k} e^f − log Σ_{X_k} e^f] (the mean potential's loss), in plain NumPy (no shifting)."""
     f, y = np.asarray(f, float), np.asarray(y, float)
     loss = 0.0
     for level in np.unique(y)[::-1]:
@@ -60,7 +60,7 @@ def ref_partition(f, y):
 
 
 def ref_constant(y):
-    """Σ_k log(C_k |X_k|) with C_k = (2^{N_k} − 1) / N_k (eqs 3.7, 3.8, Appendix A), with Python integers."""
+    """Σ_k log(C_k |X_k|) with C_k = (2^{N_k} − 1) / N_k with Python integers."""
     y = np.asarray(y, float)
     out = 0.0
     for level in np.unique(y)[::-1]:
@@ -75,8 +75,13 @@ def non_empty_subsets(items):
 
 
 def mean_potential(f, subset):
-    """Φ(S) = (1/|S|) Σ_{x ∈ S} e^{f_x} (eqs 3.6, 4.15)."""
+    """Φ(S) = (1/|S|) Σ_{x ∈ S} e^{f_x}."""
     return sum(math.exp(f[x]) for x in subset) / len(subset)
+
+
+def product_potential(f, subset):
+    """Φ(S) = Π_{x ∈ S} e^{f_x}."""
+    return math.exp(sum(f[x] for x in subset))
 
 
 def brute_normaliser(f):
@@ -85,17 +90,27 @@ def brute_normaliser(f):
     return sum(mean_potential(f, s) for s in non_empty_subsets(range(len(f))))
 
 
-def ref_partition_enumerated(f, y):
-    """−log p(X_1, …, X_K): each group chosen among every non-empty subset of the items left (eqs 3.4, 3.5),
-    each stage's normaliser enumerated subset by subset (small lists)."""
+def ref_partition_enumerated(f, y, potential=mean_potential):
+    """−log p(X_1, …, X_K): each group chosen among every non-empty subset of the items left, each stage's
+    normaliser enumerated subset by subset (small lists)."""
     f, y = [float(v) for v in f], [float(v) for v in y]
     nll = 0.0
     for level in sorted(set(y), reverse=True):
         remaining = [x for x in range(len(y)) if y[x] <= level]
         group = [x for x in range(len(y)) if y[x] == level]
-        z = sum(mean_potential(f, s) for s in non_empty_subsets(remaining))
-        nll -= math.log(mean_potential(f, group) / z)
+        z = sum(potential(f, s) for s in non_empty_subsets(remaining))
+        nll -= math.log(potential(f, group) / z)
     return nll
+
+
+def ref_product(f, y):
+    """Σ_k [log(Π_{R_k}(1 + e^f) − 1) − Σ_{X_k} f] (the product potential's loss), in plain NumPy."""
+    f, y = np.asarray(f, float), np.asarray(y, float)
+    loss = 0.0
+    for level in np.unique(y)[::-1]:
+        remaining, group = y <= level, y == level
+        loss += np.log(np.prod(1.0 + np.exp(f[remaining])) - 1.0) - f[group].sum()
+    return loss
 
 
 def ref_listmle(f_in_order):
@@ -251,7 +266,7 @@ def test_smoothed_rank_refuses_bad_input(call, match):
 @settings(max_examples=60, deadline=None)
 @given(f=st.lists(scores_st, min_size=1, max_size=10))
 def test_partition_normaliser_by_enumerating_every_non_empty_subset(f):
-    """Σ_{∅ ≠ S ⊆ R} Φ(S) = C Σ_R e^f with C = (2^N − 1)/N (eq 3.7, Appendix A)."""
+    """Σ_{∅ ≠ S ⊆ R} Φ(S) = C Σ_R e^f with C = (2^N − 1)/N."""
     assert log_subset_normaliser(f) == pytest.approx(math.log(brute_normaliser(f)), rel=1e-11, abs=1e-11)
     n = len(f)
     assert log_subset_normaliser(f) == pytest.approx(math.log((2 ** n - 1) / n) + math.log(np.exp(f).sum()),
@@ -277,10 +292,68 @@ def test_partition_matches_the_references(data):
 @settings(max_examples=60, deadline=None)
 @given(data=lists(min_size=1, max_size=8))
 def test_partition_gradient_by_central_differences(data):
-    """The negative of eq 3.11: ∂L/∂f_x = −e^{f_x}/T_{g(x)} + Σ_{k ≤ g(x)} e^{f_x}/S_k."""
+    """∂L/∂f_x = −e^{f_x}/T_{g(x)} + Σ_{k ≤ g(x)} e^{f_x}/S_k."""
     f, y = data
     _, grad = ordered_partition_loss(f, y)
     np.testing.assert_allclose(grad, fd_gradient(lambda x: ref_partition(x, y), f), rtol=1e-5, atol=1e-6)
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=lists(max_size=12))
+def test_partition_product_matches_the_references(data):
+    f, y = data
+    loss, grad = ordered_partition_loss(f, y, potential="product")
+    assert loss == pytest.approx(ref_product(f, y), rel=1e-10, abs=1e-10)
+    assert ordered_partition_loss(f, y, exact=True, potential="product")[0] == loss     # no constant to add
+    assert grad.shape == (len(f),)
+    if len(f) <= 7:
+        assert loss == pytest.approx(ref_partition_enumerated(f, y, product_potential), rel=1e-10, abs=1e-10)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=lists(min_size=1, max_size=8))
+def test_partition_product_gradient_by_central_differences(data):
+    """∂L/∂f_x = σ(f_x) Σ_{k ≤ g(x)} P_k / (P_k − 1) − 1."""
+    f, y = data
+    _, grad = ordered_partition_loss(f, y, potential="product")
+    np.testing.assert_allclose(grad, fd_gradient(lambda x: ref_product(x, y), f), rtol=1e-5, atol=1e-6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=lists(min_size=2, max_size=9, ratings=st.integers(1, 3)))
+def test_partition_product_depends_on_the_groups_and_on_the_scores_level(data):
+    f, y = map(np.asarray, data)
+    f, y = f.astype(float), y.astype(float)
+    loss, grad = ordered_partition_loss(f, y, potential="product")
+    perm = np.random.default_rng(len(f)).permutation(len(f))
+    loss_p, grad_p = ordered_partition_loss(f[perm], y[perm], potential="product")
+    assert loss_p == pytest.approx(loss, rel=1e-12, abs=1e-12)
+    np.testing.assert_allclose(grad_p, grad[perm], rtol=1e-10, atol=1e-12)
+    ranks = np.unique(y, return_inverse=True)[1]
+    assert ordered_partition_loss(f, 10.0 * ranks + 7.0, potential="product")[0] == pytest.approx(loss, rel=1e-12,
+                                                                                                   abs=1e-12)
+    # unlike the mean potential, the scores' level matters: the derivative along a shift of every score is the
+    # gradient's sum, which is not 0 (two items tied above one, all at 0: the level moves the loss)
+    h = 1e-6
+    along = (ordered_partition_loss(f + h, y, potential="product")[0]
+             - ordered_partition_loss(f - h, y, potential="product")[0]) / (2 * h)
+    assert along == pytest.approx(grad.sum(), rel=1e-5, abs=1e-6) and loss > 0
+    level = [ordered_partition_loss([c, c, c], [2, 2, 1], potential="product")[0] for c in (-1.0, 0.0, 1.0)]
+    assert len({round(v, 9) for v in level}) == 3
+
+
+def test_partition_product_of_an_all_tied_list_and_extreme_scores():
+    """An all-tied list is one stage choosing every item: Σ log(1 + e^{−f}) + log(1 − Π(1 + e^f)^{−1})."""
+    f = np.array([0.5, -1.0, 2.0])
+    want = np.log1p(np.exp(-f)).sum() + math.log(1.0 - 1.0 / np.prod(1.0 + np.exp(f)))
+    assert ordered_partition_loss(f, [3, 3, 3], potential="product")[0] == pytest.approx(want, rel=1e-12)
+    for f in ([-800.0, -900.0, -1000.0], [800.0, 900.0, -1000.0], [1e5, -1e5, 0.0]):
+        loss, grad = ordered_partition_loss(f, [5, 3, 1], potential="product")
+        assert np.isfinite(loss) and np.all(np.isfinite(grad))
+    good = ordered_partition_loss([2.0, 1.0, 0.0], [5, 4, 3], potential="product")[0]
+    bad = ordered_partition_loss([0.0, 1.0, 2.0], [5, 4, 3], potential="product")[0]
+    assert good < bad
+    assert ordered_partition_loss([], [], potential="product")[0] == 0.0
 
 
 @settings(max_examples=60, deadline=None)
@@ -318,19 +391,21 @@ def test_partition_probabilities_of_every_ordered_partition_sum_to_one(n, fubini
     parts = list(ordered_partitions(range(n)))
     assert len(parts) == fubini                   # the ordered Bell (Fubini) numbers of the blog post
     for f in (np.random.default_rng(n).normal(size=n), 4.0 * np.arange(n) - 30.0):
-        total = 0.0
+        total = product = 0.0
         for blocks in parts:
             y = np.empty(n)
             for rank, block in enumerate(blocks):
                 y[block] = len(blocks) - rank     # equal ratings within a block, best block first
             total += math.exp(-ordered_partition_loss(f, y, exact=True)[0])
+            product += math.exp(-ordered_partition_loss(f, y, potential="product")[0])
         assert total == pytest.approx(1.0, rel=1e-12)
+        assert product == pytest.approx(1.0, rel=1e-12)
 
 
 @settings(max_examples=60, deadline=None)
 @given(f=st.lists(scores_st, min_size=1, max_size=9))
 def test_partition_without_ties_is_plackett_luce(f):
-    """§5: with every group a single item the model is Plackett–Luce (ListMLE), up to the constants log C_k."""
+    """With every group a single item the model is Plackett–Luce (ListMLE), up to the constants log C_k."""
     f = np.asarray(f, float)
     y = np.arange(len(f), 0, -1, dtype=float)     # strictly decreasing: no ties, the stored order is the ranking
     loss, grad = ordered_partition_loss(f, y)
@@ -410,10 +485,13 @@ def test_partition_kernel_is_what_the_wrapper_calls_and_the_ties_codes():
     v = partition_loss_grad(f, y, g)
     v2, g2 = ordered_partition_loss(f, y)
     assert v == v2 and np.array_equal(g, g2)
-    assert LISTWISE_TIES == ("breslow", "efron", "partition")
-    assert [listwise_ties_code(t) for t in LISTWISE_TIES] == [0, 1, 2]
-    assert listwise_ties_code(" Partition ") == 2
-    with pytest.raises(ParameterError, match="breslow, efron, partition"):
+    g3 = np.empty(4)
+    v3 = partition_product_loss_grad(f, y, g3)
+    assert (v3, list(g3)) == (lambda r: (r[0], list(r[1])))(ordered_partition_loss(f, y, potential="product"))
+    assert LISTWISE_TIES == ("breslow", "efron", "partition", "partition_product")
+    assert [listwise_ties_code(t) for t in LISTWISE_TIES] == [0, 1, 2, 3]
+    assert listwise_ties_code(" Partition ") == 2 and listwise_ties_code("PARTITION_PRODUCT") == 3
+    with pytest.raises(ParameterError, match="breslow, efron, partition, partition_product"):
         listwise_ties_code("random")
 
 
@@ -423,6 +501,7 @@ def test_partition_kernel_is_what_the_wrapper_calls_and_the_ties_codes():
     (lambda: ordered_partition_loss(["a"], [1.0]), "numeric"),
     (lambda: ordered_partition_loss([1.0], [1.0], exact="yes"), "exact"),
     (lambda: ordered_partition_loss([1.0], [1.0], exact=1), "exact"),
+    (lambda: ordered_partition_loss([1.0], [1.0], potential="sum"), "potential.*mean, product"),
     (lambda: log_subset_normaliser([np.inf]), "scores must be finite"),
     (lambda: log_subset_normaliser(["a"]), "scores must be a numeric"),
     (lambda: partition_log_constant([1.0, np.nan]), "ratings must be finite"),

@@ -21,8 +21,8 @@ LCR's pairwise surrogates (Lee et al., WWW 2014, Table 1) live in :mod:`.surroga
 The losses of the blog post "The rank 1 problem": the listwise Plackett–Luce loss with Breslow's or Efron's
 ties (:mod:`.listwise`), the tie-aware pairwise Rao–Kupper and Davidson losses (:mod:`.ties`), the
 ordered-partition likelihood that chooses each group of tied items as a whole (:mod:`.partition`,
-:func:`ordered_partition_loss`: the full-decomposition model of Tran, Phung & Venkatesh, SDM 2011, which
-is Plackett–Luce when there are no ties) and the smoothed rank with its smoothed NDCG loss
+:func:`ordered_partition_loss`: the model of Tran, Phung & Venkatesh, SDM 2011, with the mean potential,
+which is Plackett–Luce when there are no ties, or the product potential) and the smoothed rank with its smoothed NDCG loss
 (:mod:`.smoothed_rank`, :func:`smoothed_rank_loss`, ApproxNDCG).
 
 The numba kernels behind them (``*_loss_grad``) work on one user's arrays; :mod:`.collab` packs a

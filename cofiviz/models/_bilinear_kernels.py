@@ -16,8 +16,9 @@ The model's projected user and item vectors are ``P (m × r)`` and ``Q (n × r)`
   of equal ratings are ties (or dropped with ``use_ties = False``);
 - 8: a likelihood of the whole list read as an ordered partition, by ``pl_ties``: Plackett–Luce with
   Breslow's (0) or Efron's (1) rule (:mod:`cofiviz.losses.listwise`), or the ordered-partition model
-  that chooses each group of equal ratings as a whole (2, the full-decomposition model of Tran, Phung &
-  Venkatesh, SDM 2011, :mod:`cofiviz.losses.partition`; its loss without the parameter-free constant);
+  that chooses each group of equal ratings as a whole (Tran, Phung & Venkatesh, SDM 2011,
+  :mod:`cofiviz.losses.partition`) with the mean potential (2; its loss without the parameter-free constant)
+  or the product potential (3);
 - 9: the smoothed-rank NDCG loss (ApproxNDCG, :mod:`cofiviz.losses.smoothed_rank`), scale ``gamma``.
 
 Codes 8 and 9 skip a user whose ratings are all equal (no order to learn); code 9 also skips a user
@@ -36,7 +37,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..losses.listwise import pl_loss_grad
-from ..losses.partition import partition_loss_grad
+from ..losses.partition import partition_loss_grad, partition_product_loss_grad
 from ..losses.smoothed_rank import smoothed_rank_loss_grad
 from ..losses.surrogates import surrogate_value_deriv
 from ..losses.ties import tie_value_deriv
@@ -78,7 +79,7 @@ def loss_pass(indptr, ratings, f, code, gamma, tie_param, use_ties, pl_ties, act
         Tie-aware models: use pairs of equal ratings as ties (True) or drop them.
     pl_ties : int
         Listwise likelihood of code 8: 0 Plackett–Luce with Breslow's ties, 1 with Efron's, 2 the
-        ordered-partition model (full decomposition, SDM 2011).
+        ordered-partition model with the mean potential, 3 with the product potential.
     active : bool[m]
         Users to evaluate; the others get zero loss and gradient.
     G, user_loss, user_count : outputs
@@ -112,6 +113,9 @@ def loss_pass(indptr, ratings, f, code, gamma, tie_param, use_ties, pl_ties, act
                 inv = 1.0
             elif pl_ties == 2:
                 loss = partition_loss_grad(f[a0:a1], ratings[a0:a1], g)
+                inv = 1.0 / n
+            elif pl_ties == 3:
+                loss = partition_product_loss_grad(f[a0:a1], ratings[a0:a1], g)
                 inv = 1.0 / n
             else:
                 loss = pl_loss_grad(f[a0:a1], ratings[a0:a1], pl_ties, g)
@@ -212,7 +216,7 @@ def warmup() -> None:
     predict(users, items, P, Q, b, f)
     G, ul, uc = np.empty(5), np.empty(2), np.empty(2, dtype=np.int64)
     active = np.ones(2, dtype=np.bool_)
-    for code, gamma, pl_ties in ((0, 0.0, 0), (6, 0.0, 0), (7, 0.0, 0), (8, 0.0, 0), (8, 0.0, 2), (9, 1.0, 0)):
+    for code, gamma, pl_ties in ((0, 0.0, 0), (6, 0.0, 0), (7, 0.0, 0), (8, 0.0, 0), (8, 0.0, 2), (8, 0.0, 3), (9, 1.0, 0)):
         loss_pass(indptr, ratings, f, code, gamma, 1.5, True, pl_ties, active, G, ul, uc)
     iptr = np.array([0, 2, 3, 5], dtype=np.int64)
     ipos = np.array([0, 3, 1, 2, 4], dtype=np.int64)

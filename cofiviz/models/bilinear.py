@@ -29,8 +29,9 @@ Training minimises, by full-batch gradient steps (AdaGrad by default), one of
 - the listwise ``plackett_luce`` loss of each user's rated list (Luce 1959, Plackett 1975), ties by
   Breslow's or Efron's rule, or — ``pl_ties="partition"`` — the ordered-partition likelihood that
   chooses each group of equal ratings as a whole among every non-empty subset of the items left, a
-  subset's potential being the mean of its items' ``e^f`` (the full-decomposition model of the blog
-  post's reference, Tran, Phung & Venkatesh, SDM 2011; :mod:`cofiviz.losses.partition`);
+  subset's potential being the mean of its items' ``e^f`` (the model of the blog post's reference, Tran,
+  Phung & Venkatesh, SDM 2011; :mod:`cofiviz.losses.partition`), or — ``pl_ties="partition_product"`` —
+  their product;
 - the ``smoothed_rank`` loss: one minus the NDCG of the list with each position replaced by the smoothed
   position ``1 + Σ_{j≠i} σ(γ(f_j − f_i))`` of the blog post ("The loss functions"), i.e. ApproxNDCG (Qin,
   Liu & Li 2010; :mod:`cofiviz.losses.smoothed_rank`), scale γ = ``gamma``; non-convex, and flat where
@@ -161,13 +162,15 @@ class Bilinear(Model, ItemPriorParams):
         Davidson's ν > 0: the tie propensity.
     ties : {"use", "drop"}
         Tie-aware losses: use pairs of equal ratings as ties, or drop them (what the surrogates do).
-    pl_ties : {"breslow", "efron", "partition"}
+    pl_ties : {"breslow", "efron", "partition", "partition_product"}
         ``loss="plackett_luce"``: Plackett–Luce with Breslow's or Efron's rule for equal ratings
         (:mod:`cofiviz.losses.listwise`), or the ordered-partition model, which chooses each group of equal
         ratings as a whole (:mod:`cofiviz.losses.partition`, Tran, Phung & Venkatesh, SDM 2011): a group
         costs ``log Σ_{R} e^f − log Σ_{group} e^f`` (``R``: the group and every item rated lower), so it asks
         that one of the group's items, not each of them, come before the items rated lower. Like the
-        other two it is shift-invariant and is Plackett–Luce when there are no ties.
+        other two it is shift-invariant and is Plackett–Luce when there are no ties. ``"partition_product"``:
+        the same model with the product potential, a group costing ``log(Π_R (1 + e^f) − 1) − Σ_{group} f``:
+        each item joins the chosen group on its own with odds ``e^f``, so the scores' level matters too.
     features : {"both", "latent", "given"}
         Latent ids plus given features; ids only (plain factorisation); given features only (a side
         with no features keeps its ids). ``"both"`` without side tables is ``"latent"``.
@@ -226,7 +229,8 @@ class Bilinear(Model, ItemPriorParams):
     ties = param.Selector(default="use", objects=["use", "drop"],
                           doc="Tie-aware losses: use equal ratings as ties, or drop those pairs.")
     pl_ties = param.Selector(default="breslow", objects=list(LISTWISE_TIES),
-                             doc="Listwise likelihood: Plackett-Luce with Breslow's or Efron's ties, or the ordered partition.")
+                             doc="Listwise likelihood: Plackett-Luce with Breslow's or Efron's ties, or the ordered partition "
+                                 "with the mean or the product potential.")
     features = param.Selector(default="latent", objects=["both", "latent", "given"],
                               doc="Latent ids and given features, ids only, or given features only.")
     user_features = param.String(default="auto", doc="User side-table columns: auto, none, or names joined by + (age+gender).")

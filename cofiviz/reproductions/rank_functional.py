@@ -26,8 +26,9 @@ Side features and ties (the bilinear rank functional, :class:`cofiviz.models.Bil
     users. :func:`coldstart_experiment`: the same with 1 or 3 given ratings. :func:`ties_experiment`: the
     objectives compared on weak generalization (N = 20, 50): pairs of equal ratings used as ties or dropped
     (Rao–Kupper θ = 2, Davidson ν = 1), Plackett–Luce with Breslow's and Efron's tie rules, the
-    ordered-partition likelihood that chooses each group of equal ratings as a whole (the full-decomposition
-    model of the blog post's reference, Tran, Phung & Venkatesh, SDM 2011; ``pl_ties="partition"``), and the
+    ordered-partition likelihood that chooses each group of equal ratings as a whole (the model of the blog
+    post's reference, Tran, Phung & Venkatesh, SDM 2011) with the mean and with the product potential
+    (``pl_ties="partition"``, ``"partition_product"``), and the
     smoothed-rank NDCG loss (ApproxNDCG, the blog post's smoothed rank, γ = 0.3, 1, 3: no validation part,
     every γ is shown). Every fit runs a fixed number of iterations (no early stopping).
 
@@ -166,7 +167,8 @@ def ties_experiment(seeds=(0,)):
               {"model": "bilinear", "label": "Plackett-Luce", "params": {**lat, "loss": "plackett_luce",
                                                                            "pl_ties": ["breslow", "efron"]}},
               {"model": "bilinear", "label": "Ordered partition", "params": {**lat, "loss": "plackett_luce",
-                                                                               "pl_ties": "partition"}},
+                                                                               "pl_ties": ["partition",
+                                                                                           "partition_product"]}},
               {"model": "bilinear", "label": "Smoothed rank", "params": {**lat, "loss": "smoothed_rank",
                                                                            "gamma": [0.3, 1.0, 3.0]}}]
     return Experiment(models, data="movielens-100k", protocol={"name": "weak", "n_train": [20, 50]},
