@@ -99,7 +99,7 @@ from ..errors import DataError, ParameterError
 from ..ratings import Ratings
 from ..solvers import dense
 from . import _wlt_kernels as K
-from .base import Model
+from ._lambdarank import LinearLambdaRank
 from .prior import ItemPriorParams
 from .scale import Scale
 from .space import Choice, LogUniform
@@ -108,11 +108,6 @@ __all__ = ["WLT", "MAX_LEVELS", "warmup"]
 
 #: Most rating levels the per-level features distinguish; more distinct training ratings are binned
 MAX_LEVELS = 10
-#: Armijo's sufficient-decrease constant and the most halvings a step tries
-_ARMIJO = 1e-4
-_MAX_HALVINGS = 30
-#: ridge added to the Newton system, relative to its mean diagonal, so that it is always solvable
-_RIDGE = 1e-9
 
 
 class _TrainingTable:
@@ -199,7 +194,7 @@ def level_index(ratings: np.ndarray, levels: np.ndarray) -> np.ndarray:
     return np.where(nearer_left, pos - 1, pos).astype(np.int64)
 
 
-class WLT(Model, ItemPriorParams):
+class WLT(LinearLambdaRank, ItemPriorParams):
     """Win / loss / tie features of (user, item) pairs ranked by one linear function trained with LambdaRank.
 
     Parameters
@@ -315,86 +310,10 @@ class WLT(Model, ItemPriorParams):
         self._table = None
         self.w_ = np.zeros(3 * (len(self.levels_) + 1))
         self.prior_ = self.item_prior_offsets(train)
-        self._stalled = False
-        self._trace = [self.objective(self.w_)[0]]
-        #: passes over the training lists per iteration: the Hessian's, then each length the line search tried
-        self.passes_: list[int] = []
+        self._start_trace()
 
-    def objective(self, w: np.ndarray, hessian: bool = False):
-        """``(C(w), ∇C(w))`` on the training lists (the module notes give both); with ``hessian``, also
-        ``∇²C(w)`` with every ``|ΔNDCG|`` held at its value at ``w``."""
-        self._require_fitted()
-        list_ptr, labels, X, items = self._training_table().lists(self.n_neighbors, self.folds, self.seed)
-        w = np.ascontiguousarray(w, dtype=np.float64)
-        F = X.shape[1]
-        if w.shape != (F,):
-            raise ParameterError(f"w must have {F} entries, got shape {w.shape}")
-        s = np.empty(len(X))
-        K.linear_scores(X, w, s)
-        if np.any(self.prior_):
-            s += self.prior_[items]
-        n_lists = len(list_ptr) - 1
-        loss_u = np.empty(n_lists)
-        grad_u = np.empty((n_lists, F))
-        hess_u = np.empty((n_lists, F, F) if hessian else (1, 1, 1))
-        active = K.lambdarank(list_ptr, labels, X, s, float(self.sigma), int(self.ndcg_k), bool(hessian),
-                              loss_u, grad_u, hess_u)
-        n_active = max(int(active.sum()), 1)
-        reg = float(self.reg)
-        f = float(loss_u[active].sum()) / n_active + 0.5 * reg * float(np.sum(w * w))
-        g = grad_u[active].sum(axis=0) / n_active + reg * w
-        if not hessian:
-            return f, g
-        return f, g, hess_u[active].sum(axis=0) / n_active + reg * np.eye(F)
-
-    def _step(self, iteration: int) -> float:
-        """One Newton step with ``|ΔNDCG|`` held fixed, shortened by halving from ``lr`` until the objective
-        decreases enough (Armijo); when no length does, ``w`` stays and the fit has converged. Each
-        objective evaluation is a pass over every pair of every training list; ``passes_`` counts them."""
-        f, g, H = self.objective(self.w_, hessian=True)
-        passes = 1
-        F = len(g)
-        ridge = _RIDGE * (float(np.trace(H)) / F + 1.0)
-        direction = -dense.solve(H + ridge * np.eye(F), g)
-        slope = dense.dot(g, direction)
-        if not slope < 0.0:  # a stationary point: no direction of descent
-            return self._stall(f, passes)
-        t = float(self.lr)
-        for _ in range(_MAX_HALVINGS):
-            w_new = self.w_ + t * direction
-            finite = bool(np.all(np.isfinite(w_new)))
-            f_new = self.objective(w_new)[0] if finite else float("nan")
-            passes += finite
-            if np.isfinite(f_new) and f_new <= f + _ARMIJO * t * slope:
-                self.w_ = w_new
-                self._trace.append(f_new)
-                self.passes_.append(passes)
-                return f_new
-            t *= 0.5
-        return self._stall(f, passes)
-
-    def _stall(self, f: float, passes: int) -> float:
-        """No step decreases the objective: ``w`` stays and the fit ends after this iteration."""
-        self._stalled = True
-        self._trace.append(f)
-        self.passes_.append(passes)
-        return f
-
-    def _converged(self, iteration: int) -> bool:
-        if self._stalled:
-            return True
-        if self.tol <= 0 or len(self._trace) < 2:
-            return False
-        before, now = self._trace[-2], self._trace[-1]
-        return before - now <= self.tol * abs(before)
-
-    def _scores(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
-        X = self._features(np.asarray(users, dtype=np.int64), np.asarray(items, dtype=np.int64))
-        out = np.empty(len(X))
-        K.linear_scores(X, self.w_, out)
-        if np.any(self.prior_):  # the offsets of the fit, whatever item_prior says now
-            out += self.prior_[np.asarray(items, dtype=np.int64)]
-        return out
+    def _training_lists(self):
+        return self._training_table().lists(self.n_neighbors, self.folds, self.seed)
 
     # ------------------------------------------------------------------ state
     def _state(self) -> dict[str, np.ndarray]:

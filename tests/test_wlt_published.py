@@ -1,0 +1,128 @@
+"""WLT as published (Volkovs & Zemel 2012, :mod:`cofiviz.models.wlt_published`): the neighbours' own preferences
+against a plain-Python reference on a hand-made table with ties, a training pair blind to its own rating, the item
+nobody else rated, and learning on planted data (better than random and than PopRec)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from cofiviz import Ratings, evaluate
+from cofiviz.models import PopRec
+from cofiviz.models.wlt_published import FEATURE_NAMES, WLT
+
+from contract import planted, random_ndcg
+
+
+def hand_made() -> Ratings:
+    """Six users, seven items, ratings 1..5 with ties inside users' lists and across them; item 6 is user 5's
+    alone, and user 5 rated nothing else."""
+    rows = [(0, 0, 5), (0, 1, 3), (0, 2, 3), (0, 3, 1),
+            (1, 0, 4), (1, 1, 4), (1, 2, 2), (1, 4, 5),
+            (2, 1, 5), (2, 2, 1), (2, 3, 3), (2, 4, 3), (2, 5, 2),
+            (3, 0, 2), (3, 2, 2), (3, 3, 4), (3, 5, 5),
+            (4, 0, 3), (4, 4, 1), (4, 5, 3), (5, 6, 4)]
+    u, i, r = (np.array(c) for c in zip(*rows))
+    return Ratings(u, i, r.astype(float), user_ids=np.arange(6), item_ids=np.arange(7), scale=(1, 5), name="hand")
+
+
+def reference_features(table: Ratings, u: int, n: int, K: int) -> np.ndarray:
+    """The module's definitions by plain loops."""
+    R = {(int(a), int(b)): float(c) for a, b, c in zip(table.users, table.items, table.ratings)}
+    lo, hi = min(R.values()), max(R.values())
+    span = hi - lo
+    items_of = {v: sorted(b for (a, b) in R if a == v) for v in range(table.n_users)}
+
+    def agreement(v):
+        return sum(1 - abs(R[u, m] - R[v, m]) / span for m in items_of[u] if (v, m) in R and m != n)
+
+    out = np.zeros(18)
+    raters = [v for v in range(table.n_users) if (v, n) in R and v != u]
+    if not raters:
+        out[17] = 1.0
+        return out
+    chosen = sorted(raters, key=lambda v: (-agreement(v), v))
+    chosen = chosen if K == 0 else chosen[:K]
+    a = lambda x: math.log(x - lo + 1)  # noqa: E731
+    prefs = []
+    for k in chosen:
+        others, r = [m for m in items_of[k] if m != n], R[k, n]
+        if not others:
+            prefs.append([0.0] * 7)
+            continue
+        below = [R[k, m] for m in others if R[k, m] < r]
+        above = [R[k, m] for m in others if R[k, m] > r]
+        prefs.append([len(below), sum(r - x for x in below) / span, sum(a(r) - a(x) for x in below),
+                      len(above), sum(x - r for x in above) / span, sum(a(x) - a(r) for x in above),
+                      sum(1 for m in others if R[k, m] == r)])
+        prefs[-1] = [p / len(others) for p in prefs[-1]]
+    P = np.array(prefs)
+    out[:7], out[7:14] = P.mean(axis=0), P.std(axis=0)
+    net, slots = P[:, 0] - P[:, 3], (K if K > 0 else len(chosen))
+    out[14:17] = [(net > 0).sum() / slots, (net < 0).sum() / slots, (net == 0).sum() / slots]
+    return out
+
+
+@pytest.mark.parametrize("K", [0, 1, 2, 5])
+def test_features_equal_the_reference_for_rated_and_unrated_items(K):
+    table = hand_made()
+    model = WLT(n_neighbors=K, max_iter=1).fit(table)
+    users, items = np.meshgrid(np.arange(6), np.arange(7), indexing="ij")
+    X = model.pair_features(users.ravel(), items.ravel())
+    assert X.shape == (42, 18) and model.feature_names() == FEATURE_NAMES
+    for row, (u, n) in enumerate(zip(users.ravel(), items.ravel())):
+        np.testing.assert_allclose(X[row], reference_features(table, u, n, K), rtol=0, atol=1e-14,
+                                   err_msg=f"pair ({u}, {n}), K = {K}")
+    # by hand: item 6 has no rater but user 5, so for user 5 it is the item of b0 alone; for the others user 5,
+    # who rated nothing else, is a neighbour without preferences (a tie on balance)
+    assert X[5 * 7 + 6].tolist() == [0.0] * 17 + [1.0]
+    assert X[6, :14].tolist() == [0.0] * 14 and X[6, 16] == (1.0 if K in (0, 1) else 1.0 / K) and X[6, 17] == 0.0
+    # user 0's neighbour for item 0 with K = 1: users 1, 3 and 4 rated it; user 1 agrees most on items 1 and 2
+    # (|3 − 4| and |3 − 2|: 0.75 each), and in user 1's own list item 0 (4) beats item 2 (2), ties item 1 and
+    # loses to item 4 (5): W = L = T = 1/3
+    if K == 1:
+        np.testing.assert_allclose(X[0, [0, 3, 6]], [1 / 3, 1 / 3, 1 / 3])
+        assert X[0, 16] == 1.0  # a tie on balance, out of K = 1 slot
+
+
+def test_a_training_pair_does_not_see_its_own_rating():
+    table = hand_made()
+    changed = table.ratings.copy()
+    changed[0] = 1.0  # user 0's rating of item 0: 5 -> 1
+    other = Ratings(table.users, table.items, changed, user_ids=table.user_ids, item_ids=table.item_ids, scale=(1, 5))
+    for K in (1, 2):
+        a = WLT(n_neighbors=K, max_iter=1).fit(table).pair_features(0, 0)
+        b = WLT(n_neighbors=K, max_iter=1).fit(other).pair_features(0, 0)
+        np.testing.assert_array_equal(a, b)
+
+
+def test_the_neighbours_are_those_who_agree_not_those_who_share_most():
+    """User 0 rated items 0-3; user 1 rated items 1-3 as user 0 did, user 2 rated items 1-3 and 5 opposite. Both
+    rated item 4; with K = 1 user 1 describes it (agreement 3 against 0), although user 2 shares as many items."""
+    rows = [(0, 0, 5), (0, 1, 5), (0, 2, 3), (0, 3, 1),
+            (1, 1, 5), (1, 2, 3), (1, 3, 1), (1, 4, 5),
+            (2, 1, 1), (2, 2, 3), (2, 3, 5), (2, 4, 1), (2, 5, 3)]
+    u, i, r = (np.array(c) for c in zip(*rows))
+    table = Ratings(u, i, r.astype(float), user_ids=np.arange(3), item_ids=np.arange(6), scale=(1, 5))
+    x = WLT(n_neighbors=1, max_iter=1).fit(table).pair_features(0, 4)[0]
+    assert x[0] == pytest.approx(2 / 3) and x[14] == 1.0  # user 1: item 4 (5) beats items 2 and 3, ties item 1
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_published_wlt_ranks_planted_test_items_better_than_random_and_poprec(seed):
+    """60 users: K = 10 neighbours, a sixth of them, pick out the users of like taste."""
+    split = planted(seed=seed)
+    wlt = evaluate(WLT(n_neighbors=10, max_iter=30).fit(split.train), split, metrics=["ndcg@10"]).means["ndcg@10"]
+    pop = evaluate(PopRec().fit(split.train), split, metrics=["ndcg@10"]).means["ndcg@10"]
+    assert wlt > random_ndcg(split) + 0.1
+    assert wlt > pop
+
+
+def test_bad_values_are_refused_by_name():
+    with pytest.raises(Exception, match="n_neighbors"):
+        WLT(n_neighbors=-1)
+    model = WLT(max_iter=1).fit(hand_made())
+    with pytest.raises(Exception, match="items must be indices"):
+        model.pair_features(0, 7)
