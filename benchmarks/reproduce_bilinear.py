@@ -18,8 +18,8 @@ their tables.
             the rest ranked): the tie-aware Rao–Kupper (θ = 2) and Davidson (ν = 1) losses with pairs of
             equal ratings used as ties (``ties="use"``) or dropped (``ties="drop"``), latent features
             only, same split, same seed, same everything else; the Plackett–Luce loss with Breslow's and
-            Efron's tie rules, the ordered-partition likelihood (Tran, Phung & Venkatesh, SDM 2011) and
-            the smoothed-rank NDCG loss (γ = 0.3, 1, 3) beside them, and PopRec.
+            Efron's tie rules, the ordered-partition likelihood (Tran, Phung & Venkatesh, SDM 2011) with the
+            mean and with the product potential, and the smoothed-rank NDCG loss (γ = 0.3, 1, 3) beside them, and PopRec.
 
 Every fit runs a fixed number of iterations (no validation part, no early stopping). Cells are cached in
 a :class:`cofiviz.store.ResultsStore` under ``benchmarks/results/bilinear`` (git-ignored).
