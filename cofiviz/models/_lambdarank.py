@@ -41,20 +41,14 @@ _RIDGE = 1e-9
 
 
 class LinearLambdaRank(Model):
-    """The LambdaRank model step shared by the WLT models (module documentation). Subclasses set ``w_`` (zeros),
-    ``prior_`` (the item offsets) and call :meth:`_start_trace` in ``_setup``, and implement
-    :meth:`_training_lists` and :meth:`_features`; they declare ``lr``, ``reg``, ``sigma``, ``ndcg_k`` and
-    ``tol``."""
+    """The LambdaRank model step shared by the WLT models (module documentation).
+
+    A subclass provides ``_training_lists()``, the training lists as ``(list_ptr, ratings, ψ, items)``, and
+    ``_features(users, items)``, the rows ``ψ(u, n)`` of pairs; in ``_setup`` it sets ``w_`` (zeros) and
+    ``prior_`` (the item offsets) and calls :meth:`_start_trace`; it declares ``lr``, ``reg``, ``sigma``,
+    ``ndcg_k`` and ``tol``."""
 
     __abstract = True
-
-    def _training_lists(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """``(list_ptr, ratings, ψ, items)`` of the training lists."""
-        raise NotImplementedError
-
-    def _features(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
-        """``ψ(u, n)`` of pairs, one row per pair."""
-        raise NotImplementedError
 
     def _start_trace(self) -> None:
         self._stalled = False
