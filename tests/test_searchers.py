@@ -55,7 +55,7 @@ def test_a_study_stored_in_sqlite_resumes_with_its_trials_and_adds_new_ones(spli
                  refit=False)
     again = tune(_gcr(), split.train, split.test, budget=300, trials=16, seed=1, searcher="optuna", storage=db,
                  refit=False)
-    assert len(again.trials) == 16
+    assert len(again.trials) == 16 and again.resumed == 12 and first.resumed == 0
     assert all(_same(a, b) for a, b in zip(first.trials, again.trials[:12]))
     new = {repr(t["params"]) for t in again.trials[12:]}
     assert not new & {repr(t["params"]) for t in first.trials}, "a resumed search tried a setting again"

@@ -226,6 +226,8 @@ def run(args) -> int:
         if search:
             tuned = search.get("tune")
             how = (f" after {len(tuned['trials'])} trials in {tuned['seconds']:.0f} s" if tuned else "")
+            if tuned and tuned.get("resumed"):
+                how += f" ({tuned['resumed']} of them from {args.study}, resumed)"
             print("chosen on " + search["on"] + how + ": "
                   + ", ".join(f"{k}={_short(v)}" for k, v in search["chosen"].items()))
             if tuned:

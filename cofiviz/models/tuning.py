@@ -106,6 +106,8 @@ class Tuning:
         gain over it on the two halves), ``item_mean_gain`` (their gain over all the validation users) and
         ``item_mean_noise`` (the noise it must exceed; both from :func:`cross_checked_noise`) and ``users``
         (validation users in halves A and B).
+    resumed : int
+        How many of the trials a stored study held before this search (``storage``); 0 for a new search.
     """
 
     metric: str
@@ -117,6 +119,7 @@ class Tuning:
     seconds: float = 0.0
     validation: str = "given"
     check: dict = field(default_factory=dict)
+    resumed: int = 0
 
     def frame(self) -> pd.DataFrame:
         """The trials as a table: one row per trial, one column per searched parameter."""
@@ -160,7 +163,7 @@ class Tuning:
         return {"metric": self.metric, "chosen": self.chosen, "best_params": dict(self.best_params),
                 "refit_params": dict(self.refit_params),
                 "budget": self.budget, "seconds": self.seconds, "validation": self.validation,
-                "check": dict(self.check), "summary": self.summary(),
+                "check": dict(self.check), "summary": self.summary(), "resumed": self.resumed,
                 "trials": [dict(t) for t in self.trials]}
 
 
@@ -380,6 +383,7 @@ def tune(model, train: Ratings, valid: Ratings | None = None, *, budget: float =
         tried_in_space += contains(space, params)
         out.trials.append(trial)
         fitted.append(params)
+    out.resumed = len(out.trials)
     while ((limit is None or len(out.trials) < limit) and (not out.trials or time.perf_counter() < deadline)
            and not (out.trials and (stopped() or exhausted()))):
         drawn, reference = {}, len(out.trials) <= len(starts)
