@@ -168,6 +168,8 @@ def test_tune_searches_in_the_worker_then_trains_the_chosen_setting():
     for name in ("rank", "reg", "lr"):
         assert m._form_widgets[name].value == pytest.approx(chosen[name].iloc[0], abs=1e-5), name   # rounded
     assert len(m.history) >= 1 and "Finished after" in m._status.object
+    # the search's verdict stays beside the end of the run
+    assert m.training.tuned["summary"] in m._status.object
     # Stop while tuning ends the run without training
     m2 = TrainingMonitor(max_iter=6, budget=600, **QUICK)
     m2._on_run(tune=True)

@@ -220,6 +220,7 @@ class MonitorRun(param.Parameterized):
                 when = f"after iteration {n}" if n else "before the first iteration"
                 self.status = f"Failed {when}: the message above says why."
             else:
-                self.status = f"Finished after **{n}** iteration{'' if n == 1 else 's'}. {ending(summary)}"
+                verdict = f" {self.tuned['summary']}" if self.tuned and self.tuned.get("summary") else ""
+                self.status = f"Finished after **{n}** iteration{'' if n == 1 else 's'}. {ending(summary)}{verdict}"
         finally:
             self._work.release()        # the next Run may start
