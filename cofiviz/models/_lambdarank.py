@@ -44,11 +44,38 @@ class LinearLambdaRank(Model):
     """The LambdaRank model step shared by the WLT models (module documentation).
 
     A subclass provides ``_training_lists()``, the training lists as ``(list_ptr, ratings, ψ, items)``, and
-    ``_features(users, items)``, the rows ``ψ(u, n)`` of pairs; in ``_setup`` it sets ``w_`` (zeros) and
+    ``_training_table()``, whose ``features(users, items, n_neighbors)`` gives the rows ``ψ(u, n)`` of pairs
+    (:meth:`_features` keeps the last request) and which sets ``_pair_cache`` to None when it is rebuilt; in ``_setup`` it sets ``w_`` (zeros) and
     ``prior_`` (the item offsets) and calls :meth:`_start_trace`; it declares ``lr``, ``reg``, ``sigma``,
     ``ndcg_k`` and ``tol``."""
 
     __abstract = True
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self._table = None
+        self._pair_cache: tuple | None = None
+
+    def pair_features(self, users, items) -> np.ndarray:
+        """``ψ(u, n)`` of (user, item) index pairs (they broadcast), one row per pair, columns
+        :meth:`feature_names`."""
+        self._require_fitted()
+        users, items = np.broadcast_arrays(np.asarray(users, dtype=np.int64), np.asarray(items, dtype=np.int64))
+        for label, idx, n in (("users", users, self.train_.n_users), ("items", items, self.train_.n_items)):
+            if idx.size and (idx.min() < 0 or idx.max() >= n):
+                raise ParameterError(f"{label} must be indices 0 <= index < {n}")
+        return self._features(users.ravel(), items.ravel())
+
+    def _features(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
+        """Features of pairs; the last request is kept (the validation pairs are scored every iteration)."""
+        table = self._training_table()
+        c = self._pair_cache
+        if (c is not None and c[0] == self.n_neighbors and len(c[1]) == len(users)
+                and np.array_equal(c[1], users) and np.array_equal(c[2], items)):
+            return c[3]
+        X = table.features(users, items, self.n_neighbors)
+        self._pair_cache = (self.n_neighbors, users.copy(), items.copy(), X)
+        return X
 
     def _start_trace(self) -> None:
         self._stalled = False

@@ -49,7 +49,7 @@ import numpy as np
 import param
 
 from ..datasets import tiny
-from ..errors import DataError, ParameterError
+from ..errors import DataError
 from ..ratings import Ratings
 from ..solvers import dense
 from . import _neighbour_preferences as NP
@@ -162,11 +162,6 @@ class WLT(LinearLambdaRank, ItemPriorParams):
     tol = param.Number(default=1e-6, bounds=(0.0, None), doc="Relative decrease of the objective that stops the fit.")
     max_iter = param.Integer(default=100, bounds=(1, 100_000), doc="Newton steps at most.")
 
-    def __init__(self, **params):
-        super().__init__(**params)
-        self._table: _Table | None = None
-        self._pair_cache: tuple | None = None
-
     # ------------------------------------------------------------------ features
     def _training_table(self) -> _Table:
         t = self._table
@@ -178,29 +173,8 @@ class WLT(LinearLambdaRank, ItemPriorParams):
     def _training_lists(self):
         return self._training_table().lists(self.n_neighbors)
 
-    def pair_features(self, users, items) -> np.ndarray:
-        """``γ(u, n)`` of (user, item) index pairs (they broadcast), one row per pair, columns
-        :data:`FEATURE_NAMES`."""
-        self._require_fitted()
-        users, items = np.broadcast_arrays(np.asarray(users, dtype=np.int64), np.asarray(items, dtype=np.int64))
-        for label, idx, n in (("users", users, self.train_.n_users), ("items", items, self.train_.n_items)):
-            if idx.size and (idx.min() < 0 or idx.max() >= n):
-                raise ParameterError(f"{label} must be indices 0 <= index < {n}")
-        return self._features(users.ravel(), items.ravel())
-
     def feature_names(self) -> list[str]:
         return list(FEATURE_NAMES)
-
-    def _features(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
-        """Features of pairs; the last request is kept (the validation pairs are scored every iteration)."""
-        table = self._training_table()
-        c = self._pair_cache
-        if (c is not None and c[0] == self.n_neighbors and len(c[1]) == len(users)
-                and np.array_equal(c[1], users) and np.array_equal(c[2], items)):
-            return c[3]
-        X = table.features(users, items, self.n_neighbors)
-        self._pair_cache = (self.n_neighbors, users.copy(), items.copy(), X)
-        return X
 
     # ------------------------------------------------------------------ fitting
     def _setup(self, train: Ratings, rng: np.random.Generator) -> None:
