@@ -1,6 +1,7 @@
-"""WLT (win / loss / tie features + LambdaRank, Volkovs & Zemel 2012): the model contract, the features against a
-plain-Python reference on a hand-made table with ties, the objective against a plain reference and its gradient and
-Hessian against finite differences, and learning on planted data (better than random and than PopRec)."""
+"""WLT (Volkovs & Zemel 2012, :mod:`cofiviz.models.wlt`): the model contract, the neighbours' own preferences
+against a plain-Python reference on a hand-made table with ties, a training pair blind to its own rating, the item
+nobody else rated, LambdaRank's objective against a plain reference and its gradient and Hessian against finite
+differences, and learning on planted data (better than random and than PopRec)."""
 
 from __future__ import annotations
 
@@ -11,145 +12,120 @@ import pytest
 
 from cofiviz import Ratings, evaluate
 from cofiviz.models import PopRec
-from cofiviz.models.wlt import WLT, level_index, rating_levels
+from cofiviz.models.wlt import FEATURE_NAMES, WLT
 
 from contract import ModelContract, planted, random_ndcg
 
 
 class TestWLTContract(ModelContract):
-    bad_params = [{"seed": -1}, {"n_neighbors": -1}, {"lr": 0.0}, {"reg": -1.0}, {"sigma": 0.0}, {"folds": 1},
-                  {"ndcg_k": -1}, {"tol": -1.0}]
+    bad_params = [{"seed": -1}, {"n_neighbors": -1}, {"lr": 0.0}, {"reg": -1.0}, {"sigma": 0.0}, {"ndcg_k": -1},
+                  {"tol": -1.0}, {"item_prior": -1.0}]
 
     def make_model(self, **params):
         return WLT(**{"max_iter": 10, **params})
 
-    def test_load_refuses_arrays_that_do_not_fit_the_training_table(self, fitted, tmp_path):
-        pytest.skip("WLT learns no per-user or per-item array: its weights and levels fit a table of any size "
-                    "(the saved table itself is what it scores from)")
 
-
-# ------------------------------------------------------------------------------------------------ features
 def hand_made() -> Ratings:
-    """Five users, six items, ratings 1..5 with ties inside users' lists and across them."""
+    """Six users, seven items, ratings 1..5 with ties inside users' lists and across them; item 6 is user 5's
+    alone, and user 5 rated nothing else."""
     rows = [(0, 0, 5), (0, 1, 3), (0, 2, 3), (0, 3, 1),
             (1, 0, 4), (1, 1, 4), (1, 2, 2), (1, 4, 5),
             (2, 1, 5), (2, 2, 1), (2, 3, 3), (2, 4, 3), (2, 5, 2),
             (3, 0, 2), (3, 2, 2), (3, 3, 4), (3, 5, 5),
-            (4, 0, 3), (4, 4, 1), (4, 5, 3)]
+            (4, 0, 3), (4, 4, 1), (4, 5, 3), (5, 6, 4)]
     u, i, r = (np.array(c) for c in zip(*rows))
-    return Ratings(u, i, r.astype(float), user_ids=np.arange(5), item_ids=np.arange(6), scale=(1, 5), name="hand")
+    return Ratings(u, i, r.astype(float), user_ids=np.arange(6), item_ids=np.arange(7), scale=(1, 5), name="hand")
 
 
-def reference_features(table: Ratings, u: int, n: int, K: int, profile: set[int]) -> np.ndarray:
-    """Eqs (1)-(2) of cofiviz.models.wlt by plain loops: ``profile`` is u's items that count as theirs."""
-    rating = {(int(a), int(b)): float(c) for a, b, c in zip(table.users, table.items, table.ratings)}
-    items_of = {v: {b for (a, b) in rating if a == v} for v in range(table.n_users)}
-    levels = list(rating_levels(table.ratings))
-    level = {m: levels.index(rating[u, m]) for m in profile}
-    L = len(levels)
-    profile = set(profile) - {n}
-    raters = sorted(v for v in range(table.n_users) if (v, n) in rating and v != u)
-    if K > 0 and len(raters) > K:
-        raters = sorted(raters, key=lambda v: (-len(profile & items_of[v]), v))[:K]
-    per_level = np.zeros((L, 3))
-    whole = np.zeros(3)
-    used = 0
-    for v in raters:
-        counts = np.zeros(3)
-        for m in items_of[v] - {n}:
-            d = rating[v, n] - rating[v, m]
-            kind = 0 if d > 0 else (1 if d < 0 else 2)
-            counts[kind] += 1
-            if m in profile:
-                per_level[level[m], kind] += 1
-        if counts.sum():
-            whole += counts / counts.sum()
-            used += 1
-    slots = max(used, K)
-    out = np.zeros(3 * (L + 1))
-    if slots == 0:
+def reference_features(table: Ratings, u: int, n: int, K: int) -> np.ndarray:
+    """The module's definitions by plain loops."""
+    R = {(int(a), int(b)): float(c) for a, b, c in zip(table.users, table.items, table.ratings)}
+    lo, hi = min(R.values()), max(R.values())
+    span = hi - lo
+    items_of = {v: sorted(b for (a, b) in R if a == v) for v in range(table.n_users)}
+
+    def agreement(v):
+        return sum(1 - abs(R[u, m] - R[v, m]) / span for m in items_of[u] if (v, m) in R and m != n)
+
+    out = np.zeros(18)
+    raters = [v for v in range(table.n_users) if (v, n) in R and v != u]
+    if not raters:
+        out[17] = 1.0
         return out
-    for lev in range(L):
-        size = sum(1 for m in profile if level[m] == lev)
-        if size:
-            out[3 * lev:3 * lev + 3] = per_level[lev] / (size * slots)
-    out[3 * L:] = whole / slots
+    chosen = sorted(raters, key=lambda v: (-agreement(v), v))
+    chosen = chosen if K == 0 else chosen[:K]
+    a = lambda x: math.log(x - lo + 1)  # noqa: E731
+    prefs = []
+    for k in chosen:
+        others, r = [m for m in items_of[k] if m != n], R[k, n]
+        if not others:
+            prefs.append([0.0] * 7)
+            continue
+        below = [R[k, m] for m in others if R[k, m] < r]
+        above = [R[k, m] for m in others if R[k, m] > r]
+        prefs.append([len(below), sum(r - x for x in below) / span, sum(a(r) - a(x) for x in below),
+                      len(above), sum(x - r for x in above) / span, sum(a(x) - a(r) for x in above),
+                      sum(1 for m in others if R[k, m] == r)])
+        prefs[-1] = [p / len(others) for p in prefs[-1]]
+    P = np.array(prefs)
+    out[:7], out[7:14] = P.mean(axis=0), P.std(axis=0)
+    net, slots = P[:, 0] - P[:, 3], (K if K > 0 else len(chosen))
+    out[14:17] = [(net > 0).sum() / slots, (net < 0).sum() / slots, (net == 0).sum() / slots]
     return out
 
 
-@pytest.fixture(scope="module")
-def hand_model():
-    return WLT(max_iter=1).fit(hand_made())
-
-
 @pytest.mark.parametrize("K", [0, 1, 2, 5])
-def test_features_equal_the_reference_for_rated_and_unrated_items(hand_model, K):
-    table = hand_model.train_
-    model = WLT(n_neighbors=K, max_iter=1).fit(table)
-    users, items = np.meshgrid(np.arange(5), np.arange(6), indexing="ij")
-    X = model.pair_features(users.ravel(), items.ravel())
-    assert X.shape == (30, 18) and model.feature_names()[:3] == ["W@1", "L@1", "T@1"]
-    for row, (u, n) in enumerate(zip(users.ravel(), items.ravel())):
-        own = set(table.items[table.user_slice(u)].tolist())
-        np.testing.assert_allclose(X[row], reference_features(table, u, n, K, own), rtol=0, atol=1e-15,
-                                   err_msg=f"pair ({u}, {n}), K = {K}")
-    if K == 0:  # by hand: item 0's raters other than user 0 tie it with a third, a third and half of their items
-        assert X[0, 17] == pytest.approx((1 / 3 + 1 / 3 + 1 / 2) / 3, abs=1e-15)
-
-
-def test_training_lists_describe_each_part_by_the_other_parts():
+def test_features_equal_the_reference_for_rated_and_unrated_items(K):
     table = hand_made()
-    model = WLT(n_neighbors=2, folds=2, seed=4, max_iter=1).fit(table)
-    list_ptr, labels, X, _ = model._training_table().lists(2, 2, 4)
-    assert list_ptr[-1] == len(table) and np.all(np.diff(list_ptr) > 0)
-    # the reference: recompute every list from the parts the model dealt
-    rng = np.random.default_rng(4)
-    n = len(table)
-    shuffled = np.lexsort((rng.random(n), table.users))
-    parts = np.empty(n, dtype=int)
-    parts[shuffled] = (np.arange(n) - table.indptr[table.users[shuffled]]) % 2
-    order = np.lexsort((parts, table.users))
-    for row, p in enumerate(order):
-        u, item = int(table.users[p]), int(table.items[p])
-        mine = table.user_slice(u)
-        profile = {int(m) for m, q in zip(table.items[mine], parts[mine]) if q != parts[p]}
-        np.testing.assert_allclose(X[row], reference_features(table, u, item, 2, profile), rtol=0, atol=1e-15)
-        assert labels[row] == table.ratings[p]
-    # each list is one part of one user's items
-    for a, b in zip(list_ptr[:-1], list_ptr[1:]):
-        assert len(set(table.users[order[a:b]].tolist())) == 1 and len(set(parts[order[a:b]].tolist())) == 1
+    model = WLT(n_neighbors=K, max_iter=1).fit(table)
+    users, items = np.meshgrid(np.arange(6), np.arange(7), indexing="ij")
+    X = model.pair_features(users.ravel(), items.ravel())
+    assert X.shape == (42, 18) and model.feature_names() == FEATURE_NAMES
+    for row, (u, n) in enumerate(zip(users.ravel(), items.ravel())):
+        np.testing.assert_allclose(X[row], reference_features(table, u, n, K), rtol=0, atol=1e-14,
+                                   err_msg=f"pair ({u}, {n}), K = {K}")
+    # by hand: item 6 has no rater but user 5, so for user 5 it is the item of b0 alone; for the others user 5,
+    # who rated nothing else, is a neighbour without preferences (a tie on balance)
+    assert X[5 * 7 + 6].tolist() == [0.0] * 17 + [1.0]
+    assert X[6, :14].tolist() == [0.0] * 14 and X[6, 16] == (1.0 if K in (0, 1) else 1.0 / K) and X[6, 17] == 0.0
+    # user 0's neighbour for item 0 with K = 1: users 1, 3 and 4 rated it; user 1 agrees most on items 1 and 2
+    # (|3 − 4| and |3 − 2|: 0.75 each), and in user 1's own list item 0 (4) beats item 2 (2), ties item 1 and
+    # loses to item 4 (5): W = L = T = 1/3
+    if K == 1:
+        np.testing.assert_allclose(X[0, [0, 3, 6]], [1 / 3, 1 / 3, 1 / 3])
+        assert X[0, 16] == 1.0  # a tie on balance, out of K = 1 slot
 
 
 def test_a_training_pair_does_not_see_its_own_rating():
     table = hand_made()
     changed = table.ratings.copy()
-    changed[0] = 1.0  # user 0's rating of item 0: 5 -> 1 (still a level of the table)
+    changed[0] = 1.0  # user 0's rating of item 0: 5 -> 1
     other = Ratings(table.users, table.items, changed, user_ids=table.user_ids, item_ids=table.item_ids, scale=(1, 5))
-    a = WLT(max_iter=1).fit(table).pair_features(0, 0)
-    b = WLT(max_iter=1).fit(other).pair_features(0, 0)
-    np.testing.assert_array_equal(a, b)
+    for K in (1, 2):
+        a = WLT(n_neighbors=K, max_iter=1).fit(table).pair_features(0, 0)
+        b = WLT(n_neighbors=K, max_iter=1).fit(other).pair_features(0, 0)
+        np.testing.assert_array_equal(a, b)
 
 
-def test_levels_and_binning():
-    assert rating_levels(np.array([4.0, 1.0, 4.0, 2.5])).tolist() == [1.0, 2.5, 4.0]
-    many = np.linspace(0, 10, 101)
-    levels = rating_levels(many)
-    assert len(levels) == 10 and levels[0] == pytest.approx(0.5) and levels[-1] == pytest.approx(9.5)
-    assert level_index(np.array([0.0, 0.99, 1.01, 10.0]), levels).tolist() == [0, 0, 1, 9]
-    assert level_index(np.array([3.0, 7.0]), np.array([5.0])).tolist() == [0, 0]
-    spread = np.linspace(0, 10, 120)  # 120 distinct ratings: ten levels, 33 weights
-    model = WLT(max_iter=1).fit(Ratings(np.repeat(np.arange(20), 6), np.tile(np.arange(6), 20), spread,
-                                        user_ids=np.arange(20), item_ids=np.arange(6), scale=(0, 10)))
-    assert model.w_.shape == (33,) and len(model.feature_names()) == 33
+def test_the_neighbours_are_those_who_agree_not_those_who_share_most():
+    """User 0 rated items 0-3; user 1 rated items 1-3 as user 0 did, user 2 rated items 1-3 and 5 opposite. Both
+    rated item 4; with K = 1 user 1 describes it (agreement 3 against 0), although user 2 shares as many items."""
+    rows = [(0, 0, 5), (0, 1, 5), (0, 2, 3), (0, 3, 1),
+            (1, 1, 5), (1, 2, 3), (1, 3, 1), (1, 4, 5),
+            (2, 1, 1), (2, 2, 3), (2, 3, 5), (2, 4, 1), (2, 5, 3)]
+    u, i, r = (np.array(c) for c in zip(*rows))
+    table = Ratings(u, i, r.astype(float), user_ids=np.arange(3), item_ids=np.arange(6), scale=(1, 5))
+    x = WLT(n_neighbors=1, max_iter=1).fit(table).pair_features(0, 4)[0]
+    assert x[0] == pytest.approx(2 / 3) and x[14] == 1.0  # user 1: item 4 (5) beats items 2 and 3, ties item 1
 
 
-# ------------------------------------------------------------------------------------------------ objective
+# ------------------------------------------------------------------------------------------------ LambdaRank
 def _softplus(z):
     return max(z, 0.0) + math.log1p(math.exp(-abs(z)))
 
 
 def reference_objective(list_ptr, labels, X, w, sigma, reg, k=0, offset=None):
-    """Eq (4) by plain loops: LambdaRank's |ΔNDCG|-weighted logistic pair loss, mean over lists with a pair (the
+    """By plain loops: LambdaRank's |ΔNDCG|-weighted logistic pair loss, mean over lists with a pair (the
     scores ``Xw`` plus each row's fixed ``offset``)."""
     total, lists = 0.0, 0
     offset = np.zeros(len(X)) if offset is None else offset
@@ -182,7 +158,7 @@ def small():
 def test_objective_equals_the_reference_and_its_gradient_and_hessian_the_finite_differences(small, k):
     """With the default item offset: it enters every score of the lists, and the derivatives keep their form."""
     small.set_params(ndcg_k=k)
-    list_ptr, labels, X, items = small._training_table().lists(4, 2, 0)
+    list_ptr, labels, X, items = small._training_table().lists(4)
     assert small.item_prior > 0 and np.any(small.prior_)
     rng = np.random.default_rng(11)
     w = rng.normal(0, 2.0, X.shape[1])
@@ -237,11 +213,20 @@ def test_passes_count_every_evaluation_of_the_objective(small):
 # ------------------------------------------------------------------------------------------------ learning
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_wlt_ranks_planted_test_items_better_than_random_and_poprec(seed):
+    """60 users: K = 10 neighbours, a sixth of them, pick out the users of like taste."""
     split = planted(seed=seed)
-    wlt = evaluate(WLT().fit(split.train), split, metrics=["ndcg@10"]).means["ndcg@10"]
+    wlt = evaluate(WLT(n_neighbors=10, max_iter=30).fit(split.train), split, metrics=["ndcg@10"]).means["ndcg@10"]
     pop = evaluate(PopRec().fit(split.train), split, metrics=["ndcg@10"]).means["ndcg@10"]
     assert wlt > random_ndcg(split) + 0.1
     assert wlt > pop
+
+
+def test_bad_values_are_refused_by_name():
+    with pytest.raises(Exception, match="n_neighbors"):
+        WLT(n_neighbors=-1)
+    model = WLT(max_iter=1).fit(hand_made())
+    with pytest.raises(Exception, match="items must be indices"):
+        model.pair_features(0, 7)
 
 
 def test_a_loaded_model_scores_from_the_saved_training_table(tmp_path):

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..errors import ParameterError
 from ..solvers import dense
-from . import _wlt_kernels as K
+from . import _lambdarank_kernels as K
 from .base import Model
 
 __all__ = ["LinearLambdaRank"]
@@ -41,7 +41,7 @@ _RIDGE = 1e-9
 
 
 class LinearLambdaRank(Model):
-    """The LambdaRank model step shared by the WLT models (module documentation).
+    """WLT's LambdaRank model step (module documentation).
 
     A subclass provides ``_training_lists()``, the training lists as ``(list_ptr, ratings, ψ, items)``, and
     ``_training_table()``, whose ``features(users, items, n_neighbors)`` gives the rows ``ψ(u, n)`` of pairs
@@ -128,7 +128,8 @@ class LinearLambdaRank(Model):
             finite = bool(np.all(np.isfinite(w_new)))
             f_new = self.objective(w_new)[0] if finite else float("nan")
             passes += finite
-            if np.isfinite(f_new) and f_new <= f + _ARMIJO * t * slope:
+            # a decrease in floating point too: at a stationary point ``f + c t slope`` rounds to ``f``
+            if np.isfinite(f_new) and f_new < f and f_new <= f + _ARMIJO * t * slope:
                 self.w_ = w_new
                 self._trace.append(f_new)
                 self.passes_.append(passes)

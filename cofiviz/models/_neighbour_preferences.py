@@ -1,4 +1,4 @@
-"""numba kernels of the published WLT features: how an item fares in its raters' own lists, summarised over the
+"""numba kernels of the WLT features: how an item fares in its raters' own lists, summarised over the
 neighbours of a user (the formulas are in :mod:`cofiviz.models.wlt`).
 
 :func:`preferences` gives every training rating ``(k, n)`` the seven preferences of user k for item n against
