@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -208,3 +209,26 @@ def test_union_grid_and_per_metric_early_stopping(tmp_path, monkeypatch):
         best = valid.idxmax()
         test = fits[(fits["part"] == "test") & (fits["metric"] == metric) & (fits["setting"] == best)]["value"]
         assert row["cofiviz"] == pytest.approx(float(test.iloc[0]))
+
+
+def test_a_best_method_without_per_user_values_leaves_its_rows_untested():
+    """The best of a (metric, N) is the best mean of every row, not of the rows whose per-user values are at hand:
+    without the best's values no row is tested against a runner-up in its place."""
+    from types import SimpleNamespace
+
+    from cofiviz.reproductions.report import add_paired_tests
+
+    rng = np.random.default_rng(0)
+    users = np.arange(40)
+    per_user = pd.concat([pd.DataFrame({"cell": cell, "metric": "ndcg@10", "seed": 0, "user": users,
+                                        "value": rng.uniform(0, 1, len(users)) + shift})
+                          for cell, shift in (("b", 0.0), ("c", -0.1))], ignore_index=True)
+    table = pd.DataFrame({"metric": "ndcg@10", "N": 10, "method": ["A", "B", "C"], "cofiviz": [0.9, 0.6, 0.5],
+                          "status": "ok", "cells": ["a", "b", "c"]})
+    out = add_paired_tests(table, SimpleNamespace(per_user=per_user))
+    assert out[["vs_best", "t_test_p", "wilcoxon_p"]].isna().all().all()
+    # with the best's values, each other row is tested against it
+    best = per_user[per_user["cell"] == "b"].assign(cell="a", value=lambda d: d["value"] + 0.3)
+    out = add_paired_tests(table, SimpleNamespace(per_user=pd.concat([per_user, best], ignore_index=True)))
+    assert out.loc[0, "vs_best"] == 0 and out.loc[[1, 2], "vs_best"].lt(0).all()
+    assert out.loc[[1, 2], "wilcoxon_p"].between(0, 1).all()

@@ -346,6 +346,17 @@ def test_without_per_user_values_the_tables_paired_tests_ship(tmp_path, shipped_
     S._load.cache_clear()
     changed = R.status(name, quick=True, store=tmp_path / "empty", data=DATA).table
     assert pd.isna(changed.loc[row, "wilcoxon_p"]) and changed["wilcoxon_p"].notna().sum() == tested.sum() - 1
+    # nor does any row of a (metric, N) whose best method's chosen cells are not the shipped best's: its tests
+    # were against another best
+    table.loc[row, "cells"] = rep.table.loc[row, "cells"]
+    group = (table["metric"] == table.loc[row, "metric"]) & (table["N"] == table.loc[row, "N"])
+    best = table.index[group & (table["vs_best"] == 0)][0]
+    table.loc[best, "cells"] = "0123456789abcdef0123"
+    table.to_parquet(shipped_dir / f"{name}.table.parquet", index=False)
+    S._load.cache_clear()
+    changed = R.status(name, quick=True, store=tmp_path / "empty", data=DATA).table
+    assert changed.loc[group[group].index, "wilcoxon_p"].isna().all()
+    assert changed["wilcoxon_p"].notna().sum() == tested.sum() - tested[group].sum()
     # the cells still recompute to the last bit without per-user values to compare
     assert R.verify_shipped(name, 1, seed=0).ok
 

@@ -127,7 +127,8 @@ def add_paired_tests(table: pd.DataFrame, results: Results) -> pd.DataFrame:
     Users are paired within a split (the same seed); ``vs_best`` is the method's mean per-user difference to the
     best one (0 on the best row), ``t_test_p`` and ``wilcoxon_p`` the two-sided p-values of
     :func:`cofiviz.significance.paired_test`, ``p_holm`` the Wilcoxon p-value after Holm's correction across every
-    test of the table. NaN where a method has no per-user values (cells computed without them).
+    test of the table. NaN where a method has no per-user values (cells computed without them), and in every row of
+    a (metric, N) whose best method has none: the best is the best mean of all the rows, not of those with values.
     """
     table = table.copy()
     for c in PAIRED_COLUMNS:
@@ -139,12 +140,12 @@ def add_paired_tests(table: pd.DataFrame, results: Results) -> pd.DataFrame:
     for (metric, n), g in table[table["status"] == "ok"].groupby(["metric", "N"], sort=False):
         values = {i: _user_values(groups, table.at[i, "cells"], metric) for i in g.index}
         values = {i: v for i, v in values.items() if len(v)}
-        if len(values) < 2:
-            continue
         low = lower_is_better(metric)
-        means = table.loc[list(values), "cofiviz"]
-        tests = best_against_others(values, metric, lower_is_better=low,
-                                    best=means.idxmin() if low else means.idxmax())
+        means = g["cofiviz"].dropna()
+        best = (means.idxmin() if low else means.idxmax()) if len(means) else None
+        if len(values) < 2 or best not in values:
+            continue
+        tests = best_against_others(values, metric, lower_is_better=low, best=best)
         for _, t in tests.iterrows():
             i = t["method"]
             table.loc[i, ["vs_best", "t_test_p", "wilcoxon_p"]] = (
