@@ -41,9 +41,10 @@ recovered: σ = 1 and the whole list's NDCG are LambdaRank's plain form.
 
 Beyond the paper, a choice of this library: a fixed item offset ``o_n = β·(m̃_n − μ)`` (:mod:`cofiviz.models.prior`,
 ``item_prior`` = β, 0: the published model, ``--preset paper``) is added to every score, in the training lists as in
-scoring. Its default β = 2 was chosen on the validation ratings of MovieLens 100K's LCR-protocol splits (N = 10,
-20, 50), where the published model alone falls below the damped item mean with 10 or 20 training ratings per user
-(``benchmarks/bench_tuning_goal.py --mode defaults`` measures the defaults against it).
+scoring, and ``tune`` searches its weight (1, 2 or 4) beside K. Its default β = 2 was chosen on the validation
+ratings of MovieLens 100K's LCR-protocol splits (N = 10, 20, 50), where the published model alone falls below the
+damped item mean with 10 or 20 training ratings per user (``benchmarks/bench_tuning_goal.py --mode defaults``
+measures the defaults against it).
 """
 
 from __future__ import annotations
