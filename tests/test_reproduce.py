@@ -12,7 +12,7 @@ import pytest
 from cofiviz import reproductions as R
 from cofiviz.cli import main
 from cofiviz.errors import ParameterError
-from cofiviz.reproductions.cofirank import AUTHORS_CODE, AUTHORS_CODE_STRONG, AUTHORS_CODE_TOPN
+from cofiviz.reproductions.cofirank import AUTHORS_CODE, AUTHORS_CODE_STRONG, AUTHORS_CODE_TOPN, AUTHORS_MMMF
 from cofiviz.significance import holm
 
 DATA = {"name": "synthetic", "kind": "popularity", "n_users": 150, "n_items": 100, "density": 0.4}
@@ -66,6 +66,7 @@ def test_quick_reproduction_writes_report(name, tmp_path):
     if name == "cofirank-table2":
         mmmf = t[t["method"] == "MMMF"]
         assert mmmf["status"].eq("ok").all() and mmmf["paper"].iloc[0] == pytest.approx(0.6061)
+        assert mmmf["original"].iloc[0] == pytest.approx(AUTHORS_MMMF[10])   # the MATLAB code under Octave
         assert t.loc[t["method"] == "CofiRank-NDCG", "paper"].iloc[0] == pytest.approx(0.64)
         # the authors' code's own numbers sit beside the paper's on the rows it was run for
         item_order = t[t["method"] == "CofiRank-NDCG (item-id order)"]
