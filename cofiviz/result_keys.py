@@ -14,6 +14,8 @@ the store: this module is the one place that does.
 - :data:`CHANGED_DEFAULTS`: a parameter whose default changed, with its old default. A cell that sets it to
   the old default keeps the key it had when it relied on that default; one that relies on the new default
   gets a new key.
+- :data:`READ_ONLY_WHEN`: a parameter that only one value of another parameter reads (an option of one
+  solver). While the other parameter has another value, the parameter stays out of the key.
 
 A new parameter of a model whose results ship makes every shipped cell of that model stale unless it is
 declared here (``tests/test_shipped.py`` says which reproductions to regenerate).
@@ -23,7 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["LATE_FEATURES", "KEY_NEUTRAL", "CHANGED_DEFAULTS", "key_defaults", "key_params", "neutral_params"]
+__all__ = ["LATE_FEATURES", "KEY_NEUTRAL", "CHANGED_DEFAULTS", "READ_ONLY_WHEN", "key_defaults", "key_params",
+           "neutral_params"]
 
 #: The item-mean offset (:class:`cofiviz.models.prior.ItemPriorParams`): off at ``item_prior`` 0
 _ITEM_PRIOR = {"item_prior": (0.0, ("prior_damping",))}
@@ -56,6 +59,18 @@ CHANGED_DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
+#: model name -> ``{parameter: (the parameter that decides, the value under which it is read)}``
+READ_ONLY_WHEN: dict[str, dict[str, tuple[str, Any]]] = {
+    "regsvd": {"reg_weighting": ("solver", "als")},
+}
+
+
+def _unread(klass, params: dict) -> set:
+    """The parameters of :data:`READ_ONLY_WHEN` that ``params`` (with the defaults) leaves unread."""
+    return {p for p, (other, value) in READ_ONLY_WHEN.get(klass.model_name(), {}).items()
+            if params.get(other, klass.param[other].default) != value}
+
+
 def _same(value, neutral) -> bool:
     """Whether a parameter value is its neutral value (``None`` only by identity)."""
     return value is None if neutral is None else (value is not None and value == neutral)
@@ -64,7 +79,8 @@ def _same(value, neutral) -> bool:
 def key_defaults(klass, params: dict) -> dict:
     """The defaults of the parameters ``params`` does not set, as a result's key records them.
 
-    Every parameter's default counts, except those of a :data:`LATE_FEATURES` switch that is off.
+    Every parameter's default counts, except those of a :data:`LATE_FEATURES` switch that is off and those
+    :data:`READ_ONLY_WHEN` says are unread.
 
     Parameters
     ----------
@@ -79,14 +95,17 @@ def key_defaults(klass, params: dict) -> dict:
         if params.get(switch, klass.param[switch].default) == off:
             for p in (switch, *others):
                 out.pop(p, None)
+    for p in _unread(klass, params):
+        out.pop(p, None)
     return out
 
 
 def key_params(klass, params: dict) -> dict:
     """``params`` as a result's key records them: without the :data:`KEY_NEUTRAL` ones at their neutral value
-    and the :data:`CHANGED_DEFAULTS` ones at their old default (which :func:`key_defaults` records)."""
-    neutral = neutral_params(klass)
-    return {k: v for k, v in params.items() if not (k in neutral and _same(v, neutral[k]))}
+    and the :data:`CHANGED_DEFAULTS` ones at their old default (which :func:`key_defaults` records), and
+    without those :data:`READ_ONLY_WHEN` says are unread."""
+    neutral, unread = neutral_params(klass), _unread(klass, params)
+    return {k: v for k, v in params.items() if not (k in neutral and _same(v, neutral[k])) and k not in unread}
 
 
 def neutral_params(klass) -> dict:

@@ -293,3 +293,19 @@ def test_the_key_migrations_name_registered_models_and_their_parameters():
     for name, neutral in KEY_NEUTRAL.items():
         assert set(neutral) <= set(MODEL_REGISTRY[name].param_names()), (name, neutral)
     assert not any(hasattr(Model, a) for a in ("late_features", "key_neutral", "key_defaults", "key_params"))
+
+
+def test_an_option_of_one_solver_stays_out_of_the_other_solvers_keys(monkeypatch):
+    """RegSVD's ``reg_weighting`` is read by its ALS solver only: an SGD cell's key does not change with it (set or
+    at its default), an ALS cell's does."""
+    from cofiviz.models import RegSVD
+
+    base = dict(protocol="lcr-weak", protocol_params={"n_train": 10}, seed=0, data={"name": "tiny"}, metrics=("ndcg@10",))
+    sgd = Cell(model="regsvd", params={"max_iter": 2}, **base)
+    als = Cell(model="regsvd", params={"max_iter": 2, "solver": "als"}, **base)
+    k_sgd, k_als = sgd.key("v1"), als.key("v1")
+    assert Cell(model="regsvd", params={"max_iter": 2, "reg_weighting": "none"}, **base).key("v1") == k_sgd
+    assert Cell(model="regsvd", params={"max_iter": 2, "solver": "als", "reg_weighting": "none"},
+                **base).key("v1") != k_als
+    monkeypatch.setattr(RegSVD.param["reg_weighting"], "default", "none")
+    assert sgd.key("v1") == k_sgd and als.key("v1") != k_als

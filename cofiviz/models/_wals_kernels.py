@@ -48,17 +48,18 @@ def _cholesky_solve(A, b, d):
 
 @njit(cache=True, parallel=True)
 def wals_half(row_indptr, row_pos, col_of, target, Krow, Kcol, X, Y, xb, yb, offset, lam, lam_b,
-              row_bias, col_bias):
+              row_bias, col_bias, per_rating=False):
     """One half-sweep of weighted ALS for every local model and row in parallel (LLORMA eq 2, RegSVD).
 
     For model ``t`` and row ``a`` (a user when solving ``U``, an item when solving ``V``) with the
     other side fixed, minimise over ``x = X[t, a]`` (and the row offset ``xb[t, a]`` when
     ``row_bias``)
 
-        Σ_{p ∈ a} k_p (target_p − offset − yb[t, c_p] − xb[t, a] − x·Y[t, c_p])² + λ‖x‖² + λ_b xb²
+        Σ_{p ∈ a} k_p (target_p − offset − yb[t, c_p] − xb[t, a] − x·Y[t, c_p])² + n_a (λ‖x‖² + λ_b xb²)
 
-    with ``k_p = Krow[t, a] · Kcol[t, c_p]``; ``yb`` enters only when ``col_bias``. A row without
-    weight gets ``x = 0`` (the ridge solution).
+    with ``k_p = Krow[t, a] · Kcol[t, c_p]``; ``yb`` enters only when ``col_bias``. ``n_a`` is 1, or with
+    ``per_rating`` the row's number of entries (the weighted-λ rule of ALS-WR, Zhou et al. 2008: each rating
+    brings its own penalty, as in an SGD epoch). A row without weight gets ``x = 0`` (the ridge solution).
     """
     q = X.shape[0]
     nrows = X.shape[1]
@@ -96,10 +97,11 @@ def wals_half(row_indptr, row_pos, col_of, target, Krow, Kcol, X, Y, xb, yb, off
                         b[j] += kyj * z
                         for l in range(j + 1):
                             A[j, l] += kyj * y[l]
+            scale = float(row_indptr[a + 1] - row_indptr[a]) if per_rating else 1.0
             for j in range(r):
-                A[j, j] += lam
+                A[j, j] += lam * scale
             if row_bias:
-                A[r, r] += lam_b
+                A[r, r] += lam_b * scale
             _cholesky_solve(A, b, d)
             for j in range(r):
                 X[t, a, j] = b[j]
@@ -153,5 +155,6 @@ def warmup() -> None:
     pos = np.arange(5, dtype=np.int64)
     wals_half(t["indptr"], pos, items, ratings, Ku, Ki, U, V, bu, B, 3.0, 0.1, 0.1, True, True)
     wals_half(t["iptr"], t["ipos"], users, ratings, Ki, Ku, V, U, B, bu, 3.0, 0.1, 0.1, False, False)
+    wals_half(t["indptr"], pos, items, ratings, Ku, Ki, U, V, bu, B, 3.0, 0.1, 0.1, True, True, True)
     sse, sw = np.empty(t["q"]), np.empty(t["q"])
     weighted_sq_loss(users, items, ratings, Ku, Ki, U, V, bu, B, 3.0, sse, sw)

@@ -13,6 +13,13 @@ by stochastic gradient descent (``solver="sgd"``, one epoch per iteration over a
 permutation of the entries, the classic Funk update) or by alternating least squares
 (``solver="als"``, exact ridge solves of every user and then every item row, in parallel).
 
+An SGD epoch applies the penalty at every rating it visits, so a row with ``n`` ratings is penalised ``n``
+times: what SGD minimises is the objective above with λ and λ_b multiplied by each row's number of ratings,
+``λ n_u ‖P_u‖² + λ n_i ‖Q_i‖²`` (the weighted-λ rule of ALS-WR, Zhou et al., AAIM 2008, which Surprise's SGD
+and LensKit's ALS also follow). The ALS solver minimises that same objective by default
+(``reg_weighting="ratings"``), so that one λ means the same for both solvers; ``reg_weighting="none"`` gives the
+plain penalty above, with which a λ suited to SGD lets ALS overfit users and items with many ratings.
+
 It is a ranking baseline of LCR's Table 2 and the source of LCR's distances: the angle
 between two users' (items') rows of ``P`` (``Q``) defines the neighbourhoods of the local models
 (§4.3.2; the authors' toolkit uses one rank-10 SGD fit), see :func:`regsvd_factors`.
@@ -49,6 +56,9 @@ class RegSVD(StopsOnRMSE, Model):
     lr : float
         SGD learning rate (unused by ALS).
     solver : {"sgd", "als"}
+    reg_weighting : {"ratings", "none"}
+        The ALS solver's penalty of a row: λ times the row's number of ratings, what an SGD epoch applies
+        (default), or λ alone. SGD is unaffected.
     biased : bool
         Learn the user and item offsets b_u, b_i.
     center : bool
@@ -77,6 +87,8 @@ class RegSVD(StopsOnRMSE, Model):
     lr = param.Number(default=0.01, bounds=(0.0, None), inclusive_bounds=(False, True),
                       doc="SGD learning rate (not used by ALS).")
     solver = param.Selector(default="sgd", objects=["sgd", "als"], doc="Stochastic gradient descent or ALS.")
+    reg_weighting = param.Selector(default="ratings", objects=["ratings", "none"],
+                                   doc="ALS: λ times each row's number of ratings (as SGD applies it), or λ alone.")
     biased = param.Boolean(default=True, doc="Learn user and item offsets.")
     center = param.Boolean(default=True, doc="Predict around the global mean μ (False: μ = 0, plain SVD of the ratings).")
     init = param.Selector(default="normal", objects=["normal", "uniform"],
@@ -129,10 +141,11 @@ class RegSVD(StopsOnRMSE, Model):
             P, Q = self.P_[None], self.Q_[None]
             bu, bi = self.bu_[None], self.bi_[None]
             b = bool(self.biased)
+            w = self.reg_weighting == "ratings"
             wk.wals_half(self._indptr, self._upos, self._items, self._ratings, self._ones_u, self._ones_i, P, Q,
-                         bu, bi, mu, float(self.reg), float(self.reg_bias), b, b)
+                         bu, bi, mu, float(self.reg), float(self.reg_bias), b, b, w)
             wk.wals_half(self._iptr, self._ipos, self._users, self._ratings, self._ones_i, self._ones_u, Q, P,
-                         bi, bu, mu, float(self.reg), float(self.reg_bias), b, b)
+                         bi, bu, mu, float(self.reg), float(self.reg_bias), b, b, w)
         mk.predict_mf(self._users, self._items, self.P_, self.Q_, self.bu_, self.bi_, mu, self._pred)
         np.subtract(self._ratings, self._pred, out=self._residual)
         mse = float(np.mean(np.square(self._residual, out=self._residual)))
