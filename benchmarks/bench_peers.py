@@ -1,0 +1,338 @@
+"""cofiviz beside the libraries a user would otherwise pick for the same models: seconds per epoch and quality.
+
+    .venv/bin/pip install -e ".[peers]"      # Surprise, LensKit, Cornac (LensKit needs PyTorch)
+    NUMBA_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 \\
+        .venv/bin/python benchmarks/bench_peers.py [--data movielens-1m] [--pairs NAME ...] [--repeats 3]
+        [--epochs E] [--users U] [--cofirank-binary PATH] [--json OUT]
+
+Each pair fits the same model on both sides with the same factors, epochs and regularisation, on 90 % of each user's
+ratings of MovieLens 1M (``protocols.fixed_ratio``, seed 0), one thread each side. The two sides are run
+alternately ``--repeats`` times in this one process (cofiviz, peer, cofiviz, peer, ...), so that both see the same
+load; numba's cache is warmed by a first small fit that is not timed. A side's time is its quickest fit divided by
+its epochs. Quality is one shared evaluator for both sides: each side predicts the test pairs, and cofiviz's
+NDCG@10 (gain 2^r − 1, :mod:`cofiviz.metrics`) ranks each user's test items by those predictions.
+
+The pairs (a peer that is not installed is reported as skipped):
+
+``regsvd-sgd/surprise-svd``      RegSVD's SGD against Surprise's ``SVD`` (Funk's biased SGD), 100 factors,
+                                 γ = 0.005, λ = 0.02 (Surprise's defaults), epochs ``--epochs``.
+``svdpp/surprise-svdpp``         SVD++ against Surprise's ``SVDpp``, 20 factors, γ = 0.007, λ = 0.02.
+``nmf/surprise-nmf``             NMF against Surprise's ``NMF``, 15 factors, Surprise's λ_u = λ_i = 0.06. Surprise
+                                 multiplies each row's λ by its number of ratings; cofiviz's NMF penalises each row
+                                 once, so its λ is 0.06 times the mean number of ratings of a row.
+``regsvd-als/lenskit-biasedmf``  RegSVD's ALS (λ times each row's ratings, ``reg_weighting="ratings"``) against
+                                 LensKit's ``BiasedMFScorer`` (which weights λ alike), 50 factors, λ = 0.1.
+``regsvd-sgd/cornac-svd``        RegSVD's SGD against Cornac's ``SVD`` (biased SGD), 100 factors, γ = 0.005,
+                                 λ = 0.02.
+``cofirank/authors``             CofiRank against the authors' C++ program (``--cofirank-binary``; how to build it:
+                                 ``benchmarks/authors_cofirank.py``) on CofiRank's weak generalization of MovieLens 1M,
+                                 N = 50, at the paper's settings (d = 100, λ = 10, 31 iterations). Seconds per
+                                 iteration; the program's own wall time.
+
+``--json OUT`` writes one row per pair: ``pair``, ``cofiviz_s`` and ``peer_s`` (seconds per epoch), ``ratio``
+(peer / cofiviz: above 1, cofiviz is faster), ``cofiviz_ndcg``, ``peer_ndcg``, ``versions``, or ``skipped`` with the
+reason (and cofiviz's side alone, where its peer is not installed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+import cofiviz
+from cofiviz import datasets
+from cofiviz.metrics.scorer import per_user_metrics
+from cofiviz.models import NMF, CofiRank, RegSVD, SVDpp
+from cofiviz.protocols import cofirank_weak, fixed_ratio
+
+METRIC = "ndcg@10"
+
+
+class _Scores:
+    """A ranking given by one prediction per test pair, for the shared evaluator."""
+
+    def __init__(self, scores: np.ndarray):
+        self.scores = scores
+
+    def score(self, users, items):
+        return self.scores
+
+
+def ndcg(split, scores: np.ndarray) -> float:
+    """Mean NDCG@10 over the test users of the ranking of their test items by ``scores`` (one per test pair)."""
+    return float(np.nanmean(per_user_metrics(_Scores(np.asarray(scores, dtype=np.float64)), split.test,
+                                             [METRIC])[METRIC]))
+
+
+@dataclass
+class Side:
+    """One side of a pair: ``fit(split)`` returns an object ``predict(split)`` turns into test-pair scores."""
+
+    fit: Callable
+    predict: Callable
+    epochs: int
+
+
+# ------------------------------------------------------------------------------------------------ cofiviz sides
+def _cofiviz(klass, **params) -> Side:
+    def fit(split):
+        return klass(**params).fit(split.train)
+
+    def predict(model, split):
+        return model.score(split.test.users, split.test.items)
+    return Side(fit, predict, int(params["max_iter"]))
+
+
+# ------------------------------------------------------------------------------------------------ Surprise sides
+def _surprise_trainset(split):
+    import pandas as pd
+    from surprise import Dataset, Reader
+
+    t = split.train
+    frame = pd.DataFrame({"u": t.users, "i": t.items, "r": t.ratings})
+    lo, hi = float(t.ratings.min()), float(t.ratings.max())
+    return Dataset.load_from_df(frame, Reader(rating_scale=(lo, hi))).build_full_trainset()
+
+
+def _surprise(algo_name: str, epochs: int, **params) -> Side:
+    import surprise
+
+    cache: dict = {}
+
+    def fit(split):
+        if id(split) not in cache:   # the trainset is built once per split, outside the timing's repeats
+            cache.clear()
+            cache[id(split)] = _surprise_trainset(split)
+        algo = getattr(surprise, algo_name)(n_epochs=epochs, random_state=0, **params)
+        algo.fit(cache[id(split)])
+        return algo
+
+    def predict(algo, split):
+        return np.array([algo.predict(int(u), int(i), clip=False).est
+                         for u, i in zip(split.test.users, split.test.items)])
+    return Side(fit, predict, epochs)
+
+
+# ------------------------------------------------------------------------------------------------ LensKit side
+def _lenskit_biasedmf(epochs: int, features: int, reg: float) -> Side:
+    import pandas as pd
+    from lenskit.als import BiasedMFScorer
+    from lenskit.data import ItemList, from_interactions_df
+
+    cache: dict = {}
+
+    def fit(split):
+        if id(split) not in cache:
+            cache.clear()
+            t = split.train
+            cache[id(split)] = from_interactions_df(pd.DataFrame({"user_id": t.users, "item_id": t.items,
+                                                                 "rating": t.ratings}))
+        scorer = BiasedMFScorer(embedding_size=features, epochs=epochs, regularization=reg)
+        scorer.train(cache[id(split)])
+        return scorer
+
+    def predict(scorer, split):
+        out = np.empty(len(split.test))
+        t = split.test
+        for u in np.unique(t.users):
+            rows = np.flatnonzero(t.users == u)
+            got = scorer(query=int(u), items=ItemList(item_ids=t.items[rows]))
+            out[rows] = got.scores()
+        # an item or user the model has no embedding for scores NaN: the global mean, as Surprise predicts it
+        return np.where(np.isnan(out), float(np.mean(split.train.ratings)), out)
+    return Side(fit, predict, epochs)
+
+
+# ------------------------------------------------------------------------------------------------ Cornac side
+def _cornac_svd(epochs: int, k: int, lr: float, reg: float) -> Side:
+    import cornac
+    from cornac.data import Dataset
+
+    def fit(split):
+        t = split.train
+        data = Dataset.from_uir(list(zip(t.users.astype(str), t.items.astype(str), t.ratings.astype(float))),
+                                seed=0)
+        model = cornac.models.SVD(k=k, max_iter=epochs, learning_rate=lr, lambda_reg=reg, seed=0, verbose=False)
+        model.fit(data)
+        return model
+
+    def predict(model, split):
+        uid, iid = model.train_set.uid_map, model.train_set.iid_map
+        out = np.full(len(split.test), model.train_set.global_mean)
+        for p, (u, i) in enumerate(zip(split.test.users.astype(str), split.test.items.astype(str))):
+            if u in uid and i in iid:
+                out[p] = model.score(uid[u], iid[i])
+        return out
+    return Side(fit, predict, epochs)
+
+
+# ------------------------------------------------------------------------------------------------ the pairs
+def _versions(*names: str) -> dict:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"cofiviz": cofiviz.__version__}
+    for n in names:
+        try:
+            out[n] = version(n)
+        except PackageNotFoundError:
+            out[n] = None
+    return out
+
+
+def pairs(epochs: int, mean_count: float) -> dict[str, tuple[Callable[[], Side], Callable[[], Side], tuple]]:
+    """name -> (cofiviz side, peer side, the peer's distribution names); the sides are built lazily, so that a
+    peer's import error skips its pair only."""
+    return {
+        "regsvd-sgd/surprise-svd": (
+            lambda: _cofiviz(RegSVD, rank=100, lr=0.005, reg=0.02, reg_bias=0.02, max_iter=epochs, tol=0.0, seed=0),
+            lambda: _surprise("SVD", epochs, n_factors=100, lr_all=0.005, reg_all=0.02), ("scikit-surprise",)),
+        "svdpp/surprise-svdpp": (
+            lambda: _cofiviz(SVDpp, rank=20, lr=0.007, reg=0.02, reg_bias=0.02, max_iter=epochs, tol=0.0, seed=0),
+            lambda: _surprise("SVDpp", epochs, n_factors=20, lr_all=0.007, reg_all=0.02), ("scikit-surprise",)),
+        "nmf/surprise-nmf": (
+            lambda: _cofiviz(NMF, rank=15, reg=0.06 * mean_count, max_iter=epochs, tol=0.0, seed=0),
+            lambda: _surprise("NMF", epochs, n_factors=15, reg_pu=0.06, reg_qi=0.06), ("scikit-surprise",)),
+        "regsvd-als/lenskit-biasedmf": (
+            lambda: _cofiviz(RegSVD, rank=50, solver="als", reg=0.1, reg_bias=0.1, max_iter=epochs, tol=0.0, seed=0),
+            lambda: _lenskit_biasedmf(epochs, 50, 0.1), ("lenskit", "torch")),
+        "regsvd-sgd/cornac-svd": (
+            lambda: _cofiviz(RegSVD, rank=100, lr=0.005, reg=0.02, reg_bias=0.02, max_iter=epochs, tol=0.0, seed=0),
+            lambda: _cornac_svd(epochs, 100, 0.005, 0.02), ("cornac",)),
+    }
+
+
+def time_pair(ours: Side, peer: Side, split, repeats: int) -> dict:
+    """Alternate the two sides ``repeats`` times; the quickest fit of each, per epoch, and each side's quality
+    (of its last fit)."""
+    seconds = {"cofiviz": [], "peer": []}
+    models = {}
+    for _ in range(repeats):
+        for name, side in (("cofiviz", ours), ("peer", peer)):
+            t0 = time.perf_counter()
+            models[name] = side.fit(split)
+            seconds[name].append(time.perf_counter() - t0)
+    c_s, p_s = min(seconds["cofiviz"]) / ours.epochs, min(seconds["peer"]) / peer.epochs
+    return {"cofiviz_s": c_s, "peer_s": p_s, "ratio": p_s / c_s,
+            "cofiviz_ndcg": ndcg(split, ours.predict(models["cofiviz"], split)),
+            "peer_ndcg": ndcg(split, peer.predict(models["peer"], split)),
+            "cofiviz_runs": seconds["cofiviz"], "peer_runs": seconds["peer"]}
+
+
+def time_side(ours: Side, split, repeats: int) -> dict:
+    """cofiviz's side alone (its peer is not installed): its quickest fit per epoch and its quality."""
+    runs, model = [], None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        model = ours.fit(split)
+        runs.append(time.perf_counter() - t0)
+    return {"cofiviz_s": min(runs) / ours.epochs, "cofiviz_ndcg": ndcg(split, ours.predict(model, split)),
+            "cofiviz_runs": runs}
+
+
+def cofirank_pair(binary: str, ratings, repeats: int) -> dict:
+    """CofiRank against the authors' program on CofiRank's weak generalization, N = 50, seed 0, both in the
+    program's form at the paper's settings (``benchmarks/authors_cofirank.py``); seconds per iteration, the
+    program's own wall time."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import authors_cofirank as A
+
+    split = cofirank_weak(ratings, n_train=50, seed=0)
+    params = {**A.COFIVIZ_ORIGINAL_FORM["ndcg"], "seed": 0}
+    iterations = int(params.get("max_iter", 31))
+    seconds = {"cofiviz": [], "peer": []}
+    ours = peer_ndcg = None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        model = CofiRank(**params).fit(split.train)
+        seconds["cofiviz"].append(time.perf_counter() - t0)
+        ours = model.score(split.test.users, split.test.items)
+        with tempfile.TemporaryDirectory() as tmp:
+            peer_ndcg, secs = A.run_authors(binary, split, "ndcg", "weak", Path(tmp))
+        seconds["peer"].append(secs)
+    c_s, p_s = min(seconds["cofiviz"]) / iterations, min(seconds["peer"]) / iterations
+    return {"cofiviz_s": c_s, "peer_s": p_s, "ratio": p_s / c_s, "cofiviz_ndcg": ndcg(split, ours),
+            "peer_ndcg": peer_ndcg, "cofiviz_runs": seconds["cofiviz"], "peer_runs": seconds["peer"]}
+
+
+def run(data: str = "movielens-1m", names=None, repeats: int = 3, epochs: int = 20, users: int | None = None,
+        cofirank_binary: str | None = None, log=print) -> list[dict]:
+    """Every pair (``names``: a subset), one row each; ``users`` keeps the first users only (a small slice)."""
+    ratings = datasets.load(data)
+    if users is not None:
+        ratings = ratings.take(ratings.users < users)
+    split = fixed_ratio(ratings, 0.9, seed=0)
+    counts = np.concatenate([np.bincount(split.train.users), np.bincount(split.train.items)])
+    mean_count = float(np.mean(counts[counts > 0]))
+    table = pairs(epochs, mean_count)
+    names = list(table) + ["cofirank/authors"] if names is None else list(names)
+    unknown = [n for n in names if n not in table and n != "cofirank/authors"]
+    if unknown:
+        raise SystemExit(f"unknown pairs {unknown}; the pairs are {list(table) + ['cofirank/authors']}")
+    rows = []
+    for name in names:
+        row: dict = {"pair": name}
+        if name == "cofirank/authors":
+            if cofirank_binary is None:
+                row["skipped"] = "no --cofirank-binary (benchmarks/authors_cofirank.py says how to build it)"
+            else:
+                row.update(cofirank_pair(cofirank_binary, ratings, repeats), versions=_versions())
+        else:
+            make_ours, make_peer, dists = table[name]
+            ours = make_ours()
+            warm = fixed_ratio(ratings.take(ratings.users < 50), 0.9, seed=0)   # compile, load caches: untimed
+            ours.fit(warm)
+            try:
+                peer = make_peer()
+            except ImportError as e:   # cofiviz's side alone, and the reason
+                row["skipped"] = f"not installed: {e.name or e}"
+                row.update(time_side(ours, split, repeats), versions=_versions())
+            else:
+                peer.fit(warm)
+                row.update(time_pair(ours, peer, split, repeats), versions=_versions(*dists))
+        rows.append(row)
+        log(_line(row))
+    return rows
+
+
+def _line(row: dict) -> str:
+    if "skipped" in row:
+        ours = (f"cofiviz {row['cofiviz_s']:8.4f} s  NDCG@10 {row['cofiviz_ndcg']:.4f}  " if "cofiviz_s" in row
+                else "")
+        return f"{row['pair']:30s} {ours}peer skipped: {row['skipped']}"
+    return (f"{row['pair']:30s} cofiviz {row['cofiviz_s']:8.4f} s  peer {row['peer_s']:8.4f} s  "
+            f"peer/cofiviz {row['ratio']:6.2f}  NDCG@10 {row['cofiviz_ndcg']:.4f} / {row['peer_ndcg']:.4f}")
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--data", default="movielens-1m")
+    p.add_argument("--pairs", nargs="+", default=None)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--epochs", type=int, default=20)
+    p.add_argument("--users", type=int, default=None, help="keep the first U users only (a small slice)")
+    p.add_argument("--cofirank-binary", default=None)
+    p.add_argument("--json", default=None)
+    args = p.parse_args(argv)
+    threads = {k: os.environ.get(k) for k in ("NUMBA_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    print(f"threads: {threads}")
+    try:
+        import torch
+        torch.set_num_threads(1)
+    except ImportError:
+        pass
+    rows = run(args.data, args.pairs, args.repeats, args.epochs, args.users, args.cofirank_binary)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
