@@ -243,7 +243,7 @@ def test_real_subprocess(files, tmp_path):
 
 
 @pytest.mark.parametrize("model, setting, named", [
-    ("gcr", "lr=1000", "lower lr (now 1000.0) or raise reg (now 1.0)"),
+    ("gcr", "lr=1000", "lower lr (now 1000.0) or raise reg (now 3.0)"),
     ("bilinear", "lr=1e6", "lower lr (now 1000000.0) or raise reg (now 1.0)"),
 ])
 def test_a_diverging_fit_exits_1_naming_the_parameter(files, tmp_path, model, setting, named):

@@ -230,13 +230,13 @@ def test_a_search_that_finds_a_clearly_better_setting_chooses_it(parts, monkeypa
 
 
 def test_anchors_are_tried_after_the_configured_model_and_the_best_of_them_is_the_reference(parts, monkeypatch):
-    """GAPfm's anchor (the configured model without its item-mean offset) is the second trial; the reference
+    """GCR's anchor (the configured model without its item-mean offset) is the second trial; the reference
     the cross-check measures drawn trials against is the better of the two on validation, and it is what is
     chosen unless the best drawn trial gains on both halves. An anchor the configured model already is gives way
     to a draw, and fixing a parameter an anchor sets leaves that anchor out."""
     train, valid = parts
-    klass = get_model_class("gapfm")
-    monkeypatch.setattr(klass, "search_space", {"learning_rate": S.LogUniform(0.05, 0.5),
+    klass = get_model_class("gcr")
+    monkeypatch.setattr(klass, "search_space", {"lr": S.LogUniform(0.05, 0.5),
                                                 "item_prior": S.Choice((0.0, 1.0, 2.0))})
     assert klass.tune_anchors == ({"item_prior": 0.0},)
     monkeypatch.setattr(klass, "item_mean_setting", None)  # the baseline's own check: test_item_mean_setting.py
@@ -254,5 +254,5 @@ def test_anchors_are_tried_after_the_configured_model_and_the_best_of_them_is_th
     assert [tr["params"]["item_prior"] for tr in already.trials][0] == 0.0
     assert already.trials[1]["params"] != already.trials[0]["params"] and already.check["reference"] == 0
     fixed = tune(klass(max_iter=5), train, valid, budget=600, trials=2, seed=0, refit=False, fixed={"item_prior"})
-    assert fixed.trials[1]["params"]["learning_rate"] != fixed.trials[0]["params"]["learning_rate"]
+    assert fixed.trials[1]["params"]["lr"] != fixed.trials[0]["params"]["lr"]
     assert "item_prior" not in fixed.trials[1]["params"]
