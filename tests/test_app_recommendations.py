@@ -14,7 +14,7 @@ from cofiviz.background.offered import load_dataset
 from cofiviz.background.recommender_settings import SETTINGS_FILE, ship_settings, shipped_settings
 from cofiviz.background.recommenders import (DATA, HEAVY_ITERATIONS, HEAVY_USERS, ML1M, QUICK_ITEMS,
                                              QUICK_ITERATIONS, QUICK_PER_USER, TUNE_USERS, Recipe, RecommenderPool, cap_per_user,
-                                             ordered, quick_subset, recipe, recommenders_dir, train_one,
+                                             defaults_digest, ordered, quick_subset, recipe, recommenders_dir, train_one,
                                              user_sample)
 from cofiviz.dashboards.recommendations import Recommendations, list_overlap, popularity_lean, top_n
 from cofiviz.metrics.scorer import per_user_metrics
@@ -110,6 +110,11 @@ def test_each_data_set_saves_in_a_folder_of_its_own(monkeypatch, tmp_path):
     digest = hashlib.sha1(SETTINGS_FILE.read_bytes()).hexdigest()[:8]
     assert f"shipped{digest}" in base.name           # new shipped settings train into a new folder
     assert recommenders_dir(30.0, False, ML1M) == base / "movielens-1m"
+    quick = recommenders_dir(30.0, True)
+    assert quick.name.endswith(f"-quick{QUICK_ITERATIONS}-defaults{defaults_digest()}")
+    # quick mode fits the defaults: a changed default trains into a new folder
+    monkeypatch.setattr(get_model_class("itemmean").param["damping"], "default", 3.25)
+    assert recommenders_dir(30.0, True) != quick and recommenders_dir(30.0, False) == base
     monkeypatch.setenv("COFIVIZ_RECOMMENDERS_DIR", str(tmp_path))
     assert recommenders_dir(1.0, True) == tmp_path and recommenders_dir(1.0, True, ML1M) == tmp_path / "movielens-1m"
     with pytest.raises(ValueError, match="MovieLens 100K, MovieLens 1M"):

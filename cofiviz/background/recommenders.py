@@ -43,6 +43,7 @@ The worker ends with the server: it watches a pipe whose other end the server ho
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -55,6 +56,7 @@ import numpy as np
 
 from .._version import __version__
 from ..datasets import default_cache_dir
+from ..jsonable import jsonable
 from ..models import available_models, get_model_class, make_model
 from ..models.tuning import tune
 from .offered import load_dataset
@@ -62,6 +64,7 @@ from .recommender_settings import BUDGET, DATA, SETTINGS_FILE, settings_digest, 
 from .training_process import leave_a_core, worker_context
 
 __all__ = ["DATA", "ML1M", "OFFERED", "BUDGET", "QUICK_ITERATIONS", "TUNE_USERS", "SETTINGS_FILE", "Recipe", "recipe",
+           "defaults_digest",
            "RecommenderPool", "PoolStatus", "pool", "ordered", "train_one", "recommenders_dir", "user_sample",
            "cap_per_user", "quick_subset", "budget_from_environment", "quick_from_environment", "ml1m_from_environment"]
 
@@ -174,15 +177,24 @@ def ml1m_from_environment() -> bool:
     return os.environ.get("COFIVIZ_RECOMMENDERS_ML1M", "") == "1"
 
 
+def defaults_digest() -> str:
+    """A short digest of every registered model's default parameters, so that changed defaults train into a new
+    folder in quick mode (which fits the defaults)."""
+    defaults = {name: get_model_class(name)().get_params() for name in available_models()}
+    return hashlib.sha1(json.dumps(jsonable(defaults), sort_keys=True).encode()).hexdigest()[:8]
+
+
 def recommenders_dir(budget: float, quick: bool, data: str = DATA) -> Path:
     """Where the trained models of ``data`` are saved: ``$COFIVIZ_RECOMMENDERS_DIR``, else under the data cache,
-    one folder per cofiviz version and training mode (a new version or budget trains again); MovieLens 1M's in
-    the subfolder ``movielens-1m`` of MovieLens 100K's, beside its models and never in their way."""
+    one folder per cofiviz version and training mode (a new version, budget, shipped settings or, in quick mode,
+    models' defaults train again); MovieLens 1M's in the subfolder ``movielens-1m`` of MovieLens 100K's, beside its
+    models and never in their way."""
     _check_data(data)
     if os.environ.get("COFIVIZ_RECOMMENDERS_DIR"):
         base = Path(os.environ["COFIVIZ_RECOMMENDERS_DIR"]).expanduser()
     else:
-        mode = f"quick{QUICK_ITERATIONS}" if quick else f"shipped{settings_digest()}-tuned{budget:g}s"
+        mode = (f"quick{QUICK_ITERATIONS}-defaults{defaults_digest()}" if quick
+                else f"shipped{settings_digest()}-tuned{budget:g}s")
         base = default_cache_dir() / "recommenders" / f"{__version__}-{mode}"
     return base / FOLDERS[data] if data in FOLDERS else base
 
