@@ -31,9 +31,15 @@ __all__ = ["LATE_FEATURES", "KEY_NEUTRAL", "CHANGED_DEFAULTS", "READ_ONLY_WHEN",
 #: The item-mean offset (:class:`cofiviz.models.prior.ItemPriorParams`): off at ``item_prior`` 0
 _ITEM_PRIOR = {"item_prior": (0.0, ("prior_damping",))}
 
+#: The Gaussian processes' hyper-parameters learned by evidence (:mod:`cofiviz.models.gp`): off when fixed
+_EVIDENCE = {"hyperparameters": ("fixed", ("evidence_users", "evidence_iter"))}
+
 #: model name -> ``{switch: (off value, the switch's other parameters)}``
 LATE_FEATURES: dict[str, dict[str, tuple]] = {
     "bilinear": _ITEM_PRIOR,
+    "cgpor": _EVIDENCE,
+    "cgpr": _EVIDENCE,
+    "gpr": _EVIDENCE,
     "gapfm": _ITEM_PRIOR,
     "llorma": _ITEM_PRIOR,
     "mmmf": _ITEM_PRIOR,
@@ -49,6 +55,8 @@ KEY_NEUTRAL: dict[str, dict[str, Any]] = {
     "mmmf": {"item_prior": 0.0},
     "wlt": {"item_prior": 0.0},
     "bilinear": {"item_prior": 0.0},
+    # hyper-parameters learned by evidence, GPOR's default; fixed is what it computed before
+    "gpor": {"hyperparameters": "fixed"},
 }
 
 #: model name -> ``{parameter: its old default}``: the defaults that were changed so that each ranking model's
@@ -62,6 +70,7 @@ CHANGED_DEFAULTS: dict[str, dict[str, Any]] = {
 #: model name -> ``{parameter: (the parameter that decides, the value under which it is read)}``
 READ_ONLY_WHEN: dict[str, dict[str, tuple[str, Any]]] = {
     "regsvd": {"reg_weighting": ("solver", "als")},
+    "gpor": {"evidence_users": ("hyperparameters", "evidence"), "evidence_iter": ("hyperparameters", "evidence")},
 }
 
 
