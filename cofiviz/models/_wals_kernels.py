@@ -46,6 +46,23 @@ def _cholesky_solve(A, b, d):
         b[i] = s / A[i, i]
 
 
+#: ratings added to a row's normal equations together: each entry of ``A`` is loaded and stored once for them
+_GROUP = 4
+
+
+@njit(cache=True, nogil=True)
+def _add_group(A, b, ky, yy, zz, d):
+    """Add :data:`_GROUP` ratings to the lower triangle of ``A`` and to ``b``: row ``g`` of ``ky`` is ``k_g y_g``, of
+    ``yy`` ``y_g``, ``zz[g]`` the target. Each entry receives its terms one by one in the ratings' order, the
+    products formed as ``(k y_j) y_l`` — the single-rating loop's arithmetic to the last bit, with one load and store
+    of the entry for the group; the loop over ``l`` runs on whole SIMD registers."""
+    for j in range(d):
+        k0, k1, k2, k3 = ky[0, j], ky[1, j], ky[2, j], ky[3, j]
+        b[j] = (((b[j] + k0 * zz[0]) + k1 * zz[1]) + k2 * zz[2]) + k3 * zz[3]
+        for l in range(j + 1):
+            A[j, l] = (((A[j, l] + k0 * yy[0, l]) + k1 * yy[1, l]) + k2 * yy[2, l]) + k3 * yy[3, l]
+
+
 @njit(cache=True, parallel=True)
 def wals_half(row_indptr, row_pos, col_of, target, Krow, Kcol, X, Y, xb, yb, offset, lam, lam_b,
               row_bias, col_bias, per_rating=False):
@@ -71,7 +88,9 @@ def wals_half(row_indptr, row_pos, col_of, target, Krow, Kcol, X, Y, xb, yb, off
     for blk in prange(n_blocks):  # buffers allocated once per block of rows, not once per row
         A = np.empty((d, d))
         b = np.empty(d)
-        y = np.empty(d)
+        yy = np.empty((_GROUP, d))     # the group's rows y, their k·y and targets (see _add_group)
+        ky = np.empty((_GROUP, d))
+        zz = np.empty(_GROUP)
         for k in range(blk * block, min(total, (blk + 1) * block)):
             t = k // nrows
             a = k - t * nrows
@@ -79,6 +98,7 @@ def wals_half(row_indptr, row_pos, col_of, target, Krow, Kcol, X, Y, xb, yb, off
             b[:] = 0.0
             kr = Krow[t, a]
             if kr > 0.0:
+                g = 0
                 for e in range(row_indptr[a], row_indptr[a + 1]):
                     p = row_pos[e]
                     c = col_of[p]
@@ -89,14 +109,23 @@ def wals_half(row_indptr, row_pos, col_of, target, Krow, Kcol, X, Y, xb, yb, off
                     if col_bias:
                         z -= yb[t, c]
                     for j in range(r):
-                        y[j] = Y[t, c, j]
+                        yy[g, j] = Y[t, c, j]
                     if row_bias:
-                        y[r] = 1.0
+                        yy[g, r] = 1.0
                     for j in range(d):
-                        kyj = kp * y[j]
+                        ky[g, j] = kp * yy[g, j]
+                    zz[g] = z
+                    g += 1
+                    if g == _GROUP:
+                        _add_group(A, b, ky, yy, zz, d)
+                        g = 0
+                for h in range(g):           # the last ratings, fewer than a group, one at a time
+                    z = zz[h]
+                    for j in range(d):
+                        kyj = ky[h, j]
                         b[j] += kyj * z
                         for l in range(j + 1):
-                            A[j, l] += kyj * y[l]
+                            A[j, l] += kyj * yy[h, l]
             scale = float(row_indptr[a + 1] - row_indptr[a]) if per_rating else 1.0
             for j in range(r):
                 A[j, j] += lam * scale
