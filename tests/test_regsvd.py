@@ -159,6 +159,24 @@ def plain_sgd_epoch(users, items, ratings, order, P, Q, bu, bi, mu, lr, reg, reg
     return sse
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 7, 8, 203])
+def test_predictions_four_at_a_time_are_each_pairs_plain_sum(n):
+    """``predict_mf`` computes four pairs side by side: each is ``μ + (b_u + b_i)`` and then the factors' products
+    added in order, to the last bit (the whole blocks of four and the pairs left over)."""
+    rng = np.random.default_rng(n)
+    users, items = rng.integers(0, 9, n).astype(np.int32), rng.integers(0, 7, n).astype(np.int32)
+    P, Q, bu, bi = rng.normal(size=(9, 13)), rng.normal(size=(7, 13)), rng.normal(size=9), rng.normal(size=7)
+    out = np.empty(n)
+    mk.predict_mf(users, items, P, Q, bu, bi, 3.25, out)
+    want = []
+    for u, i in zip(users, items):
+        f = 3.25 + bu[u] + bi[i]
+        for c in range(13):
+            f += P[u, c] * Q[i, c]
+        want.append(f)
+    np.testing.assert_array_equal(out, want)
+
+
 @pytest.mark.parametrize("rank", [1, 3])
 @pytest.mark.parametrize("n", [3, 5, mk.SGD_GATHER_AHEAD + 1, mk.SGD_CHUNK, 2 * mk.SGD_CHUNK + 37])
 def test_sgd_epoch_reads_ahead_in_chunks_without_changing_an_update(n, rank):
