@@ -1,6 +1,6 @@
 """Weighted ALS's half-sweep (``cofiviz.models._wals_kernels.wals_half``, LLORMA's and RegSVD's solver) against a plain
 Python reference: the normal equations of each row, built one rating at a time in the ratings' order and solved by the
-same Cholesky, to the last bit."""
+column-by-column Cholesky factor, to the last bit."""
 
 from __future__ import annotations
 
@@ -10,10 +10,35 @@ import pytest
 from cofiviz.models import _wals_kernels as wk
 
 
+def _plain_cholesky_solve(A, b, d):
+    """``A x = b`` by the column-by-column Cholesky factor, each sum one row at a time in ascending ``k``, then the
+    two triangular solves (``x`` in ``b``)."""
+    for j in range(d):
+        s = A[j, j]
+        for k in range(j):
+            s -= A[j, k] * A[j, k]
+        A[j, j] = np.sqrt(max(s, 1e-300))
+        for i in range(j + 1, d):
+            s = A[i, j]
+            for k in range(j):
+                s -= A[i, k] * A[j, k]
+            A[i, j] = s / A[j, j]
+    for i in range(d):
+        s = b[i]
+        for k in range(i):
+            s -= A[i, k] * b[k]
+        b[i] = s / A[i, i]
+    for i in range(d - 1, -1, -1):
+        s = b[i]
+        for k in range(i + 1, d):
+            s -= A[k, i] * b[k]
+        b[i] = s / A[i, i]
+
+
 def _reference_half(row_indptr, row_pos, col_of, target, Krow, Kcol, X, Y, xb, yb, offset, lam, lam_b, row_bias,
                     col_bias, per_rating):
     """The half-sweep as its docstring states it, one rating at a time: ``A += (k y) yᵀ`` (lower triangle) and
-    ``b += (k y) z`` in the ratings' order, then the kernel's own Cholesky solve."""
+    ``b += (k y) z`` in the ratings' order, then :func:`_plain_cholesky_solve`."""
     q, nrows, r = X.shape
     d = r + (1 if row_bias else 0)
     for t in range(q):
@@ -40,7 +65,7 @@ def _reference_half(row_indptr, row_pos, col_of, target, Krow, Kcol, X, Y, xb, y
                 A[j, j] += lam * scale
             if row_bias:
                 A[r, r] += lam_b * scale
-            wk._cholesky_solve.py_func(A, b, d)
+            _plain_cholesky_solve(A, b, d)
             X[t, a] = b[:r]
             if row_bias:
                 xb[t, a] = b[r]
@@ -48,7 +73,7 @@ def _reference_half(row_indptr, row_pos, col_of, target, Krow, Kcol, X, Y, xb, y
 
 @pytest.mark.parametrize("q, r, row_bias, col_bias, per_rating",
                          [(1, 5, True, True, True), (3, 4, False, False, False), (2, 9, True, False, False),
-                          (1, 3, False, True, True)])
+                          (1, 3, False, True, True), (1, 1, False, False, False), (1, 12, True, True, False)])
 def test_half_sweep_is_the_one_rating_at_a_time_reference_to_the_last_bit(q, r, row_bias, col_bias, per_rating):
     """Rows with 0 to 23 ratings (whole groups of ratings and remainders), kernel weights with zeros (skipped
     ratings and rows), several local models."""
