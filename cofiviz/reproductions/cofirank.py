@@ -183,7 +183,7 @@ register(Reproduction(
            "π = 1). Each model's default is the form that ranked better on validation "
            "(benchmarks/gp_evidence_validation.py: the training users' own 100 heaviest folded in, N = 10, 20, 50, "
            "seeds 0-2): GPOR learned (+.0024 NDCG@10 on average, "
-           "ahead on 7 of 9 splits), GPR, CGPR and CGPOR fixed (learned −.032, −.0008, −.012). On these splits a "
+           "ahead on 7 of 9 splits), GPR, CGPR and CGPOR fixed (learned −.032, −.0007, −.012). On these splits a "
            "random ranking scores .461-.468 (seeds 0-2, N = 10, 20, 50) and ItemMean .72 (N = 10, seed 0): the "
            "published GP numbers (.494-.544) sit just above random.",
            "Learning the hyper-parameters does not close the gap to the paper. The learned rows give GPR .526 / .549 / "
