@@ -63,6 +63,20 @@ def test_the_collaborative_gps_run_their_defaults_for_a_few_em_iterations():
             assert len(m.grid) == N_SETTINGS
 
 
+def test_every_setting_holds_the_parameters_its_models_search_space_belongs_to():
+    """GPOR learns its hyper-parameters by default, and its search space draws the fixed form's lengthscale and noise:
+    every leaderboard setting of GPOR, its defaults included, is the fixed form; models without such parameters
+    are held at nothing."""
+    for name in ("ml1m", "ml1m-weak"):
+        for m in R.REPRODUCTIONS[name].methods:
+            holds = get_model_class(m.model).search_holds
+            assert all(m.fixed[k] == v for k, v in holds.items()), (name, m.label)
+            if m.model == "gpor":
+                assert holds == {"hyperparameters": "fixed"} and m.grid[0] == {}
+            elif m.model in ("gpr", "cgpr", "cgpor", "regsvd"):
+                assert "hyperparameters" not in m.fixed
+
+
 def test_a_finite_space_gives_what_it_has():
     poprec = settings("poprec", n=10)
     assert poprec == [{}, {"tie_break": "none"}]      # the default is "mean": one other setting exists

@@ -139,6 +139,9 @@ class Model(param.Parameterized):
     #: What :meth:`tune` searches: parameter name -> a distribution of :mod:`cofiviz.models.space`, ranges drawn
     #: from the settings the reproductions found to matter. Empty: tuning fits the model as configured.
     search_space: ClassVar[dict] = {}
+    #: The parameters under which :attr:`search_space`'s values mean what they say, where a default differs: a
+    #: grid drawn from the space (the MovieLens 1M leaderboards) holds them. Empty: the defaults will do.
+    search_holds: ClassVar[dict] = {}
     #: Settings :meth:`tune` tries right after the configured model, before its random draws, each over the
     #: configured values (the configured model on the damped item-mean offset, say): safe starting points that a
     #: drawn setting must beat on both halves of the validation users to be chosen instead.

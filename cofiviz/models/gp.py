@@ -399,6 +399,8 @@ class GPOR(_ItemGP):
     hyperparameters = param.Selector(
         default="evidence", objects=["evidence", "fixed"],
         doc="evidence: κ per feature, σ and thresholds learned by maximising the evidence; fixed: as set.")
+    #: the search space's lengthscale and noise are the fixed form's; the learned form only starts from them
+    search_holds = {"hyperparameters": "fixed"}
     presets = {"paper": {"features": "item_info"}}
 
 

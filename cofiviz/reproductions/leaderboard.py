@@ -26,8 +26,7 @@ from ..models import available_models, get_model_class
 from ..models.space import sample, size
 from .spec import Method, Reproduction, register
 
-__all__ = ["N_SETTINGS", "PATIENCE", "MAX_ITER", "HEAVY_MAX_ITER", "BASELINES", "PINNED", "settings",
-           "leaderboard_methods"]
+__all__ = ["N_SETTINGS", "PATIENCE", "MAX_ITER", "HEAVY_MAX_ITER", "BASELINES", "settings", "leaderboard_methods"]
 
 #: the settings each model is fitted at: its defaults and N_SETTINGS - 1 draws from its search space
 N_SETTINGS = 3
@@ -42,10 +41,6 @@ MAX_ITER = 30
 HEAVY_MAX_ITER = 5
 #: the models listed after the ranking and rating methods
 BASELINES = ("itemmean", "poprec")
-#: parameters a model is held at on the leaderboards, where its default is a form they were not computed with:
-#: GPOR's hyper-parameters learned by evidence (its default) would make its search space only the ascent's start,
-#: so the leaderboards keep the fixed form whose lengthscale and noise the search draws
-PINNED = {"gpor": {"hyperparameters": "fixed"}}
 
 
 def _rounded(value):
@@ -105,7 +100,8 @@ def leaderboard_methods() -> list[Method]:
         klass = get_model_class(m)
         heavy = klass.scale.heavy
         cap = min(HEAVY_MAX_ITER if heavy else MAX_ITER, int(klass.param["max_iter"].default))
-        fixed = {"max_iter": cap, "patience": PATIENCE, "valid_metric": "ndcg@10", **PINNED.get(m, {})}
+        # every setting, the defaults included, under the parameters the search space belongs to
+        fixed = {"max_iter": cap, "patience": PATIENCE, "valid_metric": "ndcg@10", **klass.search_holds}
         return Method(klass.display_name(), m, None, fixed, settings(m, 1 if heavy else N_SETTINGS),
                       quick={"max_iter": 2})
 
