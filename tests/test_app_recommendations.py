@@ -73,6 +73,15 @@ def test_the_shipped_settings_score_what_their_search_recorded():
         assert float(values[~np.isnan(values)].mean()) == entry["score"], name
 
 
+def test_quick_mode_caps_a_fits_inner_loop_as_its_iterations(tmp_path):
+    """GPOR's hyper-parameter ascent (``Model.inner_iterations``) runs as few iterations as a quick fit's loop."""
+    r = load_dataset("Synthetic: small (300 users, 200 items)")
+    assert get_model_class("gpor").inner_iterations == ("evidence_iter",)
+    meta = train_one("gpor", tmp_path, quick=True, ratings=r)
+    assert meta["params"]["evidence_iter"] == QUICK_ITERATIONS == meta["params"]["max_iter"]
+    assert meta["params"]["hyperparameters"] == "evidence"
+
+
 def test_poprec_follows_popularity_and_itemmean_less(tmp_path):
     r = load_dataset("MovieLens 100K")
     counts = r.item_counts()

@@ -33,7 +33,8 @@ MovieLens 1M
     protocol of N ratings a user.
 
 ``$COFIVIZ_RECOMMENDERS_QUICK=1`` trains every model for :data:`QUICK_ITERATIONS` iterations (a heavy one for
-:data:`QUICK_HEAVY_ITERATIONS`) at its defaults instead (the test suite's servers use it); on MovieLens 1M it trains on a quick subset too
+:data:`QUICK_HEAVY_ITERATIONS`; an inner loop such as a hyper-parameter ascent, ``Model.inner_iterations``, as many)
+at its defaults instead (the test suite's servers use it); on MovieLens 1M it trains on a quick subset too
 (:func:`quick_subset`: the ratings of the :data:`QUICK_ITEMS` most-rated movies, at most :data:`QUICK_PER_USER`
 a user). ``$COFIVIZ_RECOMMENDERS_DIR`` puts the saved models elsewhere (MovieLens 1M's in its subfolder
 ``movielens-1m``).
@@ -265,9 +266,9 @@ def _fit(name: str, ratings, budget: float, quick: bool, data: str, how: Recipe 
                                          f"{QUICK_ITEMS} most-rated movies, at most {QUICK_PER_USER} a user"))
         data_fit = quick_subset(ratings) if data == ML1M else ratings
         model = make_model(name)
-        if "max_iter" in model.param_names():
-            most = QUICK_HEAVY_ITERATIONS if type(model).scale.heavy else QUICK_ITERATIONS
-            model.set_params(max_iter=min(most, model.max_iter))
+        most = QUICK_HEAVY_ITERATIONS if type(model).scale.heavy else QUICK_ITERATIONS
+        caps = ("max_iter", *type(model).inner_iterations)   # its iterations and any inner loop's
+        model.set_params(**{p: min(most, getattr(model, p)) for p in caps if p in model.param_names()})
         return model.fit(data_fit), None, data_fit, how
     how = recipe(name, data) if how is None else how
     ratings = ratings if how.per_user is None else cap_per_user(ratings, how.per_user)

@@ -142,6 +142,9 @@ class Model(param.Parameterized):
     #: The parameters under which :attr:`search_space`'s values mean what they say, where a default differs: a
     #: grid drawn from the space (the MovieLens 1M leaderboards) holds them. Empty: the defaults will do.
     search_holds: ClassVar[dict] = {}
+    #: The parameters that count iterations, besides ``max_iter``: an inner loop of the fit (a hyper-parameter
+    #: ascent, say) that a quick fit caps as it caps ``max_iter``.
+    inner_iterations: ClassVar[tuple[str, ...]] = ()
     #: Settings :meth:`tune` tries right after the configured model, before its random draws, each over the
     #: configured values (the configured model on the damped item-mean offset, say): safe starting points that a
     #: drawn setting must beat on both halves of the validation users to be chosen instead.

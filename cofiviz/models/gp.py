@@ -149,6 +149,7 @@ class _ItemGP(Model):
                                   doc="Iterations at most of the evidence's ascent (L-BFGS).")
 
     search_space = {"lengthscale": LogUniform(0.5, 8.0), "noise": LogUniform(0.1, 4.0)}
+    inner_iterations = ("evidence_iter",)
 
     # ------------------------------------------------------------------ pieces
     def _targets(self, ratings: np.ndarray) -> np.ndarray:
