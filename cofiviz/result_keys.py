@@ -43,6 +43,8 @@ LATE_FEATURES: dict[str, dict[str, tuple]] = {
     "gapfm": _ITEM_PRIOR,
     "llorma": _ITEM_PRIOR,
     "mmmf": _ITEM_PRIOR,
+    # SGD in 32-bit floats (:mod:`cofiviz.models.regsvd`): float64 is what it computed before
+    "regsvd": {"dtype": ("float64", ())},
     "wlt": _ITEM_PRIOR,
 }
 

@@ -16,9 +16,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import bench_peers  # noqa: E402
 
 #: the distribution each pair's peer imports
-PEER_MODULE = {"regsvd-sgd/surprise-svd": "surprise", "svdpp/surprise-svdpp": "surprise",
-               "nmf/surprise-nmf": "surprise", "regsvd-als/lenskit-biasedmf": "lenskit",
-               "regsvd-sgd/cornac-svd": "cornac"}
+PEER_MODULE = {"regsvd-sgd/surprise-svd": "surprise", "regsvd-sgd64/surprise-svd": "surprise",
+               "regsvd-sgd/cornac-svd": "cornac", "svdpp/surprise-svdpp": "surprise",
+               "nmf/surprise-nmf": "surprise", "regsvd-als/lenskit-biasedmf": "lenskit"}
 
 
 @pytest.fixture(scope="module")

@@ -309,3 +309,15 @@ def test_an_option_of_one_solver_stays_out_of_the_other_solvers_keys(monkeypatch
                 **base).key("v1") != k_als
     monkeypatch.setattr(RegSVD.param["reg_weighting"], "default", "none")
     assert sgd.key("v1") == k_sgd and als.key("v1") != k_als
+
+
+def test_regsvds_float32_switch_keeps_float64_keys_and_keys_float32_apart():
+    """RegSVD's ``dtype`` came after its cells shipped: a cell that leaves it at its default (``"float64"``, what
+    RegSVD computed before) keeps its key; one in ``"float32"`` gets another."""
+    from cofiviz.models import RegSVD
+    from cofiviz.result_keys import key_defaults
+
+    base = dict(protocol="lcr-weak", protocol_params={"n_train": 10}, seed=0, data={"name": "tiny"}, metrics=("ndcg@10",))
+    plain = Cell(model="regsvd", params={"max_iter": 2}, **base).key("v1")
+    assert "dtype" not in key_defaults(RegSVD, {"max_iter": 2})
+    assert Cell(model="regsvd", params={"max_iter": 2, "dtype": "float32"}, **base).key("v1") != plain

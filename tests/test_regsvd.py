@@ -6,8 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import numba
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from cofiviz import protocols
 from cofiviz.datasets import synthetic
+from cofiviz.errors import ParameterError
 from cofiviz.evaluation import mean_metrics
 from cofiviz.models import ItemMean
 from cofiviz.models import _mf_kernels as mk
@@ -24,6 +29,14 @@ class TestRegSVDContract(ModelContract):
         return RegSVD(**{"rank": 3, "max_iter": 20, **params})
 
 
+class TestRegSVDFloat32Contract(ModelContract):
+    bad_params = [{"dtype": "float16"}, {"lr": 0.0}]
+    diverging_params = {"lr": 10.0}
+
+    def make_model(self, **params):
+        return RegSVD(**{"rank": 3, "max_iter": 20, "dtype": "float32", **params})
+
+
 class TestRegSVDALSContract(ModelContract):
     bad_params = [{"seed": -1}, {"init_scale": 0.0}]
     diverging_params = {"reg": 0.0}  # singular ridge solves; ALS has no learning rate to name
@@ -38,7 +51,8 @@ def low_rank():
     return protocols.fixed_ratio(r, 0.7, seed=0)
 
 
-@pytest.mark.parametrize("solver, params", [("sgd", {"lr": 0.02, "reg": 0.02}), ("als", {"reg": 0.02})])
+@pytest.mark.parametrize("solver, params", [("sgd", {"lr": 0.02, "reg": 0.02}), ("als", {"reg": 0.02}),
+                                            ("sgd", {"lr": 0.02, "reg": 0.02, "dtype": "float32"})])
 def test_fits_low_rank_ratings_and_beats_the_item_mean(low_rank, solver, params):
     s = low_rank
     m = RegSVD(rank=3, solver=solver, max_iter=60, tol=0, **params).fit(s.train)
@@ -193,3 +207,140 @@ def test_sgd_epoch_reads_ahead_in_chunks_without_changing_an_update(n, rank):
     assert sse == plain_sgd_epoch(users, items, ratings, order, *want, 3.5, 0.01, 0.05, 0.02)
     for a, b in zip(got, want):
         np.testing.assert_array_equal(a, b)
+
+
+# ------------------------------------------------------------------------------------------- SGD in 32-bit floats
+def plain_dot_lanes(x, y):
+    """Eight partial sums as ``_dot_lanes`` documents them, in plain Python on NumPy scalars of ``x``'s type."""
+    z = x.dtype.type(0)
+    s = [z] * 8
+    r = len(x)
+    c8 = r - r % 8
+    for c in range(c8):
+        s[c % 8] = s[c % 8] + x[c] * y[c]
+    for c in range(c8, r):
+        s[0] = s[0] + x[c] * y[c]
+    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
+
+
+@numba.njit(cache=True)
+def _dot(x, y):
+    return mk._dot_lanes(x, y)
+
+
+@settings(max_examples=60, deadline=None)
+@given(r=st.integers(1, 40), seed=st.integers(0, 2**32 - 1), dtype=st.sampled_from([np.float32, np.float64]))
+def test_dot_lanes_adds_in_its_documented_order_in_the_arrays_precision(r, seed, dtype):
+    rng = np.random.default_rng(seed)
+    x, y = rng.normal(size=r).astype(dtype), rng.normal(size=r).astype(dtype)
+    assert _dot(x, y) == plain_dot_lanes(x, y)
+    assert abs(_dot(x, y) - np.dot(x.astype(np.float64), y.astype(np.float64))) <= 1e-5 * r
+    ftype = numba.from_dtype(np.dtype(dtype))   # sums in the arrays' precision: float32 stays float32
+    (sig,) = [sig for sig in _dot.signatures if sig[0].dtype == ftype]
+    assert _dot.overloads[sig].signature.return_type == ftype
+
+
+def plain_sgd_epoch32(users, items, ratings, order, P, Q, bu, bi, mu, lr, reg, reg_bias):
+    """``sgd_epoch_lanes`` entry by entry in plain Python on float32 scalars (its documented operations)."""
+    sse = 0.0
+    for p in order:
+        u, i = users[p], items[p]
+        f = mu + (bu[u] + bi[i])
+        f = f + plain_dot_lanes(P[u], Q[i])
+        e = ratings[p] - f
+        sse += float(e) * float(e)
+        bu[u] = bu[u] + lr * (e - reg_bias * bu[u])
+        bi[i] = bi[i] + lr * (e - reg_bias * bi[i])
+        for c in range(P.shape[1]):
+            pu, qi = P[u, c], Q[i, c]
+            P[u, c] = pu + lr * (e * qi - reg * pu)
+            Q[i, c] = qi + lr * (e * pu - reg * qi)
+    return sse
+
+
+@pytest.mark.parametrize("rank", [1, 8, 13])
+@pytest.mark.parametrize("n", [5, mk.SGD_CHUNK + 37])
+def test_float32_epoch_is_its_documented_arithmetic_to_the_last_bit(n, rank):
+    rng = np.random.default_rng(n + rank)
+    f32 = np.float32
+    users = rng.integers(0, 40, n).astype(np.int32)
+    items = rng.integers(0, 30, n).astype(np.int32)
+    ratings = rng.integers(1, 6, n).astype(f32)
+    order = rng.permutation(n).astype(np.int32)
+    start = [rng.normal(0, 0.1, (40, rank)).astype(f32), rng.normal(0, 0.1, (30, rank)).astype(f32),
+             rng.normal(0, 0.1, 40).astype(f32), rng.normal(0, 0.1, 30).astype(f32)]
+    got, want = [a.copy() for a in start], [a.copy() for a in start]
+    scal = (f32(3.5), f32(0.01), f32(0.05), f32(0.02))
+    sse = mk.sgd_epoch_lanes(users, items, ratings, order, *got, *scal, True)
+    assert sse == plain_sgd_epoch32(users, items, ratings, order, *want, *scal)
+    for a, b in zip(got, want):
+        assert a.dtype == np.float32
+        np.testing.assert_array_equal(a, b)
+
+
+def test_float32_sgd_follows_float64_and_keeps_its_type(low_rank, tmp_path):
+    s = low_rank
+    fits = {dt: RegSVD(rank=3, lr=0.02, reg=0.02, max_iter=30, tol=0, seed=4, dtype=dt).fit(s.train)
+            for dt in ("float64", "float32")}
+    m32 = fits["float32"]
+    assert all(a.dtype == np.float32 for a in (m32.P_, m32.Q_, m32.bu_, m32.bi_))
+    # the same draws and the same order of entries: the two precisions part only by rounding
+    s64, s32 = (m.score(s.test.users, s.test.items) for m in (fits["float64"], m32))
+    assert np.max(np.abs(s64 - s32)) < 1e-3
+    # the float32 loss is the mean squared error seen during each epoch, before each entry's update: a little above
+    # the one after the epoch, and falling with it
+    l64, l32 = fits["float64"].history_[-1]["loss"], m32.history_[-1]["loss"]
+    assert l64 < l32 < 1.2 * l64
+    assert m32.history_[-1]["loss"] < 0.6 * m32.history_[0]["loss"]
+    m32.save(tmp_path / "m")
+    back = RegSVD.load(tmp_path / "m")
+    assert back.P_.dtype == np.float32
+    np.testing.assert_array_equal(back.score(s.test.users, s.test.items), s32)
+
+
+def test_float32_with_als_is_refused_naming_both_parameters(low_rank):
+    with pytest.raises(ParameterError, match="dtype='float32'.*solver='sgd'"):
+        RegSVD(solver="als", dtype="float32").fit(low_rank.train)
+
+
+_FLOAT32_FIT = """
+import sys
+import numpy as np
+from cofiviz.datasets import synthetic
+from cofiviz.models import RegSVD
+r = synthetic("low_rank", n_users=120, n_items=90, density=0.3, rank=3, noise=0.1, seed=5)
+m = RegSVD(rank=13, lr=0.02, reg=0.02, max_iter=5, tol=0, dtype="float32", seed=1).fit(r)
+sys.stdout.write(np.concatenate([m.P_.ravel(), m.Q_.ravel(), m.bu_, m.bi_]).tobytes().hex())
+from cofiviz.models import _mf_kernels as mk
+asm = "".join(mk.sgd_epoch_lanes.inspect_asm().values())
+sys.stdout.write(" zmm" if "%zmm" in asm else " ymm" if "%ymm" in asm else " xmm")
+"""
+
+#: numba's target CPUs -> the instructions this CPU needs to run code compiled for it
+_NUMBA_TARGETS = {"x86-64": set(), "haswell": {"avx2", "fma"},
+                  "skylake-avx512": {"avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl"}}
+
+
+@pytest.mark.parametrize("cpu", list(_NUMBA_TARGETS))
+def test_float32_sgd_gives_the_same_bits_compiled_for_another_cpu(cpu, tmp_path):
+    """numba compiles for the CPU it runs on: SSE2 only (x86-64), AVX2 with FMA (haswell) or AVX-512. The float32
+    epoch's operations are in a fixed order and never fused, so every target gives the same factors to the bit."""
+    import os
+    import subprocess
+    import sys
+
+    from cpu_kernels import cpu_flags
+
+    if _NUMBA_TARGETS[cpu] - cpu_flags():
+        pytest.skip(f"this CPU cannot run code compiled for {cpu}")
+    here = {}
+    fit = _FLOAT32_FIT.split("from cofiviz.models import _mf_kernels")[0]
+    exec(compile(fit.replace("sys.stdout.write(", "here['out'] = ("), "<fit>", "exec"), {"here": here})
+    # an empty feature list: the target's own instructions, not this CPU's
+    env = {**os.environ, "NUMBA_CPU_NAME": cpu, "NUMBA_CPU_FEATURES": "", "NUMBA_CACHE_DIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", _FLOAT32_FIT], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    bits, registers = out.stdout.split(" ")
+    # the target was taken: 128-bit registers only for plain x86-64, wider ones where the target has them
+    assert (registers == "xmm") == (cpu == "x86-64"), registers
+    assert bits == here["out"]

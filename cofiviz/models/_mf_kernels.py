@@ -1,7 +1,9 @@
 """numba kernels of RegSVD's stochastic gradient descent: the biased, regularised incomplete SVD of LCR §2.1, eq 1.
 
-:func:`sgd_epoch` is one epoch over the training entries in a shuffled order; :func:`predict_mf` the predictions
-``μ + b_u + b_i + P_u·Q_i`` of (user, item) pairs. RegSVD's alternating least squares shares
+:func:`sgd_epoch` is one epoch over the training entries in a shuffled order in 64-bit floats, each dot product one
+chain of additions in the order of the factors; :func:`sgd_epoch_lanes` the same epoch in the precision of its
+factor arrays (RegSVD's ``dtype="float32"``) with each dot product in :data:`SGD_LANES` partial sums, which the
+processor adds side by side; :func:`predict_mf` the predictions ``μ + b_u + b_i + P_u·Q_i`` of (user, item) pairs. RegSVD's alternating least squares shares
 ``_local_kernels.wals_half`` with LLORMA.
 """
 
@@ -12,7 +14,7 @@ from numba import njit, prange
 
 from ..prefetch import prefetch
 
-__all__ = ["sgd_epoch", "predict_mf", "SGD_CHUNK", "SGD_PREFETCH", "SGD_GATHER_AHEAD", "warmup"]
+__all__ = ["sgd_epoch", "sgd_epoch_lanes", "predict_mf", "SGD_LANES", "SGD_CHUNK", "SGD_PREFETCH", "SGD_GATHER_AHEAD", "warmup"]
 
 #: entries :func:`sgd_epoch` reads ahead into its buffers at a time
 SGD_CHUNK = 1024
@@ -20,15 +22,19 @@ SGD_CHUNK = 1024
 SGD_PREFETCH = 4
 #: how many positions of ``order`` ahead :func:`sgd_epoch` prefetches the entries it copies into its buffers
 SGD_GATHER_AHEAD = 64
+#: the partial sums of each dot product of :func:`sgd_epoch_lanes`: factor ``c`` goes to sum ``c mod 8``
+SGD_LANES = 8
 
 
 @njit(cache=True, inline="always")
 def _prefetch_rows(P, Q, bu, bi, u, i):
-    """Start loading the first and last entries of rows ``P[u]`` and ``Q[i]`` and the biases ``bu[u]``, ``bi[i]``."""
+    """Start loading every 64-byte line of rows ``P[u]`` and ``Q[i]`` and the biases ``bu[u]``, ``bi[i]``."""
     r = P.shape[1]
-    prefetch(P[u], 0)
+    step = max(1, 64 // P.itemsize)
+    for c in range(0, r, step):
+        prefetch(P[u], c)
+        prefetch(Q[i], c)
     prefetch(P[u], r - 1)
-    prefetch(Q[i], 0)
     prefetch(Q[i], r - 1)
     prefetch(bu, u)
     prefetch(bi, i)
@@ -88,6 +94,92 @@ def sgd_epoch(users, items, ratings, order, P, Q, bu, bi, mu, lr, reg, reg_bias,
     return sse
 
 
+@njit(cache=True, inline="always")
+def _dot_lanes(x, y):
+    """``x·y`` in :data:`SGD_LANES` partial sums: with ``c8 = r − r mod 8``, entry ``c < c8`` is added to sum
+    ``c mod 8`` and the entries ``c8 … r−1`` to sum 0, each sum in order of ``c``; the sums are then added pairwise,
+    ``((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))``. A fixed order of operations, so the same bits on every
+    CPU, in the precision of ``x`` and ``y``."""
+    r = x.shape[0]
+    z = np.float32(0.0)   # the sums take the type of the products (float32 stays float32)
+    s0 = z
+    s1 = z
+    s2 = z
+    s3 = z
+    s4 = z
+    s5 = z
+    s6 = z
+    s7 = z
+    c8 = r - r % 8
+    for c in range(0, c8, 8):
+        s0 += x[c] * y[c]
+        s1 += x[c + 1] * y[c + 1]
+        s2 += x[c + 2] * y[c + 2]
+        s3 += x[c + 3] * y[c + 3]
+        s4 += x[c + 4] * y[c + 4]
+        s5 += x[c + 5] * y[c + 5]
+        s6 += x[c + 6] * y[c + 6]
+        s7 += x[c + 7] * y[c + 7]
+    for c in range(c8, r):
+        s0 += x[c] * y[c]
+    return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+
+
+@njit(cache=True)
+def sgd_epoch_lanes(users, items, ratings, order, P, Q, bu, bi, mu, lr, reg, reg_bias, biased):
+    """:func:`sgd_epoch`'s epoch in the precision of ``P``, ``Q``, ``bu``, ``bi``, ``ratings`` and the scalars
+    ``mu``, ``lr``, ``reg``, ``reg_bias`` (all of one float type: ``np.float32`` for RegSVD's ``dtype="float32"``),
+    each prediction's dot product by :func:`_dot_lanes`.
+
+    The chain of one dot product, which the next update waits for, is eight times shorter, and 32-bit rows are
+    half the memory: the epoch takes about half the time of :func:`sgd_epoch`. The updates are those of
+    :func:`sgd_epoch` in the same order (each entry's ``e`` rounded to the arrays' precision); the returned sum of
+    squared errors is accumulated in 64 bits.
+    """
+    r = P.shape[1]
+    sse = 0.0
+    n = order.shape[0]
+    cu = np.empty(SGD_CHUNK, dtype=np.int64)
+    ci = np.empty(SGD_CHUNK, dtype=np.int64)
+    cr = np.empty(SGD_CHUNK, dtype=ratings.dtype)
+    for k0 in range(0, n, SGD_CHUNK):
+        k1 = min(k0 + SGD_CHUNK, n)
+        for k in range(k0, k1):
+            if k + SGD_GATHER_AHEAD < n:
+                q = order[k + SGD_GATHER_AHEAD]
+                prefetch(users, q)
+                prefetch(items, q)
+                prefetch(ratings, q)
+            p = order[k]
+            cu[k - k0] = users[p]
+            ci[k - k0] = items[p]
+            cr[k - k0] = ratings[p]
+        m = k1 - k0
+        for t in range(m):
+            if t + SGD_PREFETCH < m:
+                _prefetch_rows(P, Q, bu, bi, cu[t + SGD_PREFETCH], ci[t + SGD_PREFETCH])
+            u = cu[t]
+            i = ci[t]
+            Pu = P[u]
+            Qi = Q[i]
+            f = mu
+            if biased:
+                f += bu[u] + bi[i]
+            f += _dot_lanes(Pu, Qi)
+            e = cr[t] - f
+            e64 = np.float64(e)
+            sse += e64 * e64
+            if biased:
+                bu[u] += lr * (e - reg_bias * bu[u])
+                bi[i] += lr * (e - reg_bias * bi[i])
+            for c in range(r):
+                pu = Pu[c]
+                qi = Qi[c]
+                Pu[c] = pu + lr * (e * qi - reg * pu)
+                Qi[c] = qi + lr * (e * pu - reg * qi)
+    return sse
+
+
 @njit(cache=True, parallel=True)
 def predict_mf(users, items, P, Q, bu, bi, mu, out):
     """``μ + b_u + b_i + P_u·Q_i`` for each pair, the dot product added in order of the factors.
@@ -132,3 +224,8 @@ def warmup() -> None:
     bu, bi = np.zeros(2), np.zeros(3)
     sgd_epoch(users, items, ratings, np.arange(5, dtype=np.int64), P, Q, bu, bi, 3.0, 0.01, 0.1, 0.1, True)
     predict_mf(users, items, P, Q, bu, bi, 3.0, np.empty(5))
+    f32 = np.float32
+    P32, Q32, bu32, bi32 = (a.astype(f32) for a in (P, Q, bu, bi))
+    sgd_epoch_lanes(users, items, ratings.astype(f32), np.arange(5, dtype=np.int64), P32, Q32, bu32, bi32, f32(3.0),
+                    f32(0.01), f32(0.1), f32(0.1), True)
+    predict_mf(users, items, P32, Q32, bu32, bi32, 3.0, np.empty(5))
