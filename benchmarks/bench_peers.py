@@ -4,18 +4,22 @@
     NUMBA_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 \\
         .venv/bin/python benchmarks/bench_peers.py [--data movielens-1m] [--pairs NAME ...] [--repeats 3]
         [--epochs E] [--users U] [--cofirank-binary PATH] [--json OUT]
+    .venv/bin/python benchmarks/bench_peers.py --markdown OUT.json       # the README's table of a --json file
 
 Each pair fits the same model on both sides with the same factors, epochs and regularisation, on 90 % of each user's
 ratings of MovieLens 1M (``protocols.fixed_ratio``, seed 0), one thread each side. The two sides are run
 alternately ``--repeats`` times in this one process (cofiviz, peer, cofiviz, peer, ...), so that both see the same
-load; numba's cache is warmed by a first small fit that is not timed. A side's time is its quickest fit divided by
-its epochs. Quality is one shared evaluator for both sides: each side predicts the test pairs, and cofiviz's
-NDCG@10 (gain 2^r − 1, :mod:`cofiviz.metrics`) ranks each user's test items by those predictions.
+load, run ``k`` seeding both sides with ``k``; numba's cache is warmed by a first small fit that is not timed. A
+side's time is its quickest fit divided by its epochs. Quality is one shared evaluator for both sides: each side
+predicts the test pairs, cofiviz's NDCG@10 (gain 2^r − 1, :mod:`cofiviz.metrics`) ranks each user's test items by
+those predictions, and a side's quality is the mean over its runs (one per seed).
 
 The pairs (a peer that is not installed is reported as skipped):
 
-``regsvd-sgd/surprise-svd``      RegSVD's SGD against Surprise's ``SVD`` (Funk's biased SGD), 100 factors,
-                                 γ = 0.005, λ = 0.02 (Surprise's defaults), epochs ``--epochs``.
+``regsvd-sgd/surprise-svd``      RegSVD's SGD in 32-bit floats (``dtype="float32"``) against Surprise's ``SVD``
+                                 (Funk's biased SGD), 100 factors, γ = 0.005, λ = 0.02 (Surprise's defaults), epochs
+                                 ``--epochs``; both sides start from N(0, 0.01²) factors (Cornac's start; Surprise's
+                                 default is 0.1², cofiviz's too, and both rank a little lower from it).
 ``svdpp/surprise-svdpp``         SVD++ against Surprise's ``SVDpp``, 20 factors, γ = 0.007, λ = 0.02, a quarter of the
                                  epochs.
 ``nmf/surprise-nmf``             NMF against Surprise's ``NMF``, 15 factors, Surprise's λ_u = λ_i = 0.06. Surprise
@@ -23,16 +27,21 @@ The pairs (a peer that is not installed is reported as skipped):
                                  once, so its λ is 0.06 times the mean number of ratings of a row.
 ``regsvd-als/lenskit-biasedmf``  RegSVD's ALS (λ times each row's ratings, ``reg_weighting="ratings"``) against
                                  LensKit's ``BiasedMFScorer`` (which weights λ alike), 50 factors, λ = 0.1.
-``regsvd-sgd/cornac-svd``        RegSVD's SGD against Cornac's ``SVD`` (biased SGD), 100 factors, γ = 0.005,
-                                 λ = 0.02.
+``regsvd-sgd64/surprise-svd``    RegSVD's SGD in 64-bit floats (its default, one chain per dot product) against
+                                 Surprise's ``SVD``, as above: what the default costs.
+``regsvd-sgd/cornac-svd``        RegSVD's SGD in 32-bit floats against Cornac's ``SVD`` (biased SGD, 32-bit), 100
+                                 factors, γ = 0.005, λ = 0.02, N(0, 0.01²) factors on both sides.
 ``cofirank/authors``             CofiRank against the authors' C++ program (``--cofirank-binary``; how to build it:
                                  ``benchmarks/authors_cofirank.py``) on CofiRank's weak generalization of MovieLens 1M,
                                  N = 50, at the paper's settings (d = 100, λ = 10, 31 iterations). Seconds per
                                  iteration; the program's own wall time.
 
-``--json OUT`` writes one row per pair: ``pair``, ``cofiviz_s`` and ``peer_s`` (seconds per epoch), ``ratio``
-(peer / cofiviz: above 1, cofiviz is faster), ``cofiviz_ndcg``, ``peer_ndcg``, ``versions``, or ``skipped`` with the
-reason (and cofiviz's side alone, where its peer is not installed).
+``--json OUT`` writes one row per pair: ``pair``, ``label``, ``cofiviz_s`` and ``peer_s`` (seconds per epoch),
+``ratio`` (peer / cofiviz: above 1, cofiviz is faster), ``cofiviz_ndcg``, ``peer_ndcg``, ``versions``, the runs'
+seconds and NDCG@10, or ``skipped`` with the reason (and cofiviz's side alone, where its peer is not installed).
+:func:`markdown` turns such rows into the table of the README's performance section, which
+``benchmarks/results/peers.json`` holds (``tests/test_bench_peers.py`` checks that the README shows that file's
+table).
 """
 
 from __future__ import annotations
@@ -76,7 +85,7 @@ def ndcg(split, scores: np.ndarray) -> float:
 
 @dataclass
 class Side:
-    """One side of a pair: ``fit(split)`` returns an object ``predict(split)`` turns into test-pair scores."""
+    """One side of a pair: ``fit(split, seed)`` returns an object ``predict(split)`` turns into test-pair scores."""
 
     fit: Callable
     predict: Callable
@@ -85,8 +94,8 @@ class Side:
 
 # ------------------------------------------------------------------------------------------------ cofiviz sides
 def _cofiviz(klass, **params) -> Side:
-    def fit(split):
-        return klass(**params).fit(split.train)
+    def fit(split, seed):
+        return klass(**params, seed=seed).fit(split.train)
 
     def predict(model, split):
         return model.score(split.test.users, split.test.items)
@@ -109,11 +118,11 @@ def _surprise(algo_name: str, epochs: int, **params) -> Side:
 
     cache: dict = {}
 
-    def fit(split):
+    def fit(split, seed):
         if id(split) not in cache:   # the trainset is built once per split, outside the timing's repeats
             cache.clear()
             cache[id(split)] = _surprise_trainset(split)
-        algo = getattr(surprise, algo_name)(n_epochs=epochs, random_state=0, **params)
+        algo = getattr(surprise, algo_name)(n_epochs=epochs, random_state=seed, **params)
         algo.fit(cache[id(split)])
         return algo
 
@@ -128,17 +137,18 @@ def _lenskit_biasedmf(epochs: int, features: int, reg: float) -> Side:
     import pandas as pd
     from lenskit.als import BiasedMFScorer
     from lenskit.data import ItemList, from_interactions_df
+    from lenskit.training import TrainingOptions
 
     cache: dict = {}
 
-    def fit(split):
+    def fit(split, seed):
         if id(split) not in cache:
             cache.clear()
             t = split.train
             cache[id(split)] = from_interactions_df(pd.DataFrame({"user_id": t.users, "item_id": t.items,
                                                                  "rating": t.ratings}))
         scorer = BiasedMFScorer(embedding_size=features, epochs=epochs, regularization=reg)
-        scorer.train(cache[id(split)])
+        scorer.train(cache[id(split)], TrainingOptions(rng=seed))
         return scorer
 
     def predict(scorer, split):
@@ -158,11 +168,11 @@ def _cornac_svd(epochs: int, k: int, lr: float, reg: float) -> Side:
     import cornac
     from cornac.data import Dataset
 
-    def fit(split):
+    def fit(split, seed):
         t = split.train
         data = Dataset.from_uir(list(zip(t.users.astype(str), t.items.astype(str), t.ratings.astype(float))),
-                                seed=0)
-        model = cornac.models.SVD(k=k, max_iter=epochs, learning_rate=lr, lambda_reg=reg, seed=0, verbose=False)
+                                seed=seed)
+        model = cornac.models.SVD(k=k, max_iter=epochs, learning_rate=lr, lambda_reg=reg, seed=seed, verbose=False)
         model.fit(data)
         return model
 
@@ -189,56 +199,77 @@ def _versions(*names: str) -> dict:
     return out
 
 
+#: each pair's row in the README's table
+LABELS = {
+    "regsvd-sgd/surprise-svd": "RegSVD SGD, float32 vs Surprise `SVD` (100 factors)",
+    "regsvd-sgd64/surprise-svd": "RegSVD SGD, float64 (default) vs Surprise `SVD` (100 factors)",
+    "regsvd-sgd/cornac-svd": "RegSVD SGD, float32 vs Cornac `SVD` (100 factors)",
+    "svdpp/surprise-svdpp": "SVD++ vs Surprise `SVDpp` (20 factors)",
+    "nmf/surprise-nmf": "NMF vs Surprise `NMF` (15 factors)",
+    "regsvd-als/lenskit-biasedmf": "RegSVD ALS vs LensKit `BiasedMFScorer` (50 factors)",
+    "cofirank/authors": "CofiRank vs the authors' C++ program (weak, N = 50, seconds per iteration)",
+}
+
+
 def pairs(epochs: int, mean_count: float) -> dict[str, tuple[Callable[[], Side], Callable[[], Side], tuple]]:
     """name -> (cofiviz side, peer side, the peer's distribution names); the sides are built lazily, so that a
     peer's import error skips its pair only. SVD++ runs a quarter of the epochs (Surprise's takes seconds per
-    epoch on MovieLens 1M)."""
+    epoch on MovieLens 1M). The SGD pairs start both sides from N(0, 0.01²) factors, Cornac's own start (Surprise's
+    ``init_std_dev=0.01``, cofiviz's ``init_scale=0.01``)."""
     short = max(1, epochs // 4)
+    sgd = {"rank": 100, "lr": 0.005, "reg": 0.02, "reg_bias": 0.02, "max_iter": epochs, "tol": 0.0,
+           "init_scale": 0.01}
+    surprise_svd = {"n_factors": 100, "lr_all": 0.005, "reg_all": 0.02, "init_std_dev": 0.01}
     return {
         "regsvd-sgd/surprise-svd": (
-            lambda: _cofiviz(RegSVD, rank=100, lr=0.005, reg=0.02, reg_bias=0.02, max_iter=epochs, tol=0.0, seed=0),
-            lambda: _surprise("SVD", epochs, n_factors=100, lr_all=0.005, reg_all=0.02), ("scikit-surprise",)),
+            lambda: _cofiviz(RegSVD, **sgd, dtype="float32"),
+            lambda: _surprise("SVD", epochs, **surprise_svd), ("scikit-surprise",)),
+        "regsvd-sgd64/surprise-svd": (
+            lambda: _cofiviz(RegSVD, **sgd),
+            lambda: _surprise("SVD", epochs, **surprise_svd), ("scikit-surprise",)),
+        "regsvd-sgd/cornac-svd": (
+            lambda: _cofiviz(RegSVD, **sgd, dtype="float32"),
+            lambda: _cornac_svd(epochs, 100, 0.005, 0.02), ("cornac",)),
         "svdpp/surprise-svdpp": (
-            lambda: _cofiviz(SVDpp, rank=20, lr=0.007, reg=0.02, reg_bias=0.02, max_iter=short, tol=0.0, seed=0),
+            lambda: _cofiviz(SVDpp, rank=20, lr=0.007, reg=0.02, reg_bias=0.02, max_iter=short, tol=0.0),
             lambda: _surprise("SVDpp", short, n_factors=20, lr_all=0.007, reg_all=0.02), ("scikit-surprise",)),
         "nmf/surprise-nmf": (
-            lambda: _cofiviz(NMF, rank=15, reg=0.06 * mean_count, max_iter=epochs, tol=0.0, seed=0),
+            lambda: _cofiviz(NMF, rank=15, reg=0.06 * mean_count, max_iter=epochs, tol=0.0),
             lambda: _surprise("NMF", epochs, n_factors=15, reg_pu=0.06, reg_qi=0.06), ("scikit-surprise",)),
         "regsvd-als/lenskit-biasedmf": (
-            lambda: _cofiviz(RegSVD, rank=50, solver="als", reg=0.1, reg_bias=0.1, max_iter=epochs, tol=0.0, seed=0),
+            lambda: _cofiviz(RegSVD, rank=50, solver="als", reg=0.1, reg_bias=0.1, max_iter=epochs, tol=0.0),
             lambda: _lenskit_biasedmf(epochs, 50, 0.1), ("lenskit", "torch")),
-        "regsvd-sgd/cornac-svd": (
-            lambda: _cofiviz(RegSVD, rank=100, lr=0.005, reg=0.02, reg_bias=0.02, max_iter=epochs, tol=0.0, seed=0),
-            lambda: _cornac_svd(epochs, 100, 0.005, 0.02), ("cornac",)),
     }
 
 
 def time_pair(ours: Side, peer: Side, split, repeats: int) -> dict:
-    """Alternate the two sides ``repeats`` times; the quickest fit of each, per epoch, and each side's quality
-    (of its last fit)."""
+    """Alternate the two sides ``repeats`` times, run ``k`` fitting both with seed ``k``: the quickest fit of each,
+    per epoch, and each side's quality, the mean NDCG@10 of its fits (one per seed)."""
     seconds = {"cofiviz": [], "peer": []}
-    models = {}
-    for _ in range(repeats):
+    quality = {"cofiviz": [], "peer": []}
+    for seed in range(repeats):
         for name, side in (("cofiviz", ours), ("peer", peer)):
             t0 = time.perf_counter()
-            models[name] = side.fit(split)
+            model = side.fit(split, seed)
             seconds[name].append(time.perf_counter() - t0)
+            quality[name].append(ndcg(split, side.predict(model, split)))
     c_s, p_s = min(seconds["cofiviz"]) / ours.epochs, min(seconds["peer"]) / peer.epochs
     return {"cofiviz_s": c_s, "peer_s": p_s, "ratio": p_s / c_s,
-            "cofiviz_ndcg": ndcg(split, ours.predict(models["cofiviz"], split)),
-            "peer_ndcg": ndcg(split, peer.predict(models["peer"], split)),
-            "cofiviz_runs": seconds["cofiviz"], "peer_runs": seconds["peer"]}
+            "cofiviz_ndcg": float(np.mean(quality["cofiviz"])), "peer_ndcg": float(np.mean(quality["peer"])),
+            "cofiviz_runs": seconds["cofiviz"], "peer_runs": seconds["peer"],
+            "cofiviz_ndcg_runs": quality["cofiviz"], "peer_ndcg_runs": quality["peer"]}
 
 
 def time_side(ours: Side, split, repeats: int) -> dict:
-    """cofiviz's side alone (its peer is not installed): its quickest fit per epoch and its quality."""
-    runs, model = [], None
-    for _ in range(repeats):
+    """cofiviz's side alone (its peer is not installed): its quickest fit per epoch and its mean quality."""
+    runs, quality = [], []
+    for seed in range(repeats):
         t0 = time.perf_counter()
-        model = ours.fit(split)
+        model = ours.fit(split, seed)
         runs.append(time.perf_counter() - t0)
-    return {"cofiviz_s": min(runs) / ours.epochs, "cofiviz_ndcg": ndcg(split, ours.predict(model, split)),
-            "cofiviz_runs": runs}
+        quality.append(ndcg(split, ours.predict(model, split)))
+    return {"cofiviz_s": min(runs) / ours.epochs, "cofiviz_ndcg": float(np.mean(quality)), "cofiviz_runs": runs,
+            "cofiviz_ndcg_runs": quality}
 
 
 def cofirank_pair(binary: str, ratings, repeats: int) -> dict:
@@ -283,7 +314,7 @@ def run(data: str = "movielens-1m", names=None, repeats: int = 3, epochs: int = 
         raise SystemExit(f"unknown pairs {unknown}; the pairs are {list(table) + ['cofirank/authors']}")
     rows = []
     for name in names:
-        row: dict = {"pair": name}
+        row: dict = {"pair": name, "label": LABELS[name]}
         if name == "cofirank/authors":
             if cofirank_binary is None:
                 row["skipped"] = "no --cofirank-binary (benchmarks/authors_cofirank.py says how to build it)"
@@ -293,18 +324,35 @@ def run(data: str = "movielens-1m", names=None, repeats: int = 3, epochs: int = 
             make_ours, make_peer, dists = table[name]
             ours = make_ours()
             warm = fixed_ratio(ratings.take(ratings.users < 50), 0.9, seed=0)   # compile, load caches: untimed
-            ours.fit(warm)
+            ours.fit(warm, 0)
             try:
                 peer = make_peer()
             except ImportError as e:   # cofiviz's side alone, and the reason
                 row["skipped"] = f"not installed: {e.name or e}"
                 row.update(time_side(ours, split, repeats), versions=_versions())
             else:
-                peer.fit(warm)
+                peer.fit(warm, 0)
                 row.update(time_pair(ours, peer, split, repeats), versions=_versions(*dists))
         rows.append(row)
         log(_line(row))
     return rows
+
+
+def markdown(rows: list[dict]) -> str:
+    """The rows of a ``--json`` file as a Markdown table: pair, seconds per epoch of both sides, peer / cofiviz,
+    NDCG@10 of both sides and the versions (a pair whose peer was skipped shows the reason)."""
+    lines = ["| pair | cofiviz s/epoch | peer s/epoch | peer / cofiviz | NDCG@10 cofiviz / peer | peer version |",
+             "|---|---|---|---|---|---|"]
+    for r in rows:
+        label = r.get("label", r["pair"])
+        if "peer_s" not in r:
+            ours = f"{r['cofiviz_s']:.4f}" if "cofiviz_s" in r else ""
+            lines.append(f"| {label} | {ours} | skipped: {r['skipped']} | | | |")
+            continue
+        peers = ", ".join(f"{k} {v}" for k, v in r["versions"].items() if k != "cofiviz" and v) or "(built from source)"
+        lines.append(f"| {label} | {r['cofiviz_s']:.4f} | {r['peer_s']:.4f} | {r['ratio']:.2f} | "
+                     f"{r['cofiviz_ndcg']:.4f} / {r['peer_ndcg']:.4f} | {peers} |")
+    return "\n".join(lines) + "\n"
 
 
 def _line(row: dict) -> str:
@@ -325,7 +373,12 @@ def main(argv=None) -> None:
     p.add_argument("--users", type=int, default=None, help="keep the first U users only (a small slice)")
     p.add_argument("--cofirank-binary", default=None)
     p.add_argument("--json", default=None)
+    p.add_argument("--markdown", default=None, metavar="ROWS_JSON",
+                   help="print the table of a --json file (nothing is run)")
     args = p.parse_args(argv)
+    if args.markdown:
+        print(markdown(json.loads(Path(args.markdown).read_text())), end="")
+        return
     threads = {k: os.environ.get(k) for k in ("NUMBA_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
     print(f"threads: {threads}")
     try:

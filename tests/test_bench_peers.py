@@ -10,6 +10,7 @@ import math
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
@@ -57,3 +58,28 @@ def test_json_rows_carry_the_documented_keys(tmp_path):
 def test_an_unknown_pair_is_refused_by_name():
     with pytest.raises(SystemExit, match="unknown pairs .*'nope'"):
         bench_peers.run("movielens-100k", names=["nope"], users=20)
+
+
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED = ROOT / "benchmarks" / "results" / "peers.json"
+
+
+def test_the_readme_shows_the_table_of_the_shipped_run():
+    """The README's performance table is ``markdown()`` of the shipped ``--json`` rows, and those rows are one
+    whole run whose summaries follow from its runs: every pair, the ratio of the two sides' seconds, each side's
+    time its quickest run and its quality the mean of its runs."""
+    rows = json.loads(SHIPPED.read_text())
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("<!-- bench_peers table: benchmarks/results/peers.json -->\n", 1)[1]
+    assert block.split("<!-- /bench_peers table -->", 1)[0] == bench_peers.markdown(rows)
+    assert [r["pair"] for r in rows] == list(PEER_MODULE) + ["cofirank/authors"]
+    for r in rows:
+        assert "skipped" not in r, r["pair"]
+        assert r["label"] == bench_peers.LABELS[r["pair"]]
+        assert math.isclose(r["ratio"], r["peer_s"] / r["cofiviz_s"])
+        assert len(r["cofiviz_runs"]) == len(r["peer_runs"]) == 3
+        for side in ("cofiviz", "peer"):
+            epochs = min(r[f"{side}_runs"]) / r[f"{side}_s"]
+            assert math.isclose(epochs, round(epochs)) and round(epochs) >= 5
+            if f"{side}_ndcg_runs" in r:
+                assert math.isclose(r[f"{side}_ndcg"], float(np.mean(r[f"{side}_ndcg_runs"])))
