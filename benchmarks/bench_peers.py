@@ -40,7 +40,7 @@ The pairs (a peer that is not installed is reported as skipped):
 ``ratio`` (peer / cofiviz: above 1, cofiviz is faster), ``cofiviz_ndcg``, ``peer_ndcg``, ``versions``, the runs'
 seconds and NDCG@10, or ``skipped`` with the reason (and cofiviz's side alone, where its peer is not installed).
 :func:`markdown` turns such rows into the table of the README's performance section, which
-``benchmarks/results/peers.json`` holds (``tests/test_bench_peers.py`` checks that the README shows that file's
+``benchmarks/bench_peers.json`` holds (``tests/test_bench_peers.py`` checks that the README shows that file's
 table).
 """
 

@@ -61,7 +61,7 @@ def test_an_unknown_pair_is_refused_by_name():
 
 
 ROOT = Path(__file__).resolve().parent.parent
-SHIPPED = ROOT / "benchmarks" / "results" / "peers.json"
+SHIPPED = ROOT / "benchmarks" / "bench_peers.json"
 
 
 def test_the_readme_shows_the_table_of_the_shipped_run():
@@ -70,7 +70,7 @@ def test_the_readme_shows_the_table_of_the_shipped_run():
     time its quickest run and its quality the mean of its runs."""
     rows = json.loads(SHIPPED.read_text())
     readme = (ROOT / "README.md").read_text()
-    block = readme.split("<!-- bench_peers table: benchmarks/results/peers.json -->\n", 1)[1]
+    block = readme.split("<!-- bench_peers table: benchmarks/bench_peers.json -->\n", 1)[1]
     assert block.split("<!-- /bench_peers table -->", 1)[0] == bench_peers.markdown(rows)
     assert [r["pair"] for r in rows] == list(PEER_MODULE) + ["cofirank/authors"]
     for r in rows:
