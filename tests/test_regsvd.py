@@ -300,7 +300,13 @@ def test_float32_sgd_follows_float64_and_keeps_its_type(low_rank, tmp_path):
 
 def test_float32_with_als_is_refused_naming_both_parameters(low_rank):
     with pytest.raises(ParameterError, match="dtype='float32'.*solver='sgd'"):
-        RegSVD(solver="als", dtype="float32").fit(low_rank.train)
+        RegSVD(solver="als", dtype="float32")
+    with pytest.raises(ParameterError, match="dtype='float32'.*solver='sgd'"):
+        RegSVD(solver="als").set_params(dtype="float32")
+    m = RegSVD(solver="als")
+    m.dtype = "float32"
+    with pytest.raises(ParameterError, match="dtype='float32'.*solver='sgd'"):
+        m.fit(low_rank.train)
 
 
 _FLOAT32_FIT = """

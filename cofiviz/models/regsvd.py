@@ -113,14 +113,21 @@ class RegSVD(StopsOnRMSE, Model):
     #: the warm-ups of the shared kernels its fit calls, run before its own in a parallel warm-up
     warmup_after = (wk.warmup,)
 
+    def __init__(self, **params):
+        super().__init__(**params)
+        self._check_dtype()
+
+    def _check_dtype(self) -> None:
+        if self.dtype != "float64" and self.solver != "sgd":
+            raise ParameterError(f"RegSVD: dtype={self.dtype!r} is implemented for solver='sgd' only; the ALS solver "
+                                 f"works in float64 (dtype='float64')")
+
     def _divergence_hint(self) -> tuple[tuple[str, str], ...]:
         """ALS has no learning rate: only ``reg`` keeps its ridge solves stable."""
         return (("reg", "raise"),) if self.solver == "als" else type(self).divergence_hint
 
     def _setup(self, train: Ratings, rng: np.random.Generator) -> None:
-        if self.dtype != "float64" and self.solver != "sgd":
-            raise ParameterError(f"RegSVD: dtype={self.dtype!r} is implemented for solver='sgd' only; the ALS solver "
-                                 f"works in float64 (dtype='float64')")
+        self._check_dtype()   # the parameters may have been set one by one since construction
         m, n, r = train.n_users, train.n_items, int(self.rank)
         if self.init == "uniform":
             self.P_ = rng.uniform(0.0, 1.0 / r, (m, r))
