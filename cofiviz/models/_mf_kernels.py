@@ -3,8 +3,8 @@
 :func:`sgd_epoch` is one epoch over the training entries in a shuffled order in 64-bit floats, each dot product one
 chain of additions in the order of the factors; :func:`sgd_epoch_lanes` the same epoch in the precision of its
 factor arrays (RegSVD's ``dtype="float32"``) with each dot product in :data:`SGD_LANES` partial sums, which the
-processor adds side by side; :func:`predict_mf` the predictions ``μ + b_u + b_i + P_u·Q_i`` of (user, item) pairs. RegSVD's alternating least squares shares
-``_local_kernels.wals_half`` with LLORMA.
+processor adds side by side; :func:`predict_mf` the predictions ``μ + b_u + b_i + P_u·Q_i`` of (user, item) pairs.
+RegSVD's alternating least squares shares ``_wals_kernels.wals_half`` with LLORMA.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from numba import njit, prange
 
 from ..prefetch import prefetch
 
-__all__ = ["sgd_epoch", "sgd_epoch_lanes", "predict_mf", "SGD_LANES", "SGD_CHUNK", "SGD_PREFETCH", "SGD_GATHER_AHEAD", "warmup"]
+__all__ = ["sgd_epoch", "sgd_epoch_lanes", "predict_mf", "SGD_LANES", "SGD_CHUNK", "SGD_PREFETCH", "SGD_GATHER_AHEAD",
+           "warmup"]
 
 #: entries :func:`sgd_epoch` reads ahead into its buffers at a time
 SGD_CHUNK = 1024
@@ -40,6 +41,23 @@ def _prefetch_rows(P, Q, bu, bi, u, i):
     prefetch(bi, i)
 
 
+@njit(cache=True, inline="always")
+def _gather_chunk(users, items, ratings, order, k0, k1, cu, ci, cr):
+    """Copy the entries at positions ``k0 … k1−1`` of ``order`` into the buffers ``cu``, ``ci``, ``cr``, prefetching
+    those :data:`SGD_GATHER_AHEAD` positions ahead."""
+    n = order.shape[0]
+    for k in range(k0, k1):
+        if k + SGD_GATHER_AHEAD < n:
+            q = order[k + SGD_GATHER_AHEAD]
+            prefetch(users, q)
+            prefetch(items, q)
+            prefetch(ratings, q)
+        p = order[k]
+        cu[k - k0] = users[p]
+        ci[k - k0] = items[p]
+        cr[k - k0] = ratings[p]
+
+
 @njit(cache=True)
 def sgd_epoch(users, items, ratings, order, P, Q, bu, bi, mu, lr, reg, reg_bias, biased):
     """One epoch of SGD on ``Σ (M − μ − b_u − b_i − P_u·Q_i)² + reg(‖P_u‖² + ‖Q_i‖²) + reg_bias(b_u² + b_i²)``.
@@ -60,16 +78,7 @@ def sgd_epoch(users, items, ratings, order, P, Q, bu, bi, mu, lr, reg, reg_bias,
     cr = np.empty(SGD_CHUNK)
     for k0 in range(0, n, SGD_CHUNK):
         k1 = min(k0 + SGD_CHUNK, n)
-        for k in range(k0, k1):
-            if k + SGD_GATHER_AHEAD < n:
-                q = order[k + SGD_GATHER_AHEAD]
-                prefetch(users, q)
-                prefetch(items, q)
-                prefetch(ratings, q)
-            p = order[k]
-            cu[k - k0] = users[p]
-            ci[k - k0] = items[p]
-            cr[k - k0] = ratings[p]
+        _gather_chunk(users, items, ratings, order, k0, k1, cu, ci, cr)
         m = k1 - k0
         for t in range(m):
             if t + SGD_PREFETCH < m:
@@ -144,16 +153,7 @@ def sgd_epoch_lanes(users, items, ratings, order, P, Q, bu, bi, mu, lr, reg, reg
     cr = np.empty(SGD_CHUNK, dtype=ratings.dtype)
     for k0 in range(0, n, SGD_CHUNK):
         k1 = min(k0 + SGD_CHUNK, n)
-        for k in range(k0, k1):
-            if k + SGD_GATHER_AHEAD < n:
-                q = order[k + SGD_GATHER_AHEAD]
-                prefetch(users, q)
-                prefetch(items, q)
-                prefetch(ratings, q)
-            p = order[k]
-            cu[k - k0] = users[p]
-            ci[k - k0] = items[p]
-            cr[k - k0] = ratings[p]
+        _gather_chunk(users, items, ratings, order, k0, k1, cu, ci, cr)
         m = k1 - k0
         for t in range(m):
             if t + SGD_PREFETCH < m:
@@ -226,6 +226,6 @@ def warmup() -> None:
     predict_mf(users, items, P, Q, bu, bi, 3.0, np.empty(5))
     f32 = np.float32
     P32, Q32, bu32, bi32 = (a.astype(f32) for a in (P, Q, bu, bi))
-    sgd_epoch_lanes(users, items, ratings.astype(f32), np.arange(5, dtype=np.int64), P32, Q32, bu32, bi32, f32(3.0),
-                    f32(0.01), f32(0.1), f32(0.1), True)
+    sgd_epoch_lanes(users, items, ratings.astype(f32), np.arange(5, dtype=np.int32), P32, Q32, bu32, bi32, f32(3.0),
+                    f32(0.01), f32(0.1), f32(0.1), True)   # RegSVD's order is int32
     predict_mf(users, items, P32, Q32, bu32, bi32, 3.0, np.empty(5))
