@@ -25,6 +25,7 @@ The pairs (a peer that is not installed is reported as skipped):
 ``nmf/surprise-nmf``             NMF against Surprise's ``NMF``, 15 factors, Surprise's λ_u = λ_i = 0.06. Surprise
                                  multiplies each row's λ by its number of ratings; cofiviz's NMF penalises each row
                                  once, so its λ is 0.06 times the mean number of ratings of a row.
+``nmf/cornac-nmf``               NMF against Cornac's ``NMF`` (Surprise's algorithm in Cornac), the same settings.
 ``regsvd-als/lenskit-biasedmf``  RegSVD's ALS (λ times each row's ratings, ``reg_weighting="ratings"``) against
                                  LensKit's ``BiasedMFScorer`` (which weights λ alike), 50 factors, λ = 0.1.
 ``regsvd-sgd64/surprise-svd``    RegSVD's SGD in 64-bit floats (its default, one chain per dot product) against
@@ -35,6 +36,10 @@ The pairs (a peer that is not installed is reported as skipped):
                                  ``benchmarks/authors_cofirank.py``) on CofiRank's weak generalization of MovieLens 1M,
                                  N = 50, at the paper's settings (d = 100, λ = 10, 31 iterations). Seconds per
                                  iteration; the program's own wall time.
+
+Peers checked and not paired: implicit (its ALS, BPR and logistic MF learn from implicit feedback; none is a cofiviz
+model) and Cornac's ``MMMF`` (a BPR-style hinge loss on implicit feedback, not the ordinal MMMF of Rennie & Srebro
+that cofiviz implements). RecBole is not installed here.
 
 ``--json OUT`` writes one row per pair: ``pair``, ``label``, ``cofiviz_s`` and ``peer_s`` (seconds per epoch),
 ``ratio`` (peer / cofiviz: above 1, cofiviz is faster), ``cofiviz_ndcg``, ``peer_ndcg``, ``versions``, the runs'
@@ -176,14 +181,32 @@ def _cornac_svd(epochs: int, k: int, lr: float, reg: float) -> Side:
         model.fit(data)
         return model
 
-    def predict(model, split):
-        uid, iid = model.train_set.uid_map, model.train_set.iid_map
-        out = np.full(len(split.test), model.train_set.global_mean)
-        for p, (u, i) in enumerate(zip(split.test.users.astype(str), split.test.items.astype(str))):
-            if u in uid and i in iid:
-                out[p] = model.score(uid[u], iid[i])
-        return out
-    return Side(fit, predict, epochs)
+    return Side(fit, _cornac_predict, epochs)
+
+
+def _cornac_nmf(epochs: int, k: int, reg: float) -> Side:
+    import cornac
+    from cornac.data import Dataset
+
+    def fit(split, seed):
+        t = split.train
+        data = Dataset.from_uir(list(zip(t.users.astype(str), t.items.astype(str), t.ratings.astype(float))),
+                                seed=seed)
+        model = cornac.models.NMF(k=k, max_iter=epochs, lambda_u=reg, lambda_v=reg, use_bias=False, seed=seed,
+                                  verbose=False)
+        model.fit(data)
+        return model
+    return Side(fit, _cornac_predict, epochs)
+
+
+def _cornac_predict(model, split):
+    """Cornac's score of each test pair; the global mean where the user or item was not trained."""
+    uid, iid = model.train_set.uid_map, model.train_set.iid_map
+    out = np.full(len(split.test), model.train_set.global_mean)
+    for p, (u, i) in enumerate(zip(split.test.users.astype(str), split.test.items.astype(str))):
+        if u in uid and i in iid:
+            out[p] = model.score(uid[u], iid[i])
+    return out
 
 
 # ------------------------------------------------------------------------------------------------ the pairs
@@ -206,6 +229,7 @@ LABELS = {
     "regsvd-sgd/cornac-svd": "RegSVD SGD, float32 vs Cornac `SVD` (100 factors)",
     "svdpp/surprise-svdpp": "SVD++ vs Surprise `SVDpp` (20 factors)",
     "nmf/surprise-nmf": "NMF vs Surprise `NMF` (15 factors)",
+    "nmf/cornac-nmf": "NMF vs Cornac `NMF` (15 factors)",
     "regsvd-als/lenskit-biasedmf": "RegSVD ALS vs LensKit `BiasedMFScorer` (50 factors)",
     "cofirank/authors": "CofiRank vs the authors' C++ program (weak, N = 50, seconds per iteration)",
 }
@@ -236,6 +260,9 @@ def pairs(epochs: int, mean_count: float) -> dict[str, tuple[Callable[[], Side],
         "nmf/surprise-nmf": (
             lambda: _cofiviz(NMF, rank=15, reg=0.06 * mean_count, max_iter=epochs, tol=0.0),
             lambda: _surprise("NMF", epochs, n_factors=15, reg_pu=0.06, reg_qi=0.06), ("scikit-surprise",)),
+        "nmf/cornac-nmf": (
+            lambda: _cofiviz(NMF, rank=15, reg=0.06 * mean_count, max_iter=epochs, tol=0.0),
+            lambda: _cornac_nmf(epochs, 15, 0.06), ("cornac",)),
         "regsvd-als/lenskit-biasedmf": (
             lambda: _cofiviz(RegSVD, rank=50, solver="als", reg=0.1, reg_bias=0.1, max_iter=epochs, tol=0.0),
             lambda: _lenskit_biasedmf(epochs, 50, 0.1), ("lenskit", "torch")),
