@@ -43,8 +43,9 @@ LATE_FEATURES: dict[str, dict[str, tuple]] = {
     "gapfm": _ITEM_PRIOR,
     "llorma": _ITEM_PRIOR,
     "mmmf": _ITEM_PRIOR,
-    # SGD in 32-bit floats (:mod:`cofiviz.models.regsvd`): float64 is what it computed before
-    "regsvd": {"dtype": ("float64", ())},
+    # SGD in 32-bit floats and ALS by conjugate gradient (:mod:`cofiviz.models.regsvd`): float64 and the Cholesky
+    # solves are what it computed before
+    "regsvd": {"dtype": ("float64", ()), "als_solve": ("cholesky", ("cg_steps",))},
     "wlt": _ITEM_PRIOR,
 }
 
@@ -71,15 +72,21 @@ CHANGED_DEFAULTS: dict[str, dict[str, Any]] = {
 
 #: model name -> ``{parameter: (the parameter that decides, the value under which it is read)}``
 READ_ONLY_WHEN: dict[str, dict[str, tuple[str, Any]]] = {
-    "regsvd": {"reg_weighting": ("solver", "als")},
+    "regsvd": {"reg_weighting": ("solver", "als"), "als_solve": ("solver", "als"), "cg_steps": ("als_solve", "cg")},
     "gpor": {"evidence_users": ("hyperparameters", "evidence"), "evidence_iter": ("hyperparameters", "evidence")},
 }
 
 
 def _unread(klass, params: dict) -> set:
-    """The parameters of :data:`READ_ONLY_WHEN` that ``params`` (with the defaults) leaves unread."""
-    return {p for p, (other, value) in READ_ONLY_WHEN.get(klass.model_name(), {}).items()
-            if params.get(other, klass.param[other].default) != value}
+    """The parameters of :data:`READ_ONLY_WHEN` that ``params`` (with the defaults) leaves unread: those whose
+    deciding parameter has another value, or is unread itself (an option of an option)."""
+    rules = READ_ONLY_WHEN.get(klass.model_name(), {})
+    unread = {p for p, (other, value) in rules.items() if params.get(other, klass.param[other].default) != value}
+    while True:
+        more = {p for p, (other, _) in rules.items() if other in unread} - unread
+        if not more:
+            return unread
+        unread |= more
 
 
 def _same(value, neutral) -> bool:

@@ -321,3 +321,22 @@ def test_regsvds_float32_switch_keeps_float64_keys_and_keys_float32_apart():
     plain = Cell(model="regsvd", params={"max_iter": 2}, **base).key("v1")
     assert "dtype" not in key_defaults(RegSVD, {"max_iter": 2})
     assert Cell(model="regsvd", params={"max_iter": 2, "dtype": "float32"}, **base).key("v1") != plain
+
+
+def test_regsvds_conjugate_gradient_switch_keeps_cholesky_keys_and_keys_its_steps():
+    """RegSVD's ``als_solve`` came after its cells shipped: an ALS cell that leaves it at ``"cholesky"`` (what the ALS
+    computed before) keeps its key, with ``cg_steps`` out of it; a conjugate-gradient cell gets another key, and one
+    per number of steps; an SGD cell does not read either."""
+    from cofiviz.models import RegSVD
+    from cofiviz.result_keys import key_defaults
+
+    base = dict(protocol="lcr-weak", protocol_params={"n_train": 10}, seed=0, data={"name": "tiny"}, metrics=("ndcg@10",))
+
+    def key(**params):
+        return Cell(model="regsvd", params={"max_iter": 2, **params}, **base).key("v1")
+
+    assert not {"als_solve", "cg_steps"} & set(key_defaults(RegSVD, {"solver": "als"}))
+    assert key(solver="als", cg_steps=7) == key(solver="als")
+    cg = key(solver="als", als_solve="cg")
+    assert cg != key(solver="als") and cg != key(solver="als", als_solve="cg", cg_steps=3)
+    assert key(als_solve="cg", cg_steps=3) == key()

@@ -15,6 +15,7 @@ from cofiviz.datasets import synthetic
 from cofiviz.errors import ParameterError
 from cofiviz.evaluation import mean_metrics
 from cofiviz.models import ItemMean
+from cofiviz.lanes import dot8
 from cofiviz.models import _mf_kernels as mk
 from cofiviz.models.regsvd import RegSVD, regsvd_factors
 
@@ -45,6 +46,21 @@ class TestRegSVDALSContract(ModelContract):
         return RegSVD(**{"rank": 3, "max_iter": 5, "solver": "als", "reg": 2.0, **params})
 
 
+class TestRegSVDConjugateGradientContract(ModelContract):
+    bad_params = [{"als_solve": "lu"}, {"cg_steps": 0}]
+
+    def make_model(self, **params):
+        return RegSVD(**{"rank": 3, "max_iter": 5, "solver": "als", "als_solve": "cg", "reg": 2.0, **params})
+
+
+class TestRegSVDConjugateGradientFloat32Contract(ModelContract):
+    bad_params = [{"dtype": "float16"}]
+
+    def make_model(self, **params):
+        return RegSVD(**{"rank": 3, "max_iter": 5, "solver": "als", "als_solve": "cg", "dtype": "float32",
+                         "reg": 2.0, **params})
+
+
 @pytest.fixture(scope="module")
 def low_rank():
     r = synthetic("low_rank", n_users=200, n_items=150, density=0.3, rank=3, noise=0.1, item_bias=0.3, seed=2)
@@ -52,7 +68,9 @@ def low_rank():
 
 
 @pytest.mark.parametrize("solver, params", [("sgd", {"lr": 0.02, "reg": 0.02}), ("als", {"reg": 0.02}),
-                                            ("sgd", {"lr": 0.02, "reg": 0.02, "dtype": "float32"})])
+                                            ("sgd", {"lr": 0.02, "reg": 0.02, "dtype": "float32"}),
+                                            ("als", {"reg": 0.02, "als_solve": "cg"}),
+                                            ("als", {"reg": 0.02, "als_solve": "cg", "dtype": "float32"})])
 def test_fits_low_rank_ratings_and_beats_the_item_mean(low_rank, solver, params):
     s = low_rank
     m = RegSVD(rank=3, solver=solver, max_iter=60, tol=0, **params).fit(s.train)
@@ -299,8 +317,11 @@ def test_float32_sgd_follows_float64_and_keeps_its_type(low_rank, tmp_path):
 
 
 def test_float32_with_als_is_refused_naming_both_parameters(low_rank):
-    with pytest.raises(ParameterError, match="dtype='float32'.*solver='sgd'"):
+    RegSVD(solver="als", als_solve="cg", dtype="float32")   # the conjugate-gradient ALS has a float32 form
+    with pytest.raises(ParameterError, match="dtype='float32'.*solver='sgd'.*als_solve='cholesky'"):
         RegSVD(solver="als", dtype="float32")
+    with pytest.raises(ParameterError, match="dtype='float32'.*als_solve='cholesky'"):
+        RegSVD(solver="als", als_solve="cg", dtype="float32").set_params(als_solve="cholesky")
     with pytest.raises(ParameterError, match="dtype='float32'.*solver='sgd'"):
         RegSVD(solver="als").set_params(dtype="float32")
     m = RegSVD(solver="als")
@@ -315,11 +336,14 @@ import numpy as np
 from cofiviz.datasets import synthetic
 from cofiviz.models import RegSVD
 r = synthetic("low_rank", n_users=120, n_items=90, density=0.3, rank=3, noise=0.1, seed=5)
-m = RegSVD(rank=13, lr=0.02, reg=0.02, max_iter=5, tol=0, dtype="float32", seed=1).fit(r)
-sys.stdout.write(np.concatenate([m.P_.ravel(), m.Q_.ravel(), m.bu_, m.bi_]).tobytes().hex())
-from cofiviz.models import _mf_kernels as mk
-asm = "".join(mk.sgd_epoch_lanes.inspect_asm().values())
-sys.stdout.write(" zmm" if "%zmm" in asm else " ymm" if "%ymm" in asm else " xmm")
+fits = [RegSVD(rank=13, lr=0.02, reg=0.02, max_iter=5, tol=0, dtype="float32", seed=1).fit(r)]
+fits += [RegSVD(rank=13, solver="als", als_solve="cg", reg=0.05, max_iter=5, tol=0, dtype=dt, seed=1).fit(r)
+         for dt in ("float32", "float64")]
+sys.stdout.write("".join(np.concatenate([m.P_.ravel(), m.Q_.ravel(), m.bu_, m.bi_]).tobytes().hex() for m in fits))
+from cofiviz.models import _als_cg_kernels as cgk, _mf_kernels as mk
+for kernel in (mk.sgd_epoch_lanes, cgk.cg_half):
+    asm = "".join(kernel.inspect_asm().values())
+    sys.stdout.write(" zmm" if "%zmm" in asm else " ymm" if "%ymm" in asm else " xmm")
 """
 
 #: numba's target CPUs -> the instructions this CPU needs to run code compiled for it
@@ -328,9 +352,10 @@ _NUMBA_TARGETS = {"x86-64": set(), "haswell": {"avx2", "fma"},
 
 
 @pytest.mark.parametrize("cpu", list(_NUMBA_TARGETS))
-def test_float32_sgd_gives_the_same_bits_compiled_for_another_cpu(cpu, tmp_path):
+def test_float32_sgd_and_cg_als_give_the_same_bits_compiled_for_another_cpu(cpu, tmp_path):
     """numba compiles for the CPU it runs on: SSE2 only (x86-64), AVX2 with FMA (haswell) or AVX-512. The float32
-    epoch's operations are in a fixed order and never fused, so every target gives the same factors to the bit."""
+    epoch's and the conjugate-gradient sweep's operations are in a fixed order and never fused (the lanes of their
+    dot products one vector, whatever the registers), so every target gives the same factors to the bit."""
     import os
     import subprocess
     import sys
@@ -340,13 +365,144 @@ def test_float32_sgd_gives_the_same_bits_compiled_for_another_cpu(cpu, tmp_path)
     if _NUMBA_TARGETS[cpu] - cpu_flags():
         pytest.skip(f"this CPU cannot run code compiled for {cpu}")
     here = {}
-    fit = _FLOAT32_FIT.split("from cofiviz.models import _mf_kernels")[0]
+    fit = _FLOAT32_FIT.split("from cofiviz.models import _als_cg_kernels")[0]
     exec(compile(fit.replace("sys.stdout.write(", "here['out'] = ("), "<fit>", "exec"), {"here": here})
     # an empty feature list: the target's own instructions, not this CPU's
     env = {**os.environ, "NUMBA_CPU_NAME": cpu, "NUMBA_CPU_FEATURES": "", "NUMBA_CACHE_DIR": str(tmp_path)}
     out = subprocess.run([sys.executable, "-c", _FLOAT32_FIT], env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
-    bits, registers = out.stdout.split(" ")
+    bits, *registers = out.stdout.split(" ")
     # the target was taken: 128-bit registers only for plain x86-64, wider ones where the target has them
-    assert (registers == "xmm") == (cpu == "x86-64"), registers
+    assert all((reg == "xmm") == (cpu == "x86-64") for reg in registers), registers
     assert bits == here["out"]
+
+
+# ------------------------------------------------------------------------------- ALS by conjugate gradient
+def plain_cg_row(Yr, e, x, xb, lam, lam_b, s, steps, row_bias=True):
+    """Preconditioned conjugate gradient on one row's normal equations, formed with NumPy in float64: the change
+    of ``(x, x_b)`` after ``steps`` steps from zero (the module docstring of ``_als_cg_kernels``, eq 1)."""
+    n, r = Yr.shape
+    Yt = np.column_stack([Yr, np.ones(n)]) if row_bias else Yr
+    reg = s * np.array([lam] * r + ([lam_b] if row_bias else []))
+    A = Yt.T @ Yt + np.diag(reg)
+    g = Yt.T @ e - reg * np.append(x, xb)[: Yt.shape[1]]
+    minv = 1.0 / np.diag(A)
+    delta = np.zeros(len(g))
+    z = minv * g
+    p = z.copy()
+    rz = g @ z
+    for _ in range(steps):
+        Ap = A @ p
+        if not p @ Ap > 0:
+            break
+        alpha = rz / (p @ Ap)
+        delta += alpha * p
+        g = g - alpha * Ap
+        z = minv * g
+        rz, rz_old = g @ z, rz
+        if not rz_old > 0:
+            break
+        p = z + (rz / rz_old) * p
+    return delta, A, Yt.T @ e - reg * np.append(x, xb)[: Yt.shape[1]]
+
+
+def _cg_problem(rank, seed):
+    """12 users with 0 … 8 ratings each of 15 items (sorted by user, as a ``Ratings``), factors and offsets."""
+    from types import SimpleNamespace
+
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(0, 9, 12)
+    counts[0] = 0   # a user without ratings
+    users = np.repeat(np.arange(12), counts).astype(np.int32)
+    items = np.concatenate([np.sort(rng.choice(15, c, replace=False)) for c in counts]).astype(np.int32)
+    t = SimpleNamespace(users=users, items=items, ratings=rng.integers(1, 6, len(users)).astype(float),
+                        indptr=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), n_users=12)
+    P, Q = rng.normal(0, 0.5, (12, rank)), rng.normal(0, 0.5, (15, rank))
+    bu, bi = rng.normal(0, 0.3, 12), rng.normal(0, 0.3, 15)
+    return t, P, Q, bu, bi
+
+
+@settings(max_examples=40, deadline=None)
+@given(rank=st.integers(1, 12), steps=st.integers(1, 4), seed=st.integers(0, 2**32 - 1),
+       per_rating=st.booleans(), row_bias=st.booleans())
+def test_cg_half_is_preconditioned_conjugate_gradient_on_each_rows_normal_equations(rank, steps, seed, per_rating,
+                                                                                   row_bias):
+    from cofiviz.models import _als_cg_kernels as cgk
+
+    t, P, Q, bu, bi = _cg_problem(rank, seed)
+    mu, lam, lam_b = 3.2, 0.3, 0.2
+    res = np.empty(len(t.users))
+    cgk.residuals(t.users, t.items, t.ratings, P, Q, bu, bi, mu, res)
+    P0, bu0, res0 = P.copy(), bu.copy(), res.copy()
+    cgk.cg_half(t.indptr, np.arange(len(t.users), dtype=np.int64), t.items, Q, P, bu, res, lam, lam_b, row_bias,
+                per_rating, steps)
+    for u in range(t.n_users):
+        rows = np.flatnonzero(t.users == u)
+        if len(rows) == 0:   # the ridge solution of a row without ratings
+            assert not P[u].any() and (bu[u] == 0.0 or not row_bias)
+            continue
+        s = len(rows) if per_rating else 1
+        delta, _, _ = plain_cg_row(Q[t.items[rows]], res0[rows], P0[u], bu0[u], lam, lam_b, s, steps, row_bias)
+        np.testing.assert_allclose(P[u], P0[u] + delta[:rank], rtol=1e-9, atol=1e-11)
+        np.testing.assert_allclose(bu[u], bu0[u] + (delta[rank] if row_bias else 0.0), rtol=1e-9, atol=1e-11)
+    # the residuals it leaves are those of its result
+    fresh = np.empty(len(t.users))
+    cgk.residuals(t.users, t.items, t.ratings, P, Q, bu, bi, mu, fresh)
+    np.testing.assert_allclose(res, fresh, rtol=0, atol=1e-12)
+
+
+def test_cg_steps_enough_for_the_rows_size_reach_the_exact_ridge_solution():
+    """In exact arithmetic d conjugate-gradient steps solve a d × d system: with as many steps as a row has unknowns
+    the item rows are those of the Cholesky solve, and the fits agree."""
+    s = planted(seed=3)
+    common = dict(rank=3, solver="als", reg=0.4, reg_bias=0.6, max_iter=4, tol=0, seed=2)
+    exact = RegSVD(**common).fit(s.train)
+    cg = RegSVD(**common, als_solve="cg", cg_steps=8).fit(s.train)
+    for a, b in ((exact.P_, cg.P_), (exact.Q_, cg.Q_), (exact.bu_, cg.bu_), (exact.bi_, cg.bi_)):
+        np.testing.assert_allclose(b, a, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose([h["loss"] for h in cg.history_], [h["loss"] for h in exact.history_], rtol=1e-9)
+
+
+def test_cg_als_lowers_the_weighted_objective_at_every_sweep_and_ranks_as_the_exact_one(low_rank):
+    """Each conjugate-gradient step minimises the row's objective along its direction from the row's current value,
+    so the objective never rises; two steps a sweep end where the exact ALS does."""
+    s = low_rank
+    t = s.train
+    values = [weighted_objective(RegSVD(rank=3, solver="als", als_solve="cg", cg_steps=1, reg=0.05, max_iter=k,
+                                        tol=0, seed=1).fit(t), t) for k in range(1, 10)]
+    assert all(b <= a * (1 + 1e-12) for a, b in zip(values, values[1:]))
+    common = dict(rank=3, solver="als", reg=0.05, max_iter=30, tol=0, seed=1)
+    exact = RegSVD(**common).fit(t)
+    for dtype in ("float64", "float32"):
+        cg = RegSVD(**common, als_solve="cg", dtype=dtype).fit(t)
+        assert weighted_objective(cg, t) == pytest.approx(weighted_objective(exact, t), rel=1e-3)
+        got, want = (mean_metrics(m, s.test, ["ndcg@10"])["ndcg@10"] for m in (cg, exact))
+        assert got == pytest.approx(want, abs=2e-3)
+
+
+def test_float32_cg_als_follows_float64_and_keeps_its_type(low_rank, tmp_path):
+    s = low_rank
+    fits = {dt: RegSVD(rank=3, solver="als", als_solve="cg", reg=0.05, max_iter=15, tol=0, seed=4, dtype=dt)
+            .fit(s.train) for dt in ("float64", "float32")}
+    m32 = fits["float32"]
+    assert all(a.dtype == np.float32 for a in (m32.P_, m32.Q_, m32.bu_, m32.bi_, m32._residual))
+    s64, s32 = (m.score(s.test.users, s.test.items) for m in (fits["float64"], m32))
+    assert np.max(np.abs(s64 - s32)) < 1e-3
+    assert m32.history_[-1]["loss"] == pytest.approx(fits["float64"].history_[-1]["loss"], rel=1e-4)
+    m32.save(tmp_path / "m")
+    np.testing.assert_array_equal(RegSVD.load(tmp_path / "m").score(s.test.users, s.test.items), s32)
+
+
+@numba.njit(cache=True)
+def _dot8_prefix(x, y, n):
+    return dot8(x, y, n)
+
+
+@settings(max_examples=60, deadline=None)
+@given(length=st.integers(0, 40), cut=st.integers(0, 40), seed=st.integers(0, 2**32 - 1),
+       dtype=st.sampled_from([np.float32, np.float64]))
+def test_dot8_of_a_prefix_adds_in_the_documented_order(length, cut, seed, dtype):
+    n = min(cut, length)
+    rng = np.random.default_rng(seed)
+    x, y = rng.normal(size=length).astype(dtype), rng.normal(size=length).astype(dtype)
+    assert _dot8_prefix(x, y, n) == plain_dot_lanes(x[:n], y[:n])

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from ..lanes import dot8
 from ..prefetch import prefetch
 
 __all__ = ["sgd_epoch", "sgd_epoch_lanes", "predict_mf", "SGD_LANES", "SGD_CHUNK", "SGD_PREFETCH", "SGD_GATHER_AHEAD",
@@ -108,30 +109,9 @@ def _dot_lanes(x, y):
     """``x·y`` in :data:`SGD_LANES` partial sums: with ``c8 = r − r mod 8``, entry ``c < c8`` is added to sum
     ``c mod 8`` and the entries ``c8 … r−1`` to sum 0, each sum in order of ``c``; the sums are then added pairwise,
     ``((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))``. A fixed order of operations, so the same bits on every
-    CPU, in the precision of ``x`` and ``y``."""
-    r = x.shape[0]
-    z = np.float32(0.0)   # the sums take the type of the products (float32 stays float32)
-    s0 = z
-    s1 = z
-    s2 = z
-    s3 = z
-    s4 = z
-    s5 = z
-    s6 = z
-    s7 = z
-    c8 = r - r % 8
-    for c in range(0, c8, 8):
-        s0 += x[c] * y[c]
-        s1 += x[c + 1] * y[c + 1]
-        s2 += x[c + 2] * y[c + 2]
-        s3 += x[c + 3] * y[c + 3]
-        s4 += x[c + 4] * y[c + 4]
-        s5 += x[c + 5] * y[c + 5]
-        s6 += x[c + 6] * y[c + 6]
-        s7 += x[c + 7] * y[c + 7]
-    for c in range(c8, r):
-        s0 += x[c] * y[c]
-    return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+    CPU, in the precision of ``x`` and ``y`` (1-D, C-contiguous); the eight sums are one SIMD vector
+    (:func:`cofiviz.lanes.dot8`)."""
+    return dot8(x, y, x.shape[0])
 
 
 @njit(cache=True)

@@ -20,12 +20,20 @@ and LensKit's ALS also follow). The ALS solver minimises that same objective by 
 (``reg_weighting="ratings"``), so that one λ means the same for both solvers; ``reg_weighting="none"`` gives the
 plain penalty above, with which a λ suited to SGD lets ALS overfit users and items with many ratings.
 
+``als_solve="cg"`` solves each row of an ALS half-sweep by ``cg_steps`` conjugate-gradient steps from the row's
+current value instead of exactly (``_als_cg_kernels``: the warm-started conjugate-gradient ALS of Takács, Pilászy &
+Tikk, RecSys 2011, preconditioned by the diagonal). A step costs ``2(r+1)`` multiply-adds per rating where the exact
+solve forms normal equations of ``(r+1)²/2`` per rating, so a sweep at rank 50 takes a fraction of the time; the
+row is not solved to the end, but the next sweep starts from where it stopped, and on MovieLens 1M the fits rank as
+the exact ones do (``benchmarks/bench_peers.py``). It also runs in 32-bit floats (``dtype="float32"``).
+
 ``dtype="float32"`` runs SGD in 32-bit floats: factors, offsets and the update's arithmetic, each prediction's dot
 product in eight partial sums (``_mf_kernels.sgd_epoch_lanes``), about half the time of an epoch in 64 bits
 (``benchmarks/bench_peers.py``). Its loss is the training mean squared error seen during the epoch, each entry's
 error before its update (the one Surprise's and Cornac's SGD see), instead of a further pass over the entries after
 it. Its operations are in a fixed order, so a seed gives the same numbers on every CPU, but not the numbers of
-``dtype="float64"``.
+``dtype="float64"``. With the conjugate-gradient ALS it is that solver's arithmetic in 32 bits (the loss is the same
+mean squared error after each sweep); the exact ALS works in float64 only.
 
 It is a ranking baseline of LCR's Table 2 and the source of LCR's distances: the angle
 between two users' (items') rows of ``P`` (``Q``) defines the neighbourhoods of the local models
@@ -40,6 +48,7 @@ import param
 from ..datasets import tiny
 from ..errors import DataError, ParameterError
 from ..ratings import Ratings
+from . import _als_cg_kernels as cgk
 from . import _wals_kernels as wk
 from . import _mf_kernels as mk
 from .base import Model
@@ -63,12 +72,17 @@ class RegSVD(StopsOnRMSE, Model):
     lr : float
         SGD learning rate (unused by ALS).
     solver : {"sgd", "als"}
+    als_solve : {"cholesky", "cg"}
+        How ALS solves each row: exactly, by the Cholesky factor of its normal equations (default), or by
+        ``cg_steps`` preconditioned conjugate-gradient steps from its current value (see the module docstring).
+    cg_steps : int
+        The conjugate-gradient steps of each row and half-sweep (``als_solve="cg"``).
     reg_weighting : {"ratings", "none"}
         The ALS solver's penalty of a row: λ times the row's number of ratings, what an SGD epoch applies
         (default), or λ alone. SGD is unaffected.
     dtype : {"float64", "float32"}
-        The floats of SGD (ALS: float64 only): 64-bit with one chain of additions per dot product, or 32-bit with
-        eight partial sums and the loss seen during each epoch (about twice as fast; see the module docstring).
+        The floats of SGD and of the conjugate-gradient ALS (the exact ALS: float64 only): 64-bit, or 32-bit (SGD:
+        eight partial sums per dot product and the loss seen during each epoch; about twice as fast).
     biased : bool
         Learn the user and item offsets b_u, b_i.
     center : bool
@@ -97,10 +111,13 @@ class RegSVD(StopsOnRMSE, Model):
     lr = param.Number(default=0.01, bounds=(0.0, None), inclusive_bounds=(False, True),
                       doc="SGD learning rate (not used by ALS).")
     solver = param.Selector(default="sgd", objects=["sgd", "als"], doc="Stochastic gradient descent or ALS.")
+    als_solve = param.Selector(default="cholesky", objects=["cholesky", "cg"],
+                               doc="ALS: each row solved exactly (Cholesky) or by conjugate-gradient steps.")
+    cg_steps = param.Integer(default=2, bounds=(1, 100), doc="ALS by conjugate gradient: steps per row and half-sweep.")
     reg_weighting = param.Selector(default="ratings", objects=["ratings", "none"],
                                    doc="ALS: λ times each row's number of ratings (as SGD applies it), or λ alone.")
     dtype = param.Selector(default="float64", objects=["float64", "float32"],
-                           doc="SGD in 64-bit floats, or in 32-bit ones with eight partial sums per dot product.")
+                           doc="SGD or conjugate-gradient ALS in 64-bit floats, or in 32-bit ones.")
     biased = param.Boolean(default=True, doc="Learn user and item offsets.")
     center = param.Boolean(default=True, doc="Predict around the global mean μ (False: μ = 0, plain SVD of the ratings).")
     init = param.Selector(default="normal", objects=["normal", "uniform"],
@@ -118,9 +135,10 @@ class RegSVD(StopsOnRMSE, Model):
         self._check_dtype()
 
     def _check_dtype(self) -> None:
-        if self.dtype != "float64" and self.solver != "sgd":
-            raise ParameterError(f"RegSVD: dtype={self.dtype!r} is implemented for solver='sgd' only; the ALS solver "
-                                 f"works in float64 (dtype='float64')")
+        if self.dtype != "float64" and self.solver == "als" and self.als_solve != "cg":
+            raise ParameterError(f"RegSVD: dtype={self.dtype!r} is implemented for solver='sgd' and for the ALS "
+                                 f"solver with als_solve='cg'; the exact ALS (als_solve={self.als_solve!r}) works in "
+                                 f"float64 (dtype='float64')")
 
     def _divergence_hint(self) -> tuple[tuple[str, str], ...]:
         """ALS has no learning rate: only ``reg`` keeps its ridge solves stable."""
@@ -141,26 +159,53 @@ class RegSVD(StopsOnRMSE, Model):
         self._users = train.users
         self._items = train.items
         self._ratings = train.ratings
-        if self.dtype == "float32":   # the same draws, rounded
-            self.P_, self.Q_, self.bu_, self.bi_ = (a.astype(np.float32) for a in (self.P_, self.Q_, self.bu_, self.bi_))
-            self._ratings32 = train.ratings.astype(np.float32)
+        dtype = np.dtype(self.dtype)
+        if dtype != np.float64:   # the same draws, rounded
+            self.P_, self.Q_, self.bu_, self.bi_ = (a.astype(dtype) for a in (self.P_, self.Q_, self.bu_, self.bi_))
+            self._ratings32 = train.ratings.astype(dtype)
+        if self.dtype == "float32" and self.solver == "sgd":
             self._identity = np.arange(len(train), dtype=np.int32 if len(train) < 2**31 else np.int64)
             self._order = self._identity.copy()
         self._rng = rng
         self._reset_rmse()
         # the step's predictions and residuals, reused by every iteration
         self._pred = np.empty(len(self._ratings))
-        self._residual = np.empty(len(self._ratings))
+        self._residual = np.empty(len(self._ratings), dtype=dtype if self._cg else np.float64)
         if self.solver == "als":
             self._indptr = train.indptr
             self._upos = np.arange(len(train), dtype=np.int64)
             self._iptr, self._ipos = train.item_index()
             self._ones_u = np.ones((1, m))
             self._ones_i = np.ones((1, n))
+        if self._cg:   # the residuals the first sweep starts from; each sweep leaves those of its own result
+            self._cg_residuals()
+
+    @property
+    def _cg(self) -> bool:
+        return self.solver == "als" and self.als_solve == "cg"
+
+    def _cg_residuals(self) -> float:
+        """Each training entry's residual at the current factors, into ``_residual``; returns their mean square."""
+        t = self.P_.dtype.type
+        ratings = self._ratings if self.P_.dtype == np.float64 else self._ratings32
+        sse = cgk.residuals(self._users, self._items, ratings, self.P_, self.Q_, self.bu_, self.bi_,
+                            t(self.mu_[0]), self._residual)
+        return sse / len(ratings)
+
+    def _cg_sweep(self) -> float:
+        """One sweep of the conjugate-gradient ALS (users, then items); the training MSE after it."""
+        t = self.P_.dtype.type
+        lam, lam_b = t(self.reg), t(self.reg_bias)
+        b, w, k = bool(self.biased), self.reg_weighting == "ratings", int(self.cg_steps)
+        cgk.cg_half(self._indptr, self._upos, self._items, self.Q_, self.P_, self.bu_, self._residual, lam, lam_b,
+                    b, w, k)
+        cgk.cg_half(self._iptr, self._ipos, self._users, self.P_, self.Q_, self.bi_, self._residual, lam, lam_b,
+                    b, w, k)
+        return self._cg_residuals()
 
     def _step(self, iteration: int) -> float:
         mu = float(self.mu_[0])
-        if self.dtype == "float32":
+        if self.dtype == "float32" and self.solver == "sgd":
             f32 = np.float32
             order = self._order   # the permutation rng.permutation draws (the float64 epoch's order), as int32
             order[:] = self._identity
@@ -169,6 +214,10 @@ class RegSVD(StopsOnRMSE, Model):
                                      self.bi_, f32(mu), f32(self.lr), f32(self.reg), f32(self.reg_bias),
                                      bool(self.biased))
             mse = sse / len(self._ratings)
+            self._record_mse(mse)
+            return mse
+        if self._cg:
+            mse = self._cg_sweep()
             self._record_mse(mse)
             return mse
         if self.solver == "sgd":
@@ -227,6 +276,9 @@ def warmup() -> None:
     wk.warmup()
     mk.warmup()
     train = tiny()
+    cgk.warmup()
     for solver in ("sgd", "als"):
         RegSVD(rank=2, max_iter=2, solver=solver).fit(train).score([0, 1], [1, 2])
+    for dtype in ("float64", "float32"):
+        RegSVD(rank=2, max_iter=2, solver="als", als_solve="cg", dtype=dtype).fit(train).score([0, 1], [1, 2])
     RegSVD(rank=2, max_iter=2, dtype="float32").fit(train).score([0, 1], [1, 2])
