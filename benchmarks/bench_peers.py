@@ -26,8 +26,13 @@ The pairs (a peer that is not installed is reported as skipped):
                                  multiplies each row's λ by its number of ratings; cofiviz's NMF penalises each row
                                  once, so its λ is 0.06 times the mean number of ratings of a row.
 ``nmf/cornac-nmf``               NMF against Cornac's ``NMF`` (Surprise's algorithm in Cornac), the same settings.
-``regsvd-als/lenskit-biasedmf``  RegSVD's ALS (λ times each row's ratings, ``reg_weighting="ratings"``) against
-                                 LensKit's ``BiasedMFScorer`` (which weights λ alike), 50 factors, λ = 0.1.
+``regsvd-als/lenskit-biasedmf``  RegSVD's ALS by conjugate gradient in 32-bit floats (``als_solve="cg"``, its default
+                                 ``cg_steps``, ``dtype="float32"``; λ times each row's ratings,
+                                 ``reg_weighting="ratings"``) against LensKit's ``BiasedMFScorer`` (exact solves in
+                                 32-bit floats, λ weighted alike, its biases learned once beforehand), 50 factors,
+                                 λ = 0.1.
+``regsvd-als-exact/lenskit-biasedmf``  RegSVD's exact ALS (its default, Cholesky solves in 64-bit floats) against
+                                 the same: what the exact default costs.
 ``regsvd-sgd64/surprise-svd``    RegSVD's SGD in 64-bit floats (its default, one chain per dot product) against
                                  Surprise's ``SVD``, as above: what the default costs.
 ``regsvd-sgd/cornac-svd``        RegSVD's SGD in 32-bit floats against Cornac's ``SVD`` (biased SGD, 32-bit), 100
@@ -230,7 +235,8 @@ LABELS = {
     "svdpp/surprise-svdpp": "SVD++ vs Surprise `SVDpp` (20 factors)",
     "nmf/surprise-nmf": "NMF vs Surprise `NMF` (15 factors)",
     "nmf/cornac-nmf": "NMF vs Cornac `NMF` (15 factors)",
-    "regsvd-als/lenskit-biasedmf": "RegSVD ALS vs LensKit `BiasedMFScorer` (50 factors)",
+    "regsvd-als/lenskit-biasedmf": "RegSVD ALS, conjugate gradient, float32 vs LensKit `BiasedMFScorer` (50 factors)",
+    "regsvd-als-exact/lenskit-biasedmf": "RegSVD ALS, exact (default) vs LensKit `BiasedMFScorer` (50 factors)",
     "cofirank/authors": "CofiRank vs the authors' C++ program (weak, N = 50, seconds per iteration)",
 }
 
@@ -244,6 +250,7 @@ def pairs(epochs: int, mean_count: float) -> dict[str, tuple[Callable[[], Side],
     sgd = {"rank": 100, "lr": 0.005, "reg": 0.02, "reg_bias": 0.02, "max_iter": epochs, "tol": 0.0,
            "init_scale": 0.01}
     surprise_svd = {"n_factors": 100, "lr_all": 0.005, "reg_all": 0.02, "init_std_dev": 0.01}
+    als = {"rank": 50, "solver": "als", "reg": 0.1, "reg_bias": 0.1, "max_iter": epochs, "tol": 0.0}
     return {
         "regsvd-sgd/surprise-svd": (
             lambda: _cofiviz(RegSVD, **sgd, dtype="float32"),
@@ -264,7 +271,10 @@ def pairs(epochs: int, mean_count: float) -> dict[str, tuple[Callable[[], Side],
             lambda: _cofiviz(NMF, rank=15, reg=0.06 * mean_count, max_iter=epochs, tol=0.0),
             lambda: _cornac_nmf(epochs, 15, 0.06), ("cornac",)),
         "regsvd-als/lenskit-biasedmf": (
-            lambda: _cofiviz(RegSVD, rank=50, solver="als", reg=0.1, reg_bias=0.1, max_iter=epochs, tol=0.0),
+            lambda: _cofiviz(RegSVD, **als, als_solve="cg", dtype="float32"),
+            lambda: _lenskit_biasedmf(epochs, 50, 0.1), ("lenskit", "torch")),
+        "regsvd-als-exact/lenskit-biasedmf": (
+            lambda: _cofiviz(RegSVD, **als),
             lambda: _lenskit_biasedmf(epochs, 50, 0.1), ("lenskit", "torch")),
     }
 

@@ -47,6 +47,8 @@ LATE_FEATURES: dict[str, dict[str, tuple]] = {
     # solves are what it computed before
     "regsvd": {"dtype": ("float64", ()), "als_solve": ("cholesky", ("cg_steps",))},
     "wlt": _ITEM_PRIOR,
+    # where the NDCG / ERU assignment starts (:mod:`cofiviz.models.cofirank`): "scores" is what it computed before
+    "cofirank": {"assignment_start": ("scores", ())},
 }
 
 #: model name -> ``{parameter: the value that computes what the model computed before the parameter existed}``

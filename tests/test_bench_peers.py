@@ -19,7 +19,8 @@ import bench_peers  # noqa: E402
 #: the distribution each pair's peer imports
 PEER_MODULE = {"regsvd-sgd/surprise-svd": "surprise", "regsvd-sgd64/surprise-svd": "surprise",
                "regsvd-sgd/cornac-svd": "cornac", "svdpp/surprise-svdpp": "surprise",
-               "nmf/surprise-nmf": "surprise", "nmf/cornac-nmf": "cornac", "regsvd-als/lenskit-biasedmf": "lenskit"}
+               "nmf/surprise-nmf": "surprise", "nmf/cornac-nmf": "cornac", "regsvd-als/lenskit-biasedmf": "lenskit",
+               "regsvd-als-exact/lenskit-biasedmf": "lenskit"}
 
 
 @pytest.fixture(scope="module")

@@ -340,3 +340,15 @@ def test_regsvds_conjugate_gradient_switch_keeps_cholesky_keys_and_keys_its_step
     cg = key(solver="als", als_solve="cg")
     assert cg != key(solver="als") and cg != key(solver="als", als_solve="cg", cg_steps=3)
     assert key(als_solve="cg", cg_steps=3) == key()
+
+
+def test_cofiranks_assignment_start_keeps_the_keys_of_the_scores_start():
+    """CofiRank's ``assignment_start`` came after its cells shipped: ``"scores"`` (its default, what it computed
+    before) stays out of keys; ``"gains"`` gets keys of its own."""
+    from cofiviz.models import CofiRank
+    from cofiviz.result_keys import key_defaults
+
+    base = dict(protocol="lcr-weak", protocol_params={"n_train": 10}, seed=0, data={"name": "tiny"}, metrics=("ndcg@10",))
+    assert "assignment_start" not in key_defaults(CofiRank, {"max_iter": 2})
+    plain = Cell(model="cofirank", params={"max_iter": 2}, **base).key("v1")
+    assert Cell(model="cofirank", params={"max_iter": 2, "assignment_start": "gains"}, **base).key("v1") != plain

@@ -9,7 +9,7 @@ from hypothesis.extra import numpy as hnp
 from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 from cofiviz.errors import ParameterError
-from cofiviz.solvers.lap import assignment_workspace, lap_rank2, linear_sum_assignment
+from cofiviz.solvers.lap import assignment_workspace, lap_rank2, lap_rank2_free, linear_sum_assignment
 
 SETTINGS = settings(max_examples=150, deadline=None)
 
@@ -106,3 +106,48 @@ def test_rank_two_with_long_tails_matches_scipy(n, k):
         r, cc = scipy_lsa(C)
         assert sorted(col4row.tolist()) == list(range(n))
         np.testing.assert_allclose(total, C[r, cc].sum(), atol=1e-10)
+
+
+@SETTINGS
+@given(st.integers(2, 40), st.integers(0, 2**31 - 1), st.booleans(), st.sampled_from(["random", "lexicographic"]))
+def test_rank_two_started_free_on_any_k_items_reaches_the_same_minimum(n, seed, ties, guess):
+    """``lap_rank2_free`` starts the tail rows on the items not marked free, with their optimal duals: whatever
+    the ``k`` free items (a random set, or the top of the maximiser the gains alone give), the minimum is the
+    dense solver's."""
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(1, n))
+    a = 1.0 / np.log2(np.arange(n) + 2.0)
+    a[k:] = 0.0
+    b = (2.0 ** rng.integers(1, 6, n) - 1) if ties else rng.random(n)
+    b = b / b.sum()
+    c = (np.arange(n) + 1.0) ** -0.25
+    f = rng.normal(scale=10.0 ** rng.uniform(-4, 1), size=n)
+    if ties:
+        f = np.round(f, 1)
+    if guess == "random":
+        top = rng.choice(n, k, replace=False)
+    else:
+        top = np.lexsort((-f, b))[:k]
+    free = np.zeros(n, dtype=bool)
+    free[top] = True
+    C = np.outer(a, b) - np.outer(c, f)
+    col4row = np.empty(n, dtype=np.int64)
+    wf, wi = assignment_workspace(n)
+    total = lap_rank2_free(a, b, c, f, free, col4row, wf, wi)
+    assert sorted(col4row.tolist()) == list(range(n))
+    r, cc = scipy_lsa(C)
+    scale = np.abs(C).max()
+    np.testing.assert_allclose(total, C[r, cc].sum(), atol=1e-12 * scale * n)
+    np.testing.assert_allclose(C[np.arange(n), col4row].sum(), total, atol=1e-12 * scale * n)
+
+
+def test_an_empty_free_mask_is_lap_rank2():
+    rng = np.random.default_rng(5)
+    n, k = 30, 10
+    a = 1.0 / np.log2(np.arange(n) + 2.0)
+    a[k:] = 0.0
+    b, c, f = rng.random(n), (np.arange(n) + 1.0) ** -0.25, rng.normal(size=n)
+    got, want = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    wf, wi = assignment_workspace(n)
+    assert lap_rank2_free(a, b, c, f, np.zeros(0, dtype=bool), got, wf, wi) == lap_rank2(a, b, c, f, want, wf, wi)
+    np.testing.assert_array_equal(got, want)

@@ -15,7 +15,7 @@ from numba import njit, prange
 from ..errors import ParameterError
 from .pairwise import level_costs, ordinal_loss_grad, pairs_loss_grad
 from .regression import regression_loss_grad
-from .structured import (REFERENCE_CODES, REFERENCE_ORDERS, _gains_inplace, _normalize_gains,
+from .structured import (ASSIGNMENT_STARTS, REFERENCE_CODES, REFERENCE_ORDERS, _gains_inplace, _normalize_gains,
                          _reference_weights_inplace, c_vector, eru_discounts, ndcg_discounts, structured_loss_grad)
 
 __all__ = ["LOSS_CODES", "LOSS_NAMES", "USER_WEIGHTS", "build_loss_data", "user_loss_grad",
@@ -54,7 +54,7 @@ def _prepare_structured(indptr, y, a, c, kind, neutral, ref_mode, b, w, dconst):
 def build_loss_data(indptr, ratings, loss: str = "ndcg", *, k: int = 10, c_exponent: float = -0.25,
                     reference: str = "rating", pair_cost: str = "uniform", normalize_pairs: bool = True,
                     eru_neutral: float = 3.0, eru_halflife: float = 5.0, rating_values=None,
-                    precompute: bool = False, user_weight: str = "one") -> tuple:
+                    precompute: bool = False, user_weight: str = "one", assignment_start: str = "scores") -> tuple:
     """Pack per-user loss inputs for :func:`user_loss_grad`.
 
     Parameters
@@ -77,6 +77,9 @@ def build_loss_data(indptr, ratings, loss: str = "ndcg", *, k: int = 10, c_expon
         Weight of each user's loss: 1 (the papers' sum over users), or the user's number of ratings
         ``n_u``: ``n_u · l(f_u, y_u)``, which at λ is the unweighted problem at ``λ / n_u`` for every user
         with ``n_u`` ratings (see :class:`cofiviz.models.CofiRank`'s ``user_weight``).
+    assignment_start : {"scores", "gains"}
+        Where the structured losses' assignment starts its searches (``structured_loss_grad``'s ``start``):
+        the same minimum either way, ``"gains"`` in fewer steps once the scores are small next to the gains.
     precompute : bool
         Store the structured losses' normalised gains ``b`` and reference weights ``w`` (two floats
         per rating, 9.8 MB at EachMovie size) instead of recomputing them for a user at each
@@ -87,16 +90,18 @@ def build_loss_data(indptr, ratings, loss: str = "ndcg", *, k: int = 10, c_expon
     Returns
     -------
     tuple
-        ``(code, indptr, y, b, w, dconst, level, a, c, C, normalize, kind, neutral, ref_mode, by_length)`` —
+        ``(code, indptr, y, b, w, dconst, level, a, c, C, normalize, kind, neutral, ref_mode, by_length, start)`` —
         arrays and scalars only, ready for numba (``b`` normalised gains and ``w`` reference weights of
         the structured losses, empty when computed per evaluation; ``level`` rating levels of the
         pairwise ones; ``kind``, ``neutral``, ``ref_mode`` what :func:`_user_structured_inputs` needs;
-        ``by_length`` whether each user's loss is multiplied by its ``n_u``).
+        ``by_length`` whether each user's loss is multiplied by its ``n_u``; ``start`` the assignment's start).
     """
     if loss not in LOSS_CODES:
         raise ParameterError(f"loss must be one of {LOSS_NAMES}, got {loss!r}")
     if reference not in REFERENCE_ORDERS:
         raise ParameterError(f"reference must be one of {REFERENCE_ORDERS}, got {reference!r}")
+    if assignment_start not in ASSIGNMENT_STARTS:
+        raise ParameterError(f"assignment_start must be one of {ASSIGNMENT_STARTS}, got {assignment_start!r}")
     if user_weight not in USER_WEIGHTS:
         raise ParameterError(f"user_weight must be one of {USER_WEIGHTS}, got {user_weight!r}")
     if int(k) < 1:
@@ -130,7 +135,7 @@ def build_loss_data(indptr, ratings, loss: str = "ndcg", *, k: int = 10, c_expon
         level = np.zeros(0, dtype=np.int32)
         C = np.zeros((1, 1))
     return (code, indptr, y, b, w, dconst, level, a, c, C, bool(normalize_pairs), kind, float(eru_neutral),
-            REFERENCE_CODES[reference], user_weight == "n_ratings")
+            REFERENCE_CODES[reference], user_weight == "n_ratings", ASSIGNMENT_STARTS.index(assignment_start))
 
 
 @njit(cache=True, nogil=True)
@@ -140,7 +145,7 @@ def user_loss_grad(data, u, f, g, col4row, wf, wi):
     ``col4row``, ``wf``, ``wi``: scratch arrays of at least ``n`` int64, ``5 n`` float64 and
     ``max(5 n, 2 L)`` int64 entries (``n`` the user's items, ``L`` the rows of the pair-cost table).
     """
-    code, indptr, y, b, w, dconst, level, a, c, C, normalize, kind, neutral, ref_mode, by_length = data
+    code, indptr, y, b, w, dconst, level, a, c, C, normalize, kind, neutral, ref_mode, by_length, start = data
     lo = indptr[u]
     hi = indptr[u + 1]
     n = hi - lo
@@ -148,14 +153,14 @@ def user_loss_grad(data, u, f, g, col4row, wf, wi):
         return 0.0
     if code == 0 or code == 4:
         if b.shape[0] > 0:
-            loss = structured_loss_grad(f, b[lo:hi], w[lo:hi], a, c, dconst[u], g, col4row, wf, wi)
+            loss = structured_loss_grad(f, b[lo:hi], w[lo:hi], a, c, dconst[u], g, col4row, wf, wi, start)
         else:
             # the gains and weights go at the end of wf, clear of the assignment's first 3 n entries
             m = wf.shape[0]
             bu = wf[m - 2 * n:m - n]
             wu = wf[m - n:m]
             const = _user_structured_inputs(y[lo:hi], a, c, kind, neutral, ref_mode, bu, wu)
-            loss = structured_loss_grad(f, bu, wu, a, c, const, g, col4row, wf, wi)
+            loss = structured_loss_grad(f, bu, wu, a, c, const, g, col4row, wf, wi, start)
     elif code == 1:
         loss = ordinal_loss_grad(f, level[lo:hi], C, normalize, g, wf, wi)
     elif code == 2:

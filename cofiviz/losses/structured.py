@@ -46,14 +46,16 @@ from numba import njit
 
 from .. import elementary
 from ..errors import ParameterError
-from ..solvers.lap import lap_rank2
+from ..solvers.lap import lap_rank2, lap_rank2_free
 from .pairwise import check_scored_list
 
 __all__ = ["ndcg_loss", "eru_loss", "ndcg_regret", "eru_regret", "structured_loss_curve",
            "structured_loss_grad", "c_vector", "ndcg_discounts", "eru_discounts", "normalized_gains",
-           "reference_weights", "REFERENCE_ORDERS"]
+           "reference_weights", "REFERENCE_ORDERS", "ASSIGNMENT_STARTS"]
 
 REFERENCE_ORDERS = ("rating", "item_id", "tie_average")
+#: where the loss-augmented assignment starts its searches (``structured_loss_grad``'s ``start``)
+ASSIGNMENT_STARTS = ("scores", "gains")
 REFERENCE_CODES = {"rating": 0, "item_id": 1, "tie_average": 2}
 
 
@@ -192,7 +194,7 @@ def _lexicographic_argmax(f, b, a, col4row):
 
 
 @njit(cache=True, nogil=True)
-def structured_loss_grad(f, b, w, a, c, delta_const, g, col4row, wf, wi):
+def structured_loss_grad(f, b, w, a, c, delta_const, g, col4row, wf, wi, start=0):
     """Value of eq (4) and its subgradient for one user (``n = len(f)`` items).
 
     Parameters
@@ -201,7 +203,12 @@ def structured_loss_grad(f, b, w, a, c, delta_const, g, col4row, wf, wi):
     a, c : (≥ n,) position weights (only the first ``n`` are read; ``a`` strictly decreasing while
     positive); delta_const : 1.0, or 0.0 when the user's ideal DCG is zero (then ``b = 0``);
     g : (n,) output subgradient; col4row : (≥ n,) int64 output, the item placed at each position by
-    the maximiser π̄; wf, wi : LAP workspace for ``n`` columns.
+    the maximiser π̄; wf, wi : LAP workspace for ``n`` columns; start : where the assignment's searches
+    start (:data:`ASSIGNMENT_STARTS`): 0, the positions past the truncation on the highest scores
+    (:func:`~cofiviz.solvers.lap.lap_rank2`), or 1, the top positions free on the ``k`` items the gains
+    alone put there, lowest gain first and ties by score (:func:`_lexicographic_argmax`, the maximiser
+    when the scores are small; :func:`~cofiviz.solvers.lap.lap_rank2_free`). Both give the minimum cost;
+    where assignments tie to the last bit they may return different ones.
 
     Returns
     -------
@@ -234,6 +241,12 @@ def structured_loss_grad(f, b, w, a, c, delta_const, g, col4row, wf, wi):
             bmin = b[j]
     if bmin == np.inf or (kk > 0 and c[0] * fmax < 1.1102230246251565e-16 * a[kk - 1] * bmin):
         _lexicographic_argmax(f, b, a, col4row)
+    elif start == 1 and kk < n:
+        _lexicographic_argmax(f, b, a, col4row)
+        free = np.zeros(n, dtype=np.bool_)
+        for p in range(kk):
+            free[col4row[p]] = True
+        lap_rank2_free(a[:n], b, c[:n], f, free, col4row[:n], wf, wi)
     else:
         lap_rank2(a[:n], b, c[:n], f, col4row[:n], wf, wi)
     total = 0.0

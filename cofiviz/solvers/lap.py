@@ -17,7 +17,9 @@ the normalised gain of item ``j``, ``c[p]`` the decreasing ``(p + 1)^-0.25`` seq
 the item's score. That matrix has rank two; it is Monge (solvable by sorting) only when ``b`` and
 ``f`` are ordered alike, so in general an exact answer needs a real assignment solver.
 :func:`lap_rank2` solves it without building the ``n × n`` matrix: each cost is formed from the
-four vectors inside the search loop, which keeps the memory O(n) per user.
+four vectors inside the search loop, which keeps the memory O(n) per user. The rows past the truncation
+start assigned in closed form; :func:`lap_rank2_free` lets the caller choose which ``k`` items the top rows
+start free on (a guess of the maximiser's top), which shortens the searches when the guess is close.
 
 References
 ----------
@@ -34,7 +36,7 @@ from numba import njit
 
 from ..errors import ParameterError
 
-__all__ = ["linear_sum_assignment", "lap_dense", "lap_rank2", "assignment_workspace", "warmup"]
+__all__ = ["linear_sum_assignment", "lap_dense", "lap_rank2", "lap_rank2_free", "assignment_workspace", "warmup"]
 
 
 def assignment_workspace(n_cols: int) -> tuple[np.ndarray, np.ndarray]:
@@ -48,14 +50,16 @@ def assignment_workspace(n_cols: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 @njit(cache=True, nogil=True)
-def _sap(nr, nc, dense, C, a, b, c, f, tail, col4row, wf, wi):
+def _sap(nr, nc, dense, C, a, b, c, f, tail, free, col4row, wf, wi):
     """Shortest augmenting path core; fills ``col4row`` (length ``nr``) and returns the total cost.
 
     With ``dense`` true the cost of (i, j) is ``C[i, j]``; otherwise it is ``a[i]*b[j] - c[i]*f[j]``
     (square), and rows ``tail..nr-1`` must have ``a = 0`` and ``c`` non-increasing: those rows are
     not searched but assigned directly to the ``nr - tail`` items of largest ``f`` in order, with
     dual variables that make that partial assignment optimal (see :func:`_init_tail`); only rows
-    ``0..tail-1`` are then added by shortest augmenting paths. Requires ``nr <= nc``. Returns
+    ``0..tail-1`` are then added by shortest augmenting paths. With a non-empty boolean ``free``
+    (one per item, ``nr − tail`` of them false) the tail rows take the items *not* marked free
+    instead, in order of decreasing ``f`` (:func:`_init_tail_free`). Requires ``nr <= nc``. Returns
     ``nan`` if no finite assignment exists.
     """
     u = wf[0:nr]
@@ -75,7 +79,10 @@ def _sap(nr, nc, dense, C, a, b, c, f, tail, col4row, wf, wi):
         row4col[j] = -1
     n_rows = nr
     if not dense and tail < nr:
-        _init_tail(nr, tail, c, f, u, v, col4row, row4col, remaining)
+        if free.shape[0] == 0:
+            _init_tail(nr, tail, c, f, u, v, col4row, row4col, remaining)
+        else:
+            _init_tail_free(nr, tail, c, f, free, u, v, col4row, row4col, remaining)
         n_rows = tail
     inf = np.inf
     for cur in range(n_rows):
@@ -187,6 +194,46 @@ def _init_tail(n, tail, c, f, u, v, col4row, row4col, order):
         u[p] = -c[p] * f[j] - v[j]
 
 
+@njit(cache=True, nogil=True)
+def _init_tail_free(n, tail, c, f, free, u, v, col4row, row4col, order):
+    """:func:`_init_tail` with the tail rows on the items not marked ``free``, in decreasing ``f``.
+
+    The tail rows take those ``n − tail`` items in order of decreasing ``f`` — the optimal assignment of
+    the tail rows to that set of items, whose duals the same telescoping gives (``v`` of the first
+    item 0, each next ``v`` the previous plus ``c_p (f_prev − f_next)`` with ``p`` the row the next
+    item takes, ``u_p = −c_p f_π(p) − v_π(p)``). A free item's dual is the largest that keeps every
+    tail row's reduced cost non-negative: ``v_j = min_p (−c_p f_j − u_p)``. The top rows then start
+    their searches with those items free, which shortens the augmenting paths when the top rows end
+    on them (or near them).
+    """
+    key = np.empty(n)
+    for j in range(n):
+        key[j] = -f[j]
+    srt = np.argsort(key, kind="mergesort")
+    for t in range(n):
+        order[t] = srt[t]
+    p = tail
+    prev = -1
+    for t in range(n):
+        j = order[t]
+        if free[j]:
+            continue
+        v[j] = 0.0 if prev == -1 else v[prev] + c[p] * (f[prev] - f[j])
+        col4row[p] = j
+        row4col[j] = p
+        u[p] = -c[p] * f[j] - v[j]
+        prev = j
+        p += 1
+    for j in range(n):
+        if free[j]:
+            best = np.inf
+            for q in range(tail, n):
+                r = -c[q] * f[j] - u[q]
+                if r < best:
+                    best = r
+            v[j] = best if best < np.inf else 0.0
+
+
 _EMPTY1 = np.zeros(1, dtype=np.float64)
 _EMPTY2 = np.zeros((1, 1), dtype=np.float64)
 
@@ -201,7 +248,7 @@ def lap_dense(C, col4row, wf, wi):
     """
     nr, nc = C.shape
     dummy = np.zeros(1)
-    return _sap(nr, nc, True, C, dummy, dummy, dummy, dummy, nr, col4row, wf, wi)
+    return _sap(nr, nc, True, C, dummy, dummy, dummy, dummy, nr, np.zeros(0, dtype=np.bool_), col4row, wf, wi)
 
 
 @njit(cache=True, nogil=True)
@@ -216,6 +263,20 @@ def lap_rank2(a, b, c, f, col4row, wf, wi):
     ``f`` in order, with optimal duals — and only the ``k`` top rows are added by shortest
     augmenting paths: O(k·n²) work instead of O(n³).
     """
+    return lap_rank2_free(a, b, c, f, np.zeros(0, dtype=np.bool_), col4row, wf, wi)
+
+
+@njit(cache=True, nogil=True)
+def lap_rank2_free(a, b, c, f, free, col4row, wf, wi):
+    """:func:`lap_rank2` with the ``k`` top rows' searches started on the items marked in ``free``.
+
+    ``free`` is a boolean per item with exactly ``k`` true (``k`` the first position with ``a = 0``), or empty
+    (then it is :func:`lap_rank2`). The tail rows start on the other items, in order of decreasing ``f``, with
+    optimal duals, and the top rows are added by shortest augmenting paths from there: the same minimum cost,
+    found in fewer steps when the top rows end on (or near) the free items — a guess of the top of the
+    maximiser. Where several assignments reach the minimum to the last bit, the two starts may return
+    different ones.
+    """
     n = b.shape[0]
     dummy = np.zeros((1, 1))
     tail = n
@@ -223,7 +284,7 @@ def lap_rank2(a, b, c, f, col4row, wf, wi):
         if a[p] == 0.0:
             tail = p
             break
-    return _sap(n, n, False, dummy, a, b, c, f, tail, col4row, wf, wi)
+    return _sap(n, n, False, dummy, a, b, c, f, tail, free, col4row, wf, wi)
 
 
 def linear_sum_assignment(cost, maximize: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -282,3 +343,5 @@ def warmup() -> None:
     wf, wi = assignment_workspace(2)
     x = np.array([1.0, 0.5])
     lap_rank2(x, x, x, x, np.empty(2, dtype=np.int64), wf, wi)
+    a = np.array([1.0, 0.0])
+    lap_rank2_free(a, x, x, x, np.array([True, False]), np.empty(2, dtype=np.int64), wf, wi)
