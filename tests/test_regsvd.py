@@ -434,8 +434,7 @@ def test_cg_half_is_preconditioned_conjugate_gradient_on_each_rows_normal_equati
     res = np.empty(len(t.users))
     cgk.residuals(t.users, t.items, t.ratings, P, Q, bu, bi, mu, res)
     P0, bu0, res0 = P.copy(), bu.copy(), res.copy()
-    cgk.cg_half(t.indptr, np.arange(len(t.users), dtype=np.int64), t.items, Q, P, bu, res, lam, lam_b, row_bias,
-                per_rating, steps)
+    cgk.cg_half(t.indptr, t.items, Q, P, bu, res, lam, lam_b, row_bias, per_rating, steps)
     for u in range(t.n_users):
         rows = np.flatnonzero(t.users == u)
         if len(rows) == 0:   # the ridge solution of a row without ratings

@@ -17,7 +17,8 @@ the warm-started conjugate-gradient ALS of Takács, Pilászy & Tikk (RecSys 2011
 implicit feedback, here for explicit ratings. A row with no ratings is set to 0, the ridge solution exact ALS gives.
 
 The residuals are kept between the halves: a half-sweep reads each rating's residual and leaves the residual after
-its own update (``e_q − δ·ỹ_q``, accumulated from the steps' ``v``), which is the next half's. Every sum runs in a
+its own update (``e_q − δ·ỹ_q``, accumulated from the steps' ``v``), which is the next half's once reordered (each
+half reads its ratings in its own rows' order, so that every pass over them runs straight through memory). Every sum runs in a
 written order (the dot products by :func:`cofiviz.lanes.dot8`, the others elementwise in order of the ratings), so a
 result is the same on every CPU, in the precision of the arrays (float64 or float32).
 """
@@ -36,12 +37,14 @@ ROW_BLOCK = 32
 
 
 @njit(cache=True, parallel=True)
-def cg_half(row_indptr, row_pos, col_of, Y, X, xb, residual, lam, lam_b, row_bias, per_rating, steps):
+def cg_half(row_indptr, col_of, Y, X, xb, residual, lam, lam_b, row_bias, per_rating, steps):
     """One half-sweep: every row of ``X`` (and its offset ``xb`` when ``row_bias``) updated by ``steps``
     preconditioned conjugate-gradient steps on (1) of the module docstring, in parallel over rows.
 
-    Row ``a``'s ratings are positions ``row_pos[row_indptr[a]:row_indptr[a+1]]`` of the flat arrays ``col_of`` (the
-    other side's index) and ``residual`` (each rating's ``M − prediction``, updated in place). ``Y`` is the other
+    Row ``a``'s ratings are entries ``row_indptr[a] … row_indptr[a+1]−1`` of ``col_of`` (the other side's index) and
+    ``residual`` (each rating's ``M − prediction``, updated in place), both in the rows' order: for the item half, the
+    entries sorted by item. The first pass copies the row's ``Y`` rows into a buffer, which the steps then read in
+    order. ``Y`` is the other
     side's factors; its offsets enter only through the residuals. ``lam``, ``lam_b``: the penalties of the factors
     and of the offset, times the row's number of ratings when ``per_rating``. All arrays and scalars share one float
     type.
@@ -63,6 +66,7 @@ def cg_half(row_indptr, row_pos, col_of, Y, X, xb, residual, lam, lam_b, row_bia
         cap = 256
         v = np.empty(cap, dtype=dt)    # ỹ_q·p of the current step
         dv = np.empty(cap, dtype=dt)   # Σ over steps of α ỹ_q·p: the change of each prediction
+        G = np.empty((cap, r), dtype=dt)   # the row's Y rows, in the order of its ratings
         for a in range(blk * ROW_BLOCK, min(nrows, (blk + 1) * ROW_BLOCK)):
             lo = row_indptr[a]
             n = row_indptr[a + 1] - lo
@@ -76,6 +80,7 @@ def cg_half(row_indptr, row_pos, col_of, Y, X, xb, residual, lam, lam_b, row_bia
                 cap = n
                 v = np.empty(cap, dtype=dt)
                 dv = np.empty(cap, dtype=dt)
+                G = np.empty((cap, r), dtype=dt)
             s = dt.type(n) if per_rating else one
             x = X[a]
             for j in range(r):
@@ -92,12 +97,13 @@ def cg_half(row_indptr, row_pos, col_of, Y, X, xb, residual, lam, lam_b, row_bia
             # g += Σ_q e_q ỹ_q and diag(A) += Σ_q ỹ_q², in order of the ratings
             gb = g[r]
             for q in range(n):
-                e = row_pos[lo + q]
-                yc = Y[col_of[e]]
-                eq = residual[e]
+                yc = Y[col_of[lo + q]]
+                gq = G[q]
+                eq = residual[lo + q]
                 gb += eq
                 for j in range(r):
                     y = yc[j]
+                    gq[j] = y
                     g[j] += eq * y
                     minv[j] += y * y
             if row_bias:
@@ -119,7 +125,7 @@ def cg_half(row_indptr, row_pos, col_of, Y, X, xb, residual, lam, lam_b, row_bia
                     Ap[j] = reg[j] * p[j]
                 ab = Ap[r]
                 for q in range(n):
-                    yc = Y[col_of[row_pos[lo + q]]]
+                    yc = G[q]
                     vq = dot8(yc, p, r) + pb
                     v[q] = vq
                     ab += vq
@@ -151,8 +157,7 @@ def cg_half(row_indptr, row_pos, col_of, Y, X, xb, residual, lam, lam_b, row_bia
             if row_bias:
                 xb[a] += delta[r]
             for q in range(n):
-                e = row_pos[lo + q]
-                residual[e] -= dv[q]
+                residual[lo + q] -= dv[q]
 
 
 @njit(cache=True, parallel=True)
@@ -185,7 +190,6 @@ def warmup() -> None:
     indptr = np.array([0, 3, 5], dtype=np.int64)
     iptr = np.array([0, 2, 3, 5], dtype=np.int64)
     ipos = np.array([0, 3, 1, 2, 4], dtype=np.int64)
-    upos = np.arange(5, dtype=np.int64)
     rng = np.random.default_rng(0)
     for dt in (np.float64, np.float32):
         f = dt
@@ -194,5 +198,6 @@ def warmup() -> None:
         bu, bi = np.zeros(2, dtype=dt), np.zeros(3, dtype=dt)
         res = np.empty(5, dtype=dt)
         residuals(users, items, ratings, P, Q, bu, bi, f(3.0), res)
-        cg_half(indptr, upos, items, Q, P, bu, res, f(0.1), f(0.1), True, True, 2)
-        cg_half(iptr, ipos, users, P, Q, bi, res, f(0.1), f(0.1), True, True, 2)
+        cg_half(indptr, items, Q, P, bu, res, f(0.1), f(0.1), True, True, 2)
+        ires = res[ipos]
+        cg_half(iptr, users[ipos], P, Q, bi, ires, f(0.1), f(0.1), True, True, 2)

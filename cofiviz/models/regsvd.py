@@ -179,6 +179,8 @@ class RegSVD(StopsOnRMSE, Model):
             self._ones_i = np.ones((1, n))
         if self._cg:   # the residuals the first sweep starts from; each sweep leaves those of its own result
             self._cg_residuals()
+            self._icols = train.users[self._ipos]        # the item half's ratings in item order
+            self._iresidual = np.empty_like(self._residual)
 
     @property
     def _cg(self) -> bool:
@@ -197,11 +199,10 @@ class RegSVD(StopsOnRMSE, Model):
         t = self.P_.dtype.type
         lam, lam_b = t(self.reg), t(self.reg_bias)
         b, w, k = bool(self.biased), self.reg_weighting == "ratings", int(self.cg_steps)
-        cgk.cg_half(self._indptr, self._upos, self._items, self.Q_, self.P_, self.bu_, self._residual, lam, lam_b,
-                    b, w, k)
-        cgk.cg_half(self._iptr, self._ipos, self._users, self.P_, self.Q_, self.bi_, self._residual, lam, lam_b,
-                    b, w, k)
-        return self._cg_residuals()
+        cgk.cg_half(self._indptr, self._items, self.Q_, self.P_, self.bu_, self._residual, lam, lam_b, b, w, k)
+        np.take(self._residual, self._ipos, out=self._iresidual)   # after the user half, in item order
+        cgk.cg_half(self._iptr, self._icols, self.P_, self.Q_, self.bi_, self._iresidual, lam, lam_b, b, w, k)
+        return self._cg_residuals()   # afresh, in user order: the next sweep's start
 
     def _step(self, iteration: int) -> float:
         mu = float(self.mu_[0])
