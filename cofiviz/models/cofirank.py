@@ -154,8 +154,8 @@ class CofiRank(Model):
         augmenting paths: the positions past the truncation on the highest scores, the top ``k`` free
         (``"scores"``, default); or the top ``k`` free on the items the gains alone put there, lowest
         gain first, ties by score (``"gains"``), the maximiser once the scores are small next to the
-        gains, as they become at the paper's λ. Both give the exact minimum; ``"gains"`` in about a
-        quarter of the steps on MovieLens 1M (``benchmarks/bench_peers.py``). Where two assignments
+        gains, as they become at the paper's λ. Both give the exact minimum; ``"gains"`` searches far
+        less on MovieLens 1M (``benchmarks/bench_peers.py``'s CofiRank row). Where two assignments
         tie to the last bit the two starts may return different ones, so fits differ in the last
         digits.
     bmrm_tol, bmrm_rel_tol, bmrm_max_iter, bmrm_max_planes
