@@ -163,6 +163,17 @@ def _sap(nr, nc, dense, C, a, b, c, f, tail, free, col4row, wf, wi):
     return total
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _by_decreasing_f(n, f, order):
+    """The items in order of decreasing ``f`` into ``order`` (ties: lower index first)."""
+    key = np.empty(n)
+    for j in range(n):
+        key[j] = -f[j]
+    srt = np.argsort(key, kind="mergesort")
+    for t in range(n):
+        order[t] = srt[t]
+
+
 @njit(cache=True, nogil=True)
 def _init_tail(n, tail, c, f, u, v, col4row, row4col, order):
     """Optimal partial assignment and duals for the rows ``p ≥ tail`` with costs ``−c_p f_j``.
@@ -174,12 +185,7 @@ def _init_tail(n, tail, c, f, u, v, col4row, row4col, order):
     increments between the two items' ranks), with equality on the assignment. The shortest
     augmenting path method may start from any partial assignment with such duals.
     """
-    key = np.empty(n)
-    for j in range(n):
-        key[j] = -f[j]
-    srt = np.argsort(key, kind="mergesort")
-    for t in range(n):
-        order[t] = srt[t]
+    _by_decreasing_f(n, f, order)
     v[order[0]] = 0.0
     for t in range(1, n):
         q = tail + t
@@ -206,12 +212,7 @@ def _init_tail_free(n, tail, c, f, free, u, v, col4row, row4col, order):
     their searches with those items free, which shortens the augmenting paths when the top rows end
     on them (or near them).
     """
-    key = np.empty(n)
-    for j in range(n):
-        key[j] = -f[j]
-    srt = np.argsort(key, kind="mergesort")
-    for t in range(n):
-        order[t] = srt[t]
+    _by_decreasing_f(n, f, order)
     p = tail
     prev = -1
     for t in range(n):
