@@ -46,7 +46,9 @@ The pairs (a peer that is not installed is reported as skipped):
 
 Peers checked and not paired: implicit (its ALS, BPR and logistic MF learn from implicit feedback; none is a cofiviz
 model) and Cornac's ``MMMF`` (a BPR-style hinge loss on implicit feedback, not the ordinal MMMF of Rennie & Srebro
-that cofiviz implements). RecBole is not installed here.
+that cofiviz implements). RecBole (its model list read from its source, not installed): its general recommenders are
+implicit-feedback and neural models (its ``ALS`` is implicit's; BPR, NeuMF, DMF, graph models, autoencoders) and its
+``Pop`` counts interactions, which is no fit to time; none is a model cofiviz implements.
 
 ``--json OUT`` writes one row per pair: ``pair``, ``label``, ``cofiviz_s`` and ``peer_s`` (seconds per epoch),
 ``ratio`` (peer / cofiviz: above 1, cofiviz is faster), ``cofiviz_ndcg``, ``peer_ndcg``, ``versions``, the runs'
