@@ -351,27 +351,47 @@ _NUMBA_TARGETS = {"x86-64": set(), "haswell": {"avx2", "fma"},
                   "skylake-avx512": {"avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl"}}
 
 
-@pytest.mark.parametrize("cpu", list(_NUMBA_TARGETS))
-def test_float32_sgd_and_cg_als_give_the_same_bits_compiled_for_another_cpu(cpu, tmp_path):
-    """numba compiles for the CPU it runs on: SSE2 only (x86-64), AVX2 with FMA (haswell) or AVX-512. The float32
-    epoch's and the conjugate-gradient sweep's operations are in a fixed order and never fused (the lanes of their
-    dot products one vector, whatever the registers), so every target gives the same factors to the bit."""
+@pytest.fixture(scope="module")
+def target_fits(tmp_path_factory):
+    """The fit of :data:`_FLOAT32_FIT` compiled for each target this CPU can run, in subprocesses started together
+    (each compiles from an empty cache of its own): target -> its running process, or the reason it is skipped."""
     import os
     import subprocess
     import sys
 
     from cpu_kernels import cpu_flags
 
-    if _NUMBA_TARGETS[cpu] - cpu_flags():
-        pytest.skip(f"this CPU cannot run code compiled for {cpu}")
+    runs = {}
+    for cpu, needs in _NUMBA_TARGETS.items():
+        if needs - cpu_flags():
+            runs[cpu] = f"this CPU cannot run code compiled for {cpu}"
+            continue
+        # an empty feature list: the target's own instructions, not this CPU's
+        env = {**os.environ, "NUMBA_CPU_NAME": cpu, "NUMBA_CPU_FEATURES": "",
+               "NUMBA_CACHE_DIR": str(tmp_path_factory.mktemp(f"numba-{cpu}"))}
+        runs[cpu] = subprocess.Popen([sys.executable, "-c", _FLOAT32_FIT], env=env, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+    yield runs
+    for run in runs.values():
+        if not isinstance(run, str) and run.poll() is None:
+            run.kill()
+            run.wait()
+
+
+@pytest.mark.parametrize("cpu", list(_NUMBA_TARGETS))
+def test_float32_sgd_and_cg_als_give_the_same_bits_compiled_for_another_cpu(cpu, target_fits):
+    """numba compiles for the CPU it runs on: SSE2 only (x86-64), AVX2 with FMA (haswell) or AVX-512. The float32
+    epoch's and the conjugate-gradient sweep's operations are in a fixed order and never fused (the lanes of their
+    dot products one vector, whatever the registers), so every target gives the same factors to the bit."""
+    run = target_fits[cpu]
+    if isinstance(run, str):
+        pytest.skip(run)
     here = {}
     fit = _FLOAT32_FIT.split("from cofiviz.models import _als_cg_kernels")[0]
     exec(compile(fit.replace("sys.stdout.write(", "here['out'] = ("), "<fit>", "exec"), {"here": here})
-    # an empty feature list: the target's own instructions, not this CPU's
-    env = {**os.environ, "NUMBA_CPU_NAME": cpu, "NUMBA_CPU_FEATURES": "", "NUMBA_CACHE_DIR": str(tmp_path)}
-    out = subprocess.run([sys.executable, "-c", _FLOAT32_FIT], env=env, capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stderr[-2000:]
-    bits, *registers = out.stdout.split(" ")
+    stdout, stderr = run.communicate(timeout=600)
+    assert run.returncode == 0, stderr[-2000:]
+    bits, *registers = stdout.split(" ")
     # the target was taken: 128-bit registers only for plain x86-64, wider ones where the target has them
     assert all((reg == "xmm") == (cpu == "x86-64") for reg in registers), registers
     assert bits == here["out"]
