@@ -84,3 +84,18 @@ def test_the_readme_shows_the_table_of_the_shipped_run():
             assert math.isclose(epochs, round(epochs)) and round(epochs) >= 5
             if f"{side}_ndcg_runs" in r:
                 assert math.isclose(r[f"{side}_ndcg"], float(np.mean(r[f"{side}_ndcg_runs"])))
+
+
+def test_the_profile_of_the_default_rows_times_each_part_on_a_slice():
+    """``benchmarks/bench_peers_bounds.py`` on a slice: every part timed, the multiply-adds of the normal equations
+    counted from the ratings, the report naming each part."""
+    import bench_peers_bounds
+
+    result = bench_peers_bounds.run("movielens-100k", users=60, repeats=1)
+    als, sgd = result["als"], result["sgd"]
+    d = bench_peers_bounds.ALS["rank"] + 1
+    assert als["d"] == d and als["normal_equations_madds"] == result["ratings"] * d * (d + 1)
+    assert all(als[k] > 0 for k in ("sweep_s", "normal_equations_s", "solves_s"))
+    assert all(v > 0 for v in sgd.values()), sgd
+    text = bench_peers_bounds.report(result)
+    assert "normal equations alone" in text and "Cholesky solves alone" in text and "eight sums" in text
