@@ -14,8 +14,12 @@ the store: this module is the one place that does.
 - :data:`CHANGED_DEFAULTS`: a parameter whose default changed, with its old default. A cell that sets it to
   the old default keeps the key it had when it relied on that default; one that relies on the new default
   gets a new key.
-- :data:`READ_ONLY_WHEN`: a parameter that only one value of another parameter reads (an option of one
-  solver). While the other parameter has another value, the parameter stays out of the key.
+- :data:`FASTER_DEFAULTS`: a parameter whose default became a faster form of the same model (a
+  :data:`LATE_FEATURES` switch whose off value is the slower form), with the form the shipped results were
+  computed with. It keys as :data:`CHANGED_DEFAULTS` does, and every reproduction sets it to that form
+  (:func:`shipped_forms`), so that its shipped cells keep their keys and their bits.
+- :data:`READ_ONLY_WHEN`: a parameter that only some values of other parameters read (an option of one
+  solver). While none of them holds, the parameter stays out of the key.
 
 A new parameter of a model whose results ship makes every shipped cell of that model stale unless it is
 declared here (``tests/test_shipped.py`` says which reproductions to regenerate).
@@ -25,8 +29,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["LATE_FEATURES", "KEY_NEUTRAL", "CHANGED_DEFAULTS", "READ_ONLY_WHEN", "key_defaults", "key_params",
-           "neutral_params"]
+__all__ = ["LATE_FEATURES", "KEY_NEUTRAL", "CHANGED_DEFAULTS", "FASTER_DEFAULTS", "READ_ONLY_WHEN", "key_defaults",
+           "key_params", "neutral_params", "shipped_forms", "unread_params"]
 
 #: The item-mean offset (:class:`cofiviz.models.prior.ItemPriorParams`): off at ``item_prior`` 0
 _ITEM_PRIOR = {"item_prior": (0.0, ("prior_damping",))}
@@ -43,9 +47,11 @@ LATE_FEATURES: dict[str, dict[str, tuple]] = {
     "gapfm": _ITEM_PRIOR,
     "llorma": _ITEM_PRIOR,
     "mmmf": _ITEM_PRIOR,
-    # SGD in 32-bit floats and ALS by conjugate gradient (:mod:`cofiviz.models.regsvd`): float64 and the Cholesky
-    # solves are what it computed before
-    "regsvd": {"dtype": ("float64", ()), "als_solve": ("cholesky", ("cg_steps",))},
+    # SGD in 32-bit floats, ALS by conjugate gradient, SGD's loss seen during the epoch
+    # (:mod:`cofiviz.models.regsvd`): float64, the Cholesky solves and a pass after the epoch are what it computed
+    # before
+    "regsvd": {"dtype": ("float64", ()), "als_solve": ("cholesky", ("cg_steps",)), "sgd_loss": ("after", ())},
+    "svdpp": {"sgd_loss": ("after", ())},
     "wlt": _ITEM_PRIOR,
     # where the NDCG / ERU assignment starts (:mod:`cofiviz.models.cofirank`): "scores" is what it computed before
     "cofirank": {"assignment_start": ("scores", ())},
@@ -71,21 +77,35 @@ CHANGED_DEFAULTS: dict[str, dict[str, Any]] = {
     "lcr": {"item_prior": 0.0},
 }
 
+#: model name -> ``{parameter: the form its shipped cells were computed with}``: defaults that became a faster form
+#: of the same model, which ranks as the slower one does (``benchmarks/bench_forms.py``); each is a
+#: :data:`LATE_FEATURES` switch whose off value is that form
+FASTER_DEFAULTS: dict[str, dict[str, Any]] = {
+    "regsvd": {"dtype": "float64", "als_solve": "cholesky", "sgd_loss": "after"},
+    "svdpp": {"sgd_loss": "after"},
+    "cofirank": {"assignment_start": "scores"},
+}
 
-#: model name -> ``{parameter: (the parameter that decides, the value under which it is read)}``
-READ_ONLY_WHEN: dict[str, dict[str, tuple[str, Any]]] = {
-    "regsvd": {"reg_weighting": ("solver", "als"), "als_solve": ("solver", "als"), "cg_steps": ("als_solve", "cg")},
+#: model name -> ``{parameter: (the parameter that decides, the value under which it is read)}``, or a list of such
+#: pairs when any of them makes it read
+READ_ONLY_WHEN: dict[str, dict[str, tuple[str, Any] | list[tuple[str, Any]]]] = {
+    "regsvd": {"reg_weighting": ("solver", "als"), "als_solve": ("solver", "als"), "cg_steps": ("als_solve", "cg"),
+               "sgd_loss": ("solver", "sgd"), "dtype": [("solver", "sgd"), ("als_solve", "cg")]},
     "gpor": {"evidence_users": ("hyperparameters", "evidence"), "evidence_iter": ("hyperparameters", "evidence")},
+    "cofirank": {"assignment_start": [("loss", "ndcg"), ("loss", "eru")]},
 }
 
 
-def _unread(klass, params: dict) -> set:
-    """The parameters of :data:`READ_ONLY_WHEN` that ``params`` (with the defaults) leaves unread: those whose
-    deciding parameter has another value, or is unread itself (an option of an option)."""
-    rules = READ_ONLY_WHEN.get(klass.model_name(), {})
-    unread = {p for p, (other, value) in rules.items() if params.get(other, klass.param[other].default) != value}
+def unread_params(klass, params: dict) -> set:
+    """The parameters of :data:`READ_ONLY_WHEN` that ``params`` (with the defaults) leaves unread: those for which
+    every deciding parameter has another value or is unread itself (an option of an option)."""
+    rules = {p: [rule] if isinstance(rule, tuple) else list(rule)
+             for p, rule in READ_ONLY_WHEN.get(klass.model_name(), {}).items()}
+    unread: set = set()
     while True:
-        more = {p for p, (other, _) in rules.items() if other in unread} - unread
+        more = {p for p, alternatives in rules.items()
+                if all(other in unread or params.get(other, klass.param[other].default) != value
+                       for other, value in alternatives)} - unread
         if not more:
             return unread
         unread |= more
@@ -109,13 +129,12 @@ def key_defaults(klass, params: dict) -> dict:
         The parameters the cell sets.
     """
     out = {p: klass.param[p].default for p in klass.param_names() if p not in params}
-    out.update({p: old for p, old in CHANGED_DEFAULTS.get(klass.model_name(), {}).items()
-                if p in params and _same(params[p], old)})
+    out.update({p: old for p, old in _changed(klass).items() if p in params and _same(params[p], old)})
     for switch, (off, others) in LATE_FEATURES.get(klass.model_name(), {}).items():
         if params.get(switch, klass.param[switch].default) == off:
             for p in (switch, *others):
                 out.pop(p, None)
-    for p in _unread(klass, params):
+    for p in unread_params(klass, params):
         out.pop(p, None)
     return out
 
@@ -124,12 +143,25 @@ def key_params(klass, params: dict) -> dict:
     """``params`` as a result's key records them: without the :data:`KEY_NEUTRAL` ones at their neutral value
     and the :data:`CHANGED_DEFAULTS` ones at their old default (which :func:`key_defaults` records), and
     without those :data:`READ_ONLY_WHEN` says are unread."""
-    neutral, unread = neutral_params(klass), _unread(klass, params)
+    neutral, unread = neutral_params(klass), unread_params(klass, params)
     return {k: v for k, v in params.items() if not (k in neutral and _same(v, neutral[k])) and k not in unread}
+
+
+def _changed(klass) -> dict:
+    """The old defaults of ``klass``'s parameters: :data:`CHANGED_DEFAULTS` and :data:`FASTER_DEFAULTS`."""
+    name = klass.model_name()
+    return {**CHANGED_DEFAULTS.get(name, {}), **FASTER_DEFAULTS.get(name, {})}
 
 
 def neutral_params(klass) -> dict:
     """The values that compute what a cell keyed without the parameter computed: the :data:`KEY_NEUTRAL` values
-    and the :data:`CHANGED_DEFAULTS` old defaults of ``klass``'s parameters (``{}`` when it has none)."""
-    name = klass.model_name()
-    return {**KEY_NEUTRAL.get(name, {}), **CHANGED_DEFAULTS.get(name, {})}
+    and the old defaults (:data:`CHANGED_DEFAULTS`, :data:`FASTER_DEFAULTS`) of ``klass``'s parameters (``{}`` when
+    it has none)."""
+    return {**KEY_NEUTRAL.get(klass.model_name(), {}), **_changed(klass)}
+
+
+def shipped_forms(model: str) -> dict:
+    """The forms the shipped results of ``model`` (a registry name) were computed with, where its defaults have since
+    become faster forms of the same model (:data:`FASTER_DEFAULTS`): what a reproduction sets unless its method sets
+    the parameter itself."""
+    return dict(FASTER_DEFAULTS.get(model, {}))

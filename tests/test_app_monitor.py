@@ -593,10 +593,10 @@ def test_a_stopped_server_leaves_no_worker_process(chromium, page_errors):
 
 
 def test_a_combination_the_model_refuses_is_said_before_a_run_starts():
-    m = TrainingMonitor(max_iter=2, **QUICK)     # RegSVD: its float32 SGD has no ALS form
-    m._form_widgets["solver"].value = "als"
-    m._form_widgets["dtype"].value = "float32"
+    m = TrainingMonitor(max_iter=2, **{**QUICK, "model": "bpmf"})     # its Wishart prior needs nu0 >= rank
+    m._form_widgets["rank"].value = 10
+    m._form_widgets["nu0"].value = 5
     m._on_run()
     assert "Cannot start" in m._error.object
-    assert "dtype='float32'" in m._error.object and "solver='sgd'" in m._error.object
+    assert "nu0 must be >= rank (10)" in m._error.object and "nu0=5" in m._error.object
     assert m._error.visible and not m.training.busy

@@ -295,6 +295,21 @@ def test_the_key_migrations_name_registered_models_and_their_parameters():
     assert not any(hasattr(Model, a) for a in ("late_features", "key_neutral", "key_defaults", "key_params"))
 
 
+def test_each_faster_default_is_a_slower_form_the_model_declares_and_a_late_switch_at_its_off_value():
+    """``FASTER_DEFAULTS`` names, for each model, the slower forms its shipped cells hold: each is one of the model's
+    declared ``speed_forms`` (not its default), and the off value of a ``LATE_FEATURES`` switch, so that cells
+    pinned at it keep the keys they had before the switch existed."""
+    from cofiviz.models import MODEL_REGISTRY
+    from cofiviz.result_keys import FASTER_DEFAULTS, LATE_FEATURES
+
+    assert FASTER_DEFAULTS
+    for name, forms in FASTER_DEFAULTS.items():
+        klass = MODEL_REGISTRY[name]
+        for p, old in forms.items():
+            assert old in klass.speed_forms[p] and klass.param[p].default != old, (name, p)
+            assert LATE_FEATURES[name][p][0] == old, (name, p)
+
+
 def test_an_option_of_one_solver_stays_out_of_the_other_solvers_keys(monkeypatch):
     """RegSVD's ``reg_weighting`` is read by its ALS solver only: an SGD cell's key does not change with it (set or
     at its default), an ALS cell's does."""
@@ -311,44 +326,46 @@ def test_an_option_of_one_solver_stays_out_of_the_other_solvers_keys(monkeypatch
     assert sgd.key("v1") == k_sgd and als.key("v1") != k_als
 
 
-def test_regsvds_float32_switch_keeps_float64_keys_and_keys_float32_apart():
-    """RegSVD's ``dtype`` came after its cells shipped: a cell that leaves it at its default (``"float64"``, what
-    RegSVD computed before) keeps its key; one in ``"float32"`` gets another."""
-    from cofiviz.models import RegSVD
-    from cofiviz.result_keys import key_defaults
+@pytest.mark.parametrize("model, params, reads", [("regsvd", {}, True), ("regsvd", {"solver": "als"}, True),
+                                                   ("svdpp", {}, True), ("cofirank", {}, True),
+                                                   ("cofirank", {"loss": "ordinal"}, False)])
+def test_a_faster_default_keeps_the_keys_of_cells_pinned_at_the_slower_form(model, params, reads, monkeypatch):
+    """RegSVD's float32 SGD, conjugate-gradient ALS and loss seen during the epoch, SVD++'s loss and CofiRank's gains
+    start became defaults after cells of the slower forms shipped (``result_keys.FASTER_DEFAULTS``): a cell that sets
+    the slower form keeps the key it had while that was the default; a cell at the new defaults gets another key
+    where the cell reads the parameter (CofiRank's ordinal loss has no assignment to start)."""
+    from cofiviz.models import get_model_class
+    from cofiviz.result_keys import FASTER_DEFAULTS
 
+    klass, old = get_model_class(model), FASTER_DEFAULTS[model]
     base = dict(protocol="lcr-weak", protocol_params={"n_train": 10}, seed=0, data={"name": "tiny"}, metrics=("ndcg@10",))
-    plain = Cell(model="regsvd", params={"max_iter": 2}, **base).key("v1")
-    assert "dtype" not in key_defaults(RegSVD, {"max_iter": 2})
-    assert Cell(model="regsvd", params={"max_iter": 2, "dtype": "float32"}, **base).key("v1") != plain
+
+    def key(**p):
+        return Cell(model=model, params={"max_iter": 2, **params, **p}, **base).key("v1")
+
+    new_default, pinned = key(), key(**old)
+    with monkeypatch.context() as m:
+        for p, v in old.items():
+            m.setattr(klass.param[p], "default", v)
+        before = key()
+    assert pinned == before
+    assert (new_default != before) == reads
 
 
-def test_regsvds_conjugate_gradient_switch_keeps_cholesky_keys_and_keys_its_steps():
-    """RegSVD's ``als_solve`` came after its cells shipped: an ALS cell that leaves it at ``"cholesky"`` (what the ALS
-    computed before) keeps its key, with ``cg_steps`` out of it; a conjugate-gradient cell gets another key, and one
-    per number of steps; an SGD cell does not read either."""
-    from cofiviz.models import RegSVD
-    from cofiviz.result_keys import key_defaults
-
+def test_regsvds_solver_options_stay_out_of_the_keys_of_cells_that_do_not_read_them():
+    """``cg_steps`` is read by the conjugate-gradient ALS only, ``als_solve`` by the ALS, ``dtype`` by SGD and the
+    conjugate-gradient ALS (the exact solve computes in float64), ``sgd_loss`` by SGD."""
     base = dict(protocol="lcr-weak", protocol_params={"n_train": 10}, seed=0, data={"name": "tiny"}, metrics=("ndcg@10",))
 
     def key(**params):
         return Cell(model="regsvd", params={"max_iter": 2, **params}, **base).key("v1")
 
-    assert not {"als_solve", "cg_steps"} & set(key_defaults(RegSVD, {"solver": "als"}))
-    assert key(solver="als", cg_steps=7) == key(solver="als")
-    cg = key(solver="als", als_solve="cg")
-    assert cg != key(solver="als") and cg != key(solver="als", als_solve="cg", cg_steps=3)
-    assert key(als_solve="cg", cg_steps=3) == key()
-
-
-def test_cofiranks_assignment_start_keeps_the_keys_of_the_scores_start():
-    """CofiRank's ``assignment_start`` came after its cells shipped: ``"scores"`` (its default, what it computed
-    before) stays out of keys; ``"gains"`` gets keys of its own."""
-    from cofiviz.models import CofiRank
-    from cofiviz.result_keys import key_defaults
-
-    base = dict(protocol="lcr-weak", protocol_params={"n_train": 10}, seed=0, data={"name": "tiny"}, metrics=("ndcg@10",))
-    assert "assignment_start" not in key_defaults(CofiRank, {"max_iter": 2})
-    plain = Cell(model="cofirank", params={"max_iter": 2}, **base).key("v1")
-    assert Cell(model="cofirank", params={"max_iter": 2, "assignment_start": "gains"}, **base).key("v1") != plain
+    exact = key(solver="als", als_solve="cholesky")
+    assert key(solver="als", als_solve="cholesky", cg_steps=7) == exact
+    assert key(solver="als", als_solve="cholesky", dtype="float64") == exact
+    assert key(solver="als", als_solve="cholesky", sgd_loss="after") == exact
+    cg = key(solver="als")
+    assert cg != exact and cg != key(solver="als", cg_steps=3) and cg != key(solver="als", dtype="float64")
+    assert key(solver="als", sgd_loss="after") == cg
+    assert key(als_solve="cholesky", cg_steps=3) == key()
+    assert key(dtype="float64") != key() and key(sgd_loss="after") != key()

@@ -129,6 +129,13 @@ class Model(param.Parameterized):
     #: another model's module's): a parallel warm-up (:func:`cofiviz.warmup`) runs them before its module's own
     #: ``warmup()``, so that each kernel is compiled by one process
     warmup_after: ClassVar[tuple[Callable[[], object], ...]] = ()
+    #: The slower forms a user can ask for, which compute the same model: parameter -> its other values (the
+    #: default is the fastest form whose ranking is level with them; ``benchmarks/bench_forms.py`` tests each
+    #: pair user by user). Empty: the model has one form.
+    speed_forms: ClassVar[dict[str, tuple]] = {}
+    #: The settings :attr:`speed_forms` are compared under, each form where the setting reads it (the defaults,
+    #: and another solver's setting where a form belongs to that solver)
+    speed_form_settings: ClassVar[tuple[dict, ...]] = ({},)
 
     seed = param.Integer(default=0, bounds=(0, None), doc="Seed of every random choice of the model.")
     max_iter = param.Integer(default=100, bounds=(1, 100_000), doc="Iterations at most.")
@@ -185,6 +192,7 @@ class Model(param.Parameterized):
             super().__init__(name=self.model_name(), **params)
         except (ValueError, TypeError) as exc:
             raise ParameterError(f"{type(self).__name__}: {exc}") from None
+        self._check_params()
         self.history_: list[dict] = []
         self.train_: Ratings | None = None
         self.fit_seconds_: float = float("nan")
@@ -221,6 +229,11 @@ class Model(param.Parameterized):
         """
         tune_model(self, train, valid, budget=budget, trials=trials, metric=metric, seed=seed, fixed=fixed, log=log)
         return self
+
+    def _check_params(self) -> None:
+        """Refuse a combination of parameter values that no fit can run, with a :class:`ParameterError` naming them
+        (the constructor and :meth:`set_params` call it; each value alone is checked by its declaration). A model
+        with such a combination overrides it."""
 
     @classmethod
     def param_names(cls) -> list[str]:

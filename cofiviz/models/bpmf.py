@@ -168,12 +168,14 @@ class BPMF(Model):
     #: the warm-ups of the shared kernels its fit calls, run before its own in a parallel warm-up
     warmup_after = (dense.warmup,)
 
+    def _check_params(self) -> None:
+        if self.nu0 is not None and self.nu0 < self.rank:
+            raise ParameterError(f"BPMF: nu0 must be >= rank ({self.rank}) for the Wishart prior, got nu0={self.nu0}")
+
     def _setup(self, train: Ratings, rng: np.random.Generator) -> None:
+        self._check_params()   # the parameters may have been set one by one since construction
         D = int(self.rank)
-        nu0 = D if self.nu0 is None else int(self.nu0)
-        if nu0 < D:
-            raise ParameterError(f"nu0 must be >= rank ({D}) for the Wishart prior, got {nu0}")
-        self._nu0 = nu0
+        self._nu0 = D if self.nu0 is None else int(self.nu0)
         self._rng = rng
         self.mean_ = float(train.ratings.mean())
         self.U_ = rng.normal(0.0, self.init_scale, size=(train.n_users, D))

@@ -47,8 +47,8 @@ paper's tables use them.
 Additions beyond the paper and the original code: ``reg_users``, ``reference_order="tie_average"`` (equally
 rated items share one reference weight), ``bias_reg`` (a separate λ for the offsets),
 ``user_weight`` (each user's loss weighted by its number of ratings), ``assignment_start`` (where the
-loss's assignment starts its searches: the same maximiser, found sooner), and :meth:`CofiRank.fold_in`
-for strong generalization. Going beyond the paper (the first two on by default, the others off):
+loss's assignment starts its searches: the same maximiser, found sooner; on by default), and
+:meth:`CofiRank.fold_in` for strong generalization. Going beyond the paper (the first two on by default, the others off):
 
 - ``item_prior="damped_mean"``: a fixed, unregularised item offset ``prior_scale·(m̃_i − μ)`` with
   ``m̃_i`` the item's training mean damped towards the global mean ``μ`` by ``prior_damping``
@@ -149,15 +149,15 @@ class CofiRank(Model):
         paper's CofiRank-Ordinal row; the weighting is not a setting the paper states).
     eru_neutral, eru_halflife
         ERU's neutral vote ``d`` and viewing half-life ``α``.
-    assignment_start : {"scores", "gains"}
+    assignment_start : {"gains", "scores"}
         Where the NDCG / ERU loss's assignment (the loss-augmented inference of §5) starts its shortest
-        augmenting paths: the positions past the truncation on the highest scores, the top ``k`` free
-        (``"scores"``, default); or the top ``k`` free on the items the gains alone put there, lowest
-        gain first, ties by score (``"gains"``), the maximiser once the scores are small next to the
-        gains, as they become at the paper's λ. Both give the exact minimum; ``"gains"`` searches far
-        less on MovieLens 1M (``benchmarks/bench_peers.py``'s CofiRank row). Where two assignments
-        tie to the last bit the two starts may return different ones, so fits differ in the last
-        digits.
+        augmenting paths: the top ``k`` free on the items the gains alone put there, lowest gain first,
+        ties by score (``"gains"``, default), the maximiser once the scores are small next to the gains,
+        as they become at the paper's λ; or the positions past the truncation on the highest scores, the
+        top ``k`` free (``"scores"``). Both give the exact minimum; ``"gains"`` searches far less
+        (``benchmarks/bench_peers.py``'s CofiRank row) and ranks as ``"scores"`` does
+        (``benchmarks/bench_forms.py``). Where two assignments tie to the last bit the two starts may
+        return different ones, so fits differ in the last digits.
     bmrm_tol, bmrm_rel_tol, bmrm_max_iter, bmrm_max_planes
         BMRM stopping rule and bundle size, per user problem and for the item phase.
     max_iter : int
@@ -208,6 +208,8 @@ class CofiRank(Model):
                          "offsets": False, "item_prior": "none", "init": "uniform", "reg_users": None}}
     #: the warm-ups of the shared kernels its fit calls, run before its own in a parallel warm-up
     warmup_after = (elementary.warmup, losses.warmup, bmrm_warmup, dense.warmup)
+    #: the slower forms a user can ask for, which compute the same model (``benchmarks/bench_forms.py``)
+    speed_forms = {"assignment_start": ("scores",)}
     scale = Scale("Σn²", per_user=100, why="its NDCG loss solves an assignment over each user's ratings, "
                                             "quadratic in their number")
 
@@ -235,9 +237,9 @@ class CofiRank(Model):
     eru_neutral = param.Number(default=3.0, doc="ERU neutral vote d.")
     eru_halflife = param.Number(default=5.0, bounds=(1.0, None), inclusive_bounds=(False, True),
                                 doc="ERU viewing half-life alpha (> 1).")
-    assignment_start = param.Selector(default="scores", objects=list(ASSIGNMENT_STARTS),
+    assignment_start = param.Selector(default="gains", objects=list(reversed(ASSIGNMENT_STARTS)),
                                       doc="Where the NDCG / ERU assignment starts: the top positions free on the "
-                                          "lowest scores, or on the items the gains alone put there.")
+                                          "items the gains alone put there, or on the lowest scores.")
     bmrm_tol = param.Number(default=0.01, bounds=(0.0, None), doc="BMRM absolute gap tolerance.")
     bmrm_rel_tol = param.Number(default=0.02, bounds=(0.0, None), doc="BMRM relative gap tolerance.")
     bmrm_max_iter = param.Integer(default=70, bounds=(2, None), doc="BMRM oracle calls at most.")

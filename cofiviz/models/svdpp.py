@@ -27,6 +27,10 @@ end, with the block's penalty steps composed into one factor ``(1 − γλ)^{|N(
 :func:`cofiviz.models._svdpp_kernels.sgd_epoch`). That makes an epoch O(|K| r) instead of
 O(Σ_u |N(u)|² r).
 
+An epoch's loss is the training mean squared error seen during the epoch, each rating's error before its update
+(``sgd_loss="during"``, default), or that of one more pass over the ratings after the epoch (``"after"``, a
+slower form that ranks as the default does: ``benchmarks/bench_forms.py``); the stopping rule (``tol``) reads it.
+
 GAPfm (Shi et al., CIKM 2013, §5.4) compares against SVD++ with dimension 10 and the regularisation
 chosen on validation; ranking by r̂_ui, it is a rating-prediction baseline for top-N recommendation.
 """
@@ -62,8 +66,10 @@ class SVDpp(StopsOnRMSE, Model):
         γ, the SGD step size.
     init_scale : float
         Standard deviation of the normal initial factors ``P``, ``Q``, ``Y`` (the offsets start at 0).
+    sgd_loss : {"during", "after"}
+        An epoch's loss: the training error seen during the epoch (default), or that of a pass after it.
     tol : float
-        Stop when the training RMSE improves by less than this (0: never).
+        Stop when the training RMSE (``sgd_loss``'s) improves by less than this (0: never).
     max_iter : int
         Epochs at most.
 
@@ -85,9 +91,13 @@ class SVDpp(StopsOnRMSE, Model):
     lr = param.Number(default=0.01, bounds=(0.0, None), inclusive_bounds=(False, True), doc="SGD step size γ.")
     init_scale = param.Number(default=0.1, bounds=(0.0, None), inclusive_bounds=(False, True),
                               doc="Standard deviation of the normal initial factors.")
+    sgd_loss = param.Selector(default="during", objects=["during", "after"],
+                              doc="An epoch's loss is the error seen during it, or that of a pass after it.")
     max_iter = param.Integer(default=60, bounds=(1, 100_000), doc="Epochs at most.")
 
     divergence_hint = (("lr", "lower"), ("reg", "raise"))
+    #: the slower forms a user can ask for, which compute the same model (``benchmarks/bench_forms.py``)
+    speed_forms = {"sgd_loss": ("after",)}
 
     def _setup(self, train: Ratings, rng: np.random.Generator) -> None:
         m, n, r = train.n_users, train.n_items, int(self.rank)
@@ -103,10 +113,10 @@ class SVDpp(StopsOnRMSE, Model):
         self._ratings = train.ratings
         self._rng = rng
         self._reset_rmse()
-        # the step's orders, predictions and residuals, reused by every iteration
+        # the step's orders (and the predictions of the pass after it), reused by every iteration
         self._within = np.empty(len(self._ratings), dtype=np.int64)
-        self._pred = np.empty(len(self._ratings))
-        self._residual = np.empty(len(self._ratings))
+        if self.sgd_loss == "after":
+            self._pred = np.empty(len(self._ratings))
 
     def _epoch_order(self) -> tuple[np.ndarray, np.ndarray]:
         """The users in a shuffled order, and each user's block of positions shuffled within itself."""
@@ -119,14 +129,14 @@ class SVDpp(StopsOnRMSE, Model):
     def _step(self, iteration: int) -> float:
         mu = float(self.mu_[0])
         user_order, within = self._epoch_order()
-        K.sgd_epoch(self._indptr, self._items, self._ratings, user_order, within, self.P_, self.Q_, self.Y_,
-                    self.bu_, self.bi_, mu, float(self.lr), float(self.reg), float(self.reg_bias))
+        sse = K.sgd_epoch(self._indptr, self._items, self._ratings, user_order, within, self.P_, self.Q_, self.Y_,
+                          self.bu_, self.bi_, mu, float(self.lr), float(self.reg), float(self.reg_bias))
+        if self.sgd_loss == "during":
+            return self._record_mse(sse / len(self._ratings))
         K.predict(self._users, self._items, self.P_, self.Q_, self._implicit(self._indptr, self._items),
                   self.bu_, self.bi_, mu, self._pred)
-        np.subtract(self._ratings, self._pred, out=self._residual)
-        mse = float(np.mean(np.square(self._residual, out=self._residual)))
-        self._record_mse(mse)
-        return mse
+        np.subtract(self._ratings, self._pred, out=self._pred)
+        return self._record_mse(float(np.mean(np.square(self._pred, out=self._pred))))
 
     def _implicit(self, indptr: np.ndarray, items: np.ndarray) -> np.ndarray:
         """``z_u = |N(u)|^{-1/2} Σ_{j ∈ N(u)} y_j`` for every user of the table ``(indptr, items)``."""

@@ -15,6 +15,7 @@ import pandas as pd
 
 from ..errors import ParameterError, named
 from ..experiment import Experiment, resolve_model
+from ..result_keys import shipped_forms
 from ..results import Results
 
 __all__ = ["Method", "Reproduction", "PaperCell", "REPRODUCTIONS", "register", "get", "is_available",
@@ -53,6 +54,10 @@ class Method:
     table metric with early stopping watching that metric (``valid_metric``), and each metric's
     column is chosen among the fits that watched it. ``original`` holds reference values ``{N: value}``
     measured by running the authors' own code on the same protocol (shown beside the paper's).
+
+    Where a model's default has become a faster form of the same model since its results shipped, every grid sets
+    the form they were computed with (:func:`~cofiviz.result_keys.shipped_forms`) unless ``fixed`` or ``grid`` sets
+    it, so that the shipped cells keep their keys and bits.
     """
 
     label: str
@@ -69,8 +74,9 @@ class Method:
         """The parameter grids (one dict per part of the union), ready for :class:`Experiment`."""
         parts = self.grid if isinstance(self.grid, list) else [self.grid]
         out = []
+        forms = shipped_forms(self.model) if self.model is not None else {}
         for g in (parts[:1] if quick else parts):
-            p = {**self.fixed, **g}
+            p = {**forms, **self.fixed, **g}
             if quick:
                 p = {k: (v[:1] if isinstance(v, list) else v) for k, v in p.items()}
                 p.update(self.quick)
