@@ -141,7 +141,7 @@ def markdown(result: dict) -> str:
     for r in result["rows"]:
         lines.append(f"| {r['display']} | {_setting(r)} | `{r['param']}={r['default']}` | `{r['slower']}` | "
                      f"{r['data']} | {r['ndcg_default']:.4f} / {r['ndcg_slower']:.4f} | {r['diff']:+.4f} | "
-                     f"{r['t_test_p']:.2f} | {r['seconds_default']:.1f} / {r['seconds_slower']:.1f} | "
+                     f"{r['t_test_p']:.2f} | {r['seconds_default']:.2f} / {r['seconds_slower']:.2f} | "
                      f"{r['ratio']:.2f} |")
     one = [get_model_class(m).display_name() for m in result["models"] if m not in result["with_forms"]]
     return "\n".join(lines) + f"\n\nOne form each: {', '.join(one)}.\n"
