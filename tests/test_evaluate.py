@@ -187,3 +187,27 @@ def test_bad_arguments_are_clear_errors(model, split):
 
 def test_check_metrics_canonicalises_and_dedupes():
     assert check_metrics("NDCG@10, ap,ndcg@10,Zero-One") == ["ndcg@10", "ap", "zero_one"]
+
+
+@pytest.mark.parametrize("block", [1, 7, 64, 10**9])
+def test_scoring_a_block_of_users_at_a_time_gives_every_users_values(split, block):
+    """``per_user_metrics`` scores at most ``block`` candidate (and training) pairs per ``model.score`` call, a user
+    with more in a call alone: every user's values are those of one call over every list, the GAP family's and
+    ERR's top grade that of all the lists, zero-one's training pairs those of the same users."""
+    from cofiviz.metrics.scorer import per_user_metrics, user_blocks
+    from cofiviz.models import RegSVD
+
+    model = RegSVD(rank=3, max_iter=3, seed=1).fit(split.train)
+    metrics = ["ndcg@10", "ap", "gap", "err@5", "zero_one"]
+    whole = per_user_metrics(model, split.test, metrics, train=split.train, ymax=None, block=10**12)
+    counting = Counting().fit(split.train)
+    got = per_user_metrics(model, split.test, metrics, train=split.train, ymax=None, block=block)
+    for m in metrics:
+        np.testing.assert_array_equal(got[m], whole[m], err_msg=m)
+    per_user_metrics(counting, split.test, ["ndcg@10"], block=block)
+    sizes = np.concatenate([[0], np.cumsum(np.diff(split.test.indptr))])
+    assert counting.calls == len(user_blocks(sizes, block))
+    blocks = user_blocks(sizes, block)
+    assert blocks[0][0] == 0 and blocks[-1][1] == split.test.n_users
+    assert all(a[1] == b[0] for a, b in zip(blocks, blocks[1:]))
+    assert all(sizes[u1] - sizes[u0] <= block or u1 == u0 + 1 for u0, u1 in blocks)

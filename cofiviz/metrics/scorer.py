@@ -19,16 +19,37 @@ from .batch import score_lists
 from .names import ZERO_ONE, check_metrics
 from .pairs import zero_one_lists
 
-__all__ = ["per_user_metrics", "mean_metrics", "default_threshold", "resolve_ymax"]
+__all__ = ["per_user_metrics", "mean_metrics", "default_threshold", "resolve_ymax", "user_blocks", "SCORE_BLOCK"]
+
+
+#: candidate pairs a model scores at once: the scores and what ``model.score`` makes to compute them (a gather of
+#: factor rows, say) are held for one block of users of at most this many pairs (a user with more is a block alone)
+SCORE_BLOCK = 1 << 18
+
+
+def user_blocks(indptr: np.ndarray, size: int = SCORE_BLOCK) -> list[tuple[int, int]]:
+    """Consecutive ranges ``[u0, u1)`` of users covering ``indptr``'s users, each holding at most ``size`` entries
+    (a user with more is a range alone)."""
+    indptr = np.asarray(indptr, dtype=np.int64)
+    n = len(indptr) - 1
+    out, u0 = [], 0
+    while u0 < n:
+        u1 = int(np.searchsorted(indptr, indptr[u0] + size, side="right")) - 1
+        u1 = min(max(u1, u0 + 1), n)
+        out.append((u0, u1))
+        u0 = u1
+    return out
 
 
 def per_user_metrics(model, ratings: Ratings, metrics: Sequence[str] | str, *, train: Ratings | None = None,
-                     threshold: float = 4, ymax: float | None = None) -> dict[str, np.ndarray]:
+                     threshold: float = 4, ymax: float | None = None,
+                     block: int = SCORE_BLOCK) -> dict[str, np.ndarray]:
     """Per-user values (length ``ratings.n_users``, ``NaN`` where skipped) of ``model`` ranking ``ratings``.
 
-    One ``model.score`` call covers every candidate pair (and, for ``zero_one``, the pairs of
-    ``train``). Returns ``{canonical metric name: values}`` in the order of ``metrics``
-    (:func:`~cofiviz.metrics.names.check_metrics`).
+    The users are scored a block at a time (:func:`user_blocks`: at most ``block`` candidate pairs, and for
+    ``zero_one`` as many training pairs, per ``model.score`` call), so that memory beyond the lists stays bounded
+    whatever their number; each user's values are those of scoring every list at once. Returns
+    ``{canonical metric name: values}`` in the order of ``metrics`` (:func:`~cofiviz.metrics.names.check_metrics`).
 
     Raises
     ------
@@ -40,27 +61,36 @@ def per_user_metrics(model, ratings: Ratings, metrics: Sequence[str] | str, *, t
     metrics = check_metrics(metrics)
     listwise = [m for m in metrics if m != ZERO_ONE]
     want01 = ZERO_ONE in metrics
-    n = len(ratings)
-    users, items = ratings.users, ratings.items
-    if want01:
-        if train is None:
-            raise DataError("zero_one needs the users' training ratings (train=...)")
-        users = np.concatenate([users, train.users])
-        items = np.concatenate([items, train.items])
-    scores = model.score(users, items) if len(users) else np.zeros(0)
-    out: dict[str, np.ndarray] = {}
-    if listwise:
-        kwargs = {"threshold": threshold}
-        ymax = resolve_ymax(ymax, ratings)
-        if ymax is not None:
-            kwargs["ymax"] = ymax
-        res = score_lists(ratings.indptr, ratings.ratings, scores[:n], metrics=listwise, **kwargs)
-        for m in listwise:
-            out[m] = np.asarray(res[m], dtype=np.float64)
-    if want01:
-        out[ZERO_ONE] = np.asarray(zero_one_lists(ratings.indptr, ratings.ratings, scores[:n],
-                                                  train.indptr, train.ratings, scores[n:]), dtype=np.float64)
-    return {m: out[m] for m in metrics}
+    if want01 and train is None:
+        raise DataError("zero_one needs the users' training ratings (train=...)")
+    kwargs: dict = {"threshold": threshold}
+    ymax = resolve_ymax(ymax, ratings)
+    if ymax is None and len(ratings):   # what one pass over every list would take: the largest rating of them all
+        top = max(1.0, float(np.max(ratings.ratings)))
+        ymax = int(top) if top == int(top) else top
+    if ymax is not None:
+        kwargs["ymax"] = ymax
+    out = {m: np.full(ratings.n_users, np.nan) for m in metrics}
+    indptr = ratings.indptr
+    sizes = np.diff(indptr) + (np.diff(train.indptr) if want01 else 0)
+    for u0, u1 in user_blocks(np.concatenate([[0], np.cumsum(sizes)]), block):
+        p0, p1 = int(indptr[u0]), int(indptr[u1])
+        users, items = ratings.users[p0:p1], ratings.items[p0:p1]
+        if want01:
+            t0, t1 = int(train.indptr[u0]), int(train.indptr[u1])
+            users = np.concatenate([users, train.users[t0:t1]])
+            items = np.concatenate([items, train.items[t0:t1]])
+        scores = model.score(users, items) if len(users) else np.zeros(0)
+        offsets = indptr[u0:u1 + 1] - p0
+        if listwise:
+            res = score_lists(offsets, ratings.ratings[p0:p1], scores[:p1 - p0], metrics=listwise, **kwargs)
+            for m in listwise:
+                out[m][u0:u1] = res[m]
+        if want01:
+            out[ZERO_ONE][u0:u1] = zero_one_lists(offsets, ratings.ratings[p0:p1], scores[:p1 - p0],
+                                                  train.indptr[u0:u1 + 1] - t0, train.ratings[t0:t1],
+                                                  scores[p1 - p0:])
+    return out
 
 
 def mean_metrics(model, ratings: Ratings, metrics: Sequence[str] | str, *, train: Ratings | None = None,
