@@ -1,6 +1,7 @@
 """Data specs and the splits made of them, loaded once per process.
 
-A data spec is ``{"name": DATASET, **loader_kwargs}`` or ``{"path": FILE}``; its *data version* is a hash
+A data spec is ``{"name": DATASET, **loader_kwargs}`` (``{"name": "netflix-prize", "path": FOLDER}`` for a data set read
+from your own files) or ``{"path": FILE}`` (a ratings file); its *data version* is a hash
 of the loaded ratings' content, part of every store key. Experiments' cells, reproductions and the sweep's
 workers load the same spec many times: :func:`load_data` and :func:`make_split` keep the last few in small
 LRU caches.
@@ -48,7 +49,7 @@ def load_data(data: dict) -> tuple[Ratings, str]:
         _DATA_CACHE.move_to_end(key)
         return _DATA_CACHE[key]
     spec = dict(data)
-    if "path" in spec:
+    if "path" in spec and "name" not in spec:
         path = spec.pop("path")
         ratings = datasets.read(path, **spec)
     else:

@@ -256,3 +256,45 @@ def test_a_diverging_fit_exits_1_naming_the_parameter(files, tmp_path, model, se
     (line,) = [ln for ln in proc.stderr.splitlines() if ln.startswith("cofiviz: error:")]
     assert "exploded" in line and line.endswith(named)
     assert not out.exists()
+
+
+def test_data_sets_read_from_the_users_own_files(tmp_path, capsys):
+    """`--data NAME=PATH` reads the Netflix Prize, EachMovie and Yelp files; `datasets` says they need them."""
+    from cofiviz.datasets import netflix_like, synthetic, write_eachmovie, write_netflix_prize, write_yelp
+
+    assert main(["datasets"]) == 0
+    listed = capsys.readouterr().out
+    for name in ("netflix-prize=PATH", "eachmovie=PATH", "yelp=PATH"):
+        assert name in listed
+    assert "needs your own copy of its files: PATH is a folder with training_set/" in listed
+    assert main(["datasets", "fetch", "netflix-prize"]) == 2
+    assert "cannot be fetched" in capsys.readouterr().err
+    folder = write_netflix_prize(netflix_like(n_ratings=20_000, n_users=150, n_items=300, seed=1), tmp_path / "nf",
+                                 layout="combined", probe_fraction=0.06, seed=0)
+    out = tmp_path / "split"
+    assert main(["split", "gapfm-netflix", "--data", f"netflix-prize={folder}", "--set", "n_train=10", "--set",
+                 "n_negatives=40", "--seed", "2", "--out", str(out)]) == 0
+    assert "wrote the gapfm-netflix split of netflix-prize (seed 2)" in capsys.readouterr().out
+    res = run_json({"train": str(out / "train.tsv"), "test": str(out / "test.tsv")}, tmp_path, "poprec",
+                   "--metrics", "gap@5,ndcg@5,p@5")
+    assert res["protocol"] == "gapfm-netflix" and res["threshold"] == 5.0 and res["files"]["negatives"]
+    vote = write_eachmovie(synthetic(n_users=40, n_items=30, density=0.5, seed=0, scale=(1, 6)), tmp_path / "Vote.txt")
+    assert main(["split", "cofirank-weak", "--data", f"eachmovie={vote}", "--out", str(tmp_path / "em")]) == 0
+    reviews = synthetic(n_users=40, n_items=30, density=0.5, seed=0)
+    path = write_yelp(reviews.like(np.concatenate([reviews.users, reviews.users[:1]]),
+                                   np.concatenate([reviews.items, reviews.items[:1]]),
+                                   np.concatenate([reviews.ratings, [5.0]])), tmp_path / "reviews.json")
+    assert main(["split", "cofirank-weak", "--data", f"yelp={path}", "--out", str(tmp_path / "y")]) == 1
+    assert "to merge them pass duplicates='last'" in capsys.readouterr().err
+    assert main(["split", "cofirank-weak", "--data", f"yelp={path}", "--duplicates", "last",
+                 "--out", str(tmp_path / "y")]) == 0
+    capsys.readouterr()
+    for argv, code, said in [
+        (["--data", "netflix-prize"], 2, "give --data netflix-prize=PATH, PATH being a folder with training_set/"),
+        (["--data", f"netflix-prize={folder}", "--sep", ","], 2, "--sep applies only to a ratings file"),
+        (["--data", f"movielens-100k={folder}"], 2, "NAME=PATH is for the data sets read from your own files"),
+        (["--data", f"netflix-prize={tmp_path / 'nowhere'}"], 1, "nowhere: no such folder"),
+        (["--data", f"eachmovie={tmp_path / 'nf'}"], 1, "holds no Vote.txt"),
+    ]:
+        assert main(["split", "weak", *argv, "--out", str(tmp_path / "x")]) == code, argv
+        assert said in capsys.readouterr().err, argv

@@ -107,6 +107,13 @@ def test_load_by_name_and_the_synthetic_alias(written, small):
         datasets.load("netflix-prize")
 
 
+def test_an_experiments_data_spec_names_it_with_its_path(written, small):
+    from cofiviz.loading import load_data
+
+    ratings, version = load_data({"name": "netflix-prize", "path": str(written["training_set"])})
+    assert ratings.equals(small) and ratings.probe is not None and len(version) == 16
+
+
 def test_the_mv_files_folder_itself_with_probe_and_titles_above_it(written, small, probe_mask):
     r = netflix_prize(written["training_set"] / "training_set")
     assert r.equals(small) and np.array_equal(r.probe, probe_mask) and r.item_info is not None

@@ -6,7 +6,7 @@
                       [--metrics ndcg@10,ap,gap,zero_one] [--seed S] [--json OUT] [--threshold 4]
                       [--scale LO,HI] [--duplicates error|first|last|mean] [--encoding ENC] [--sep SEP]
                       [--user COL] [--item COL] [--rating COL] [--per-user]
-    cofiviz split PROTOCOL --data movielens-100k|movielens-1m|FILE --out DIR [--set KEY=VALUE ...] [--seed S]
+    cofiviz split PROTOCOL --data movielens-100k|movielens-1m|NAME=PATH|FILE --out DIR [--set KEY=VALUE ...] [--seed S]
                            [--scale LO,HI] [--duplicates ...] [--encoding ENC] [--sep SEP] [--user COL] ...
     cofiviz datasets [list | fetch NAME]
     cofiviz models

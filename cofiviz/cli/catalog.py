@@ -31,8 +31,9 @@ def add_parsers(sub) -> None:
 
 
 def list_datasets(args) -> int:
+    needs = datasets.user_files()
     if args.action in (None, "list"):
-        described = datasets.describe()
+        described = {(f"{name}=PATH" if name in needs else name): text for name, text in datasets.describe().items()}
         width = max(len(n) for n in described)
         for name, text in described.items():
             print(f"{name.ljust(width)}  {text}")
@@ -41,6 +42,10 @@ def list_datasets(args) -> int:
         return 0
     if not args.name:
         raise UsageError(f"datasets fetch needs a NAME; available: {', '.join(datasets.available())}")
+    key = datasets.canonical(args.name)
+    if key in needs:
+        raise UsageError(f"{key} cannot be fetched: it is read from your own copy of its files ({needs[key]}); use "
+                         f"it as --data {key}=PATH, e.g. cofiviz split cofirank-weak --data {key}=PATH --out DIR")
     t0 = time.perf_counter()
     r = datasets.load(args.name)
     where = ""

@@ -1,4 +1,4 @@
-"""``cofiviz split PROTOCOL --data NAME|FILE --out DIR``: write a protocol's split to files."""
+"""``cofiviz split PROTOCOL --data NAME|NAME=PATH|FILE --out DIR``: write a protocol's split to files."""
 
 from __future__ import annotations
 
@@ -15,8 +15,10 @@ __all__ = ["add_parser", "split", "load_data"]
 def add_parser(sub) -> None:
     s = sub.add_parser("split", help="write a protocol's train/valid/test split to files")
     s.add_argument("protocol", metavar="PROTOCOL")
-    s.add_argument("--data", required=True, help="a data set name (movielens-100k, movielens-1m, ...; `cofiviz datasets`) "
-                                                 "or a ratings file")
+    s.add_argument("--data", required=True,
+                   help="a data set name (movielens-100k, movielens-1m, ...; `cofiviz datasets`), NAME=PATH for one "
+                        "read from your own files (netflix-prize=FOLDER, eachmovie=Vote.txt, yelp=REVIEWS.json), or a "
+                        "ratings file")
     s.add_argument("--out", required=True, metavar="DIR")
     s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="protocol parameter")
     s.add_argument("--seed", type=int, default=0)
@@ -25,15 +27,37 @@ def add_parser(sub) -> None:
 
 
 def load_data(spec: str, options: dict | None = None):
-    """A ratings file (CSV, TSV, Parquet), else a dataset name (``movielens-100k``, ``popularity``, ...).
+    """A ratings file (CSV, TSV, Parquet), else ``NAME=PATH`` for a data set read from your own files
+    (``netflix-prize=FOLDER``, ``eachmovie=Vote.txt``, ``yelp=REVIEWS.json``; see
+    :func:`cofiviz.datasets.user_files`), else a dataset name (``movielens-100k``, ``popularity``, ...).
 
-    ``options`` (the reading flags, :func:`~cofiviz.cli.options.reading`) go to
-    :func:`cofiviz.datasets.read`; they are a usage error with a dataset name.
+    ``options`` (the reading flags, :func:`~cofiviz.cli.options.reading`) go to :func:`cofiviz.datasets.read`;
+    with ``NAME=PATH`` only ``--duplicates`` applies (its readers take ``duplicates=``); with a dataset name they
+    are a usage error.
     """
     path = Path(spec)
     options = options or {}
     if path.is_file():
         return datasets.read(path, **options)
+    needs = datasets.user_files()
+    name, equals, where = spec.partition("=")
+    try:
+        key = datasets.canonical(name)
+    except ParameterError:
+        key = None
+    if equals or key in needs:
+        if key not in needs:
+            raise UsageError(f"--data {spec!r}: NAME=PATH is for the data sets read from your own files "
+                             f"({', '.join(needs)}), and {name!r} is not one of them; give a ratings file or a "
+                             "dataset name")
+        if not where:
+            raise UsageError(f"--data {key} reads your own copy of its files: give --data {key}=PATH, PATH being "
+                             f"{needs[key]}")
+        unused = [k for k in options if k != "duplicates"]
+        if unused:
+            raise UsageError(f"{', '.join(f'--{k}' for k in unused)} {'applies' if len(unused) == 1 else 'apply'} "
+                             f"only to a ratings file; --data {key}=PATH reads its own format (--duplicates applies)")
+        return datasets.load(key, path=where, **options)
     if options:
         flags = ", ".join(f"--{k}" for k in options)
         raise UsageError(f"{flags} only apply to a ratings file, and --data {spec!r} is not a file; give a "
