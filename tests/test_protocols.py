@@ -526,7 +526,7 @@ def test_every_split_partitions_its_input(toy, name, params):
 # ---------------------------------------------------------------------------------------------- registry, errors
 def test_registry_names():
     assert list(P.PROTOCOLS) == ["weak", "cofirank-weak", "lcr-weak", "fixed-ratio", "strong", "top-n",
-                                 "gapfm-top-n", "controversial"]
+                                 "gapfm-top-n", "gapfm-netflix", "controversial"]
     assert P.get("cofirank-weak") is P.cofirank_weak and P.get("Fixed_Ratio") is P.fixed_ratio
     with pytest.raises(ParameterError, match="unknown protocol 'nope'.*weak, cofirank-weak, lcr-weak"):
         P.get("nope")
@@ -636,3 +636,106 @@ def test_gapfm_top_n_split_survives_files_and_the_command_line(tmp_path):
                           "--test", str(d / "test.tsv"), "--valid", str(d / "valid.tsv"), "--metrics", "gap@5",
                           "--quiet"], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
+
+
+# ---------------------------------------------------------------------------------------------- GAPfm on Netflix
+@pytest.fixture(scope="module")
+def netflix_files(tmp_path_factory):
+    """A small data set written in the Netflix Prize's layout (5 % of the ratings in probe.txt) and read back."""
+    from cofiviz.datasets import netflix_like, netflix_prize, write_netflix_prize
+
+    r = netflix_like(n_ratings=40_000, n_users=300, n_items=500, seed=8)
+    folder = write_netflix_prize(r, tmp_path_factory.mktemp("netflix"), probe_fraction=0.05, seed=1)
+    return netflix_prize(folder)
+
+
+def _pairs(r: Ratings | None) -> set:
+    return set() if r is None else set(zip(r.user_ids[r.users].tolist(), r.item_ids[r.items].tolist()))
+
+
+def test_gapfm_netflix_follows_the_papers_counts(netflix_files):
+    r = netflix_files
+    df = r.to_dataframe()
+    df["probe"] = r.probe
+    training = df[~df["probe"]].groupby("user").size().reindex(r.user_ids, fill_value=0)
+    in_probe = df[df["probe"]].groupby("user").size().reindex(r.user_ids, fill_value=0)
+    kept = set(training.index[training >= 50])
+    tested = set(training.index[(training >= 50) & (in_probe >= 5)])
+    assert 0 < len(tested) < len(kept) < r.n_users                      # every rule removes someone
+    s = P.gapfm_netflix(r, n_train=10, n_negatives=100, seed=3)
+    # users: every kept user has a Given-10 fold of training-set ratings, the others are filtered and named
+    assert set(_per_user(s.train)) == kept and set(_per_user(s.train).values()) == {10}
+    (dropped,) = [f for f in s.protocol["filters"] if f["step"] == "min_user_ratings"]
+    assert set(dropped["user_ids"]) == set(r.user_ids.tolist()) - kept and dropped["users"] == r.n_users - len(kept)
+    probe_pairs = set(zip(df.loc[df["probe"], "user"], df.loc[df["probe"], "item"]))
+    assert not (_pairs(s.train) & probe_pairs)                         # Given N from the training set only
+    # test: exactly the probe ratings of the users with at least 5 of them
+    assert _pairs(s.test) == {(u, i) for u, i in probe_pairs if u in tested}
+    assert set(_per_user(s.test)) == tested
+    assert _triples(s.test) <= _triples(r)
+    # negatives: 100 distinct items per test user (all of them when fewer), unrated in the training set and in the
+    # probe set, among the movies with a rating; rating 0
+    rated = set(zip(df["user"], df["item"]))
+    negatives = s.negatives.to_dataframe()
+    unrated = int(np.count_nonzero(r.item_counts())) - df.groupby("user").size()
+    expected = {u: min(100, int(unrated[u])) for u in tested}
+    assert negatives.groupby("user").size().to_dict() == {u: k for u, k in expected.items() if k}
+    assert (unrated[list(tested)] < 100).any() and s.protocol["users_with_all_unrated"]["users"] > 0
+    assert not (set(zip(negatives["user"], negatives["item"])) & rated) and (negatives["rating"] == 0).all()
+    assert not negatives.duplicated(["user", "item"]).any()
+    pr = s.protocol
+    assert pr["name"] == "gapfm-netflix" and pr["params"]["relevance_threshold"] == 5.0 and s.valid is None
+    assert pr["test_users"]["users"] == len(tested) and pr["test_users"]["kept_users_not_tested"] == len(kept - tested)
+    assert pr["training_set"]["probe_ratings"] == int(r.probe.sum())
+    assert pr["unused"]["training_ratings_outside_the_folds"] == int(training[list(kept)].sum()) - 10 * len(kept)
+    assert pr["unused"]["probe_ratings_of_users_not_tested"] == int(in_probe[list(kept - tested)].sum())
+    assert pr["dropped"]["ratings"] == len(r) - len(s.train) - len(s.test)
+    json.dumps(pr)
+
+
+def test_gapfm_netflix_is_seeded_and_validates(netflix_files, tmp_path):
+    r = netflix_files
+    a = P.make("gapfm-netflix", r, n_train=20, n_negatives=50, n_valid=5, seed=1)
+    b = P.make("gapfm-netflix", r, n_train=20, n_negatives=50, n_valid=5, seed=1)
+    c = P.make("gapfm-netflix", r, n_train=20, n_negatives=50, n_valid=5, seed=2)
+    assert _same_split(a, b) and a.protocol == b.protocol and not _same_split(a, c)
+    assert _triples(a.test) == _triples(c.test)                       # the probe set does not depend on the seed
+    assert set(_per_user(a.valid).values()) == {5} and not (_pairs(a.valid) & (_pairs(a.train) | _pairs(a.test)))
+    assert not (_pairs(a.valid) & _pairs(r.take(r.probe)))            # validation from the training set too
+    a.write(tmp_path / "split")
+    back = Split.read(tmp_path / "split")
+    assert _same_split(a, back) and back.protocol == a.protocol
+    # a user who rated nearly every movie gets every unrated one (the default), is left untested, or is an error
+    heavy = P.gapfm_netflix(r, n_negatives=200, seed=0)
+    assert 0 < heavy.protocol["users_with_all_unrated"]["users"] < heavy.protocol["test_users"]["users"]
+    untested = P.gapfm_netflix(r, n_negatives=200, too_few_unrated="drop", seed=0)
+    note = untested.protocol["not_tested_too_few_unrated"]
+    assert note["users"] == heavy.protocol["users_with_all_unrated"]["users"]
+    assert set(note["user_ids"]) <= set(_per_user(untested.train))
+    assert not set(note["user_ids"]) & set(_per_user(untested.test))
+    assert _triples(untested.train) == _triples(heavy.train)
+    with pytest.raises(ParameterError, match="n_negatives=200 is more than the unrated items"):
+        P.gapfm_netflix(r, n_negatives=200, too_few_unrated="error")
+
+
+@pytest.mark.parametrize("params, error, match", [
+    ({"n_train": 0}, ParameterError, "n_train must be an integer >= 1"),
+    ({"min_probe": 0}, ParameterError, "min_probe must be an integer >= 1"),
+    ({"n_valid": -1}, ParameterError, "n_valid must be an integer >= 0"),
+    ({"too_few_unrated": "skip"}, ParameterError, "too_few_unrated must be one of"),
+    ({"relevance_threshold": "high"}, ParameterError, "relevance_threshold must be a rating value"),
+    ({"min_user_ratings": 10**6}, DataError, r"every user was dropped: .* ratings in the training set"),
+    ({"min_probe": 10**6}, DataError, "no user kept has at least min_probe = 1000000 probe ratings"),
+])
+def test_gapfm_netflix_bad_parameters(netflix_files, params, error, match):
+    with pytest.raises(error, match=match):
+        P.make("gapfm-netflix", netflix_files, **params)
+
+
+def test_gapfm_netflix_needs_the_probe_set(toy):
+    with pytest.raises(DataError, match="these ratings have none: read them with cofiviz.datasets.netflix_prize"):
+        P.gapfm_netflix(toy)
+    toy_probe = toy.take(np.arange(len(toy)))
+    toy_probe.probe = np.zeros(3, dtype=bool)
+    with pytest.raises(DataError, match="ratings.probe must be a boolean array with one value per rating"):
+        P.gapfm_netflix(toy_probe)

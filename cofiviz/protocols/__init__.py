@@ -28,6 +28,8 @@ Protocols (registry names in brackets, see :data:`PROTOCOLS` and :func:`get`)
     * :func:`strong_generalization` [``strong``] (CofiRank §6 after Yu et al.: new users folded in);
     * :func:`top_n` [``top-n``] (GAPfm §5.1: held-out items plus 1000 sampled unrated items), and
       :func:`gapfm_top_n` [``gapfm-top-n``], the same with a validation part carved from the held-out items;
+      :func:`gapfm_netflix` [``gapfm-netflix``], the paper's own protocol on the Netflix Prize: Given N from the
+      training set minus the probe set, tested on the probe set (``datasets.netflix_prize`` marks it);
     * :func:`controversial_items` [``controversial``] (the blog post 'The rank 1 problem': test only
       on items whose ratings have a high variance or entropy).
 
@@ -42,10 +44,10 @@ from .registry import PROTOCOLS, REFERENCES, allowed_parameters, get, make, para
 from .weak import cofirank_weak, lcr_weak, weak_generalization
 from .fixed_ratio import fixed_ratio
 from .strong import strong_generalization
-from .top_n import gapfm_top_n, top_n
+from .top_n import gapfm_netflix, gapfm_top_n, top_n
 from .controversial import controversial_items
 from .validation import carve_validation
 
 __all__ = ["weak_generalization", "cofirank_weak", "lcr_weak", "fixed_ratio", "strong_generalization", "top_n",
-           "gapfm_top_n", "controversial_items", "carve_validation", "PROTOCOLS", "get", "make", "parameters",
-           "allowed_parameters", "REFERENCES"]
+           "gapfm_top_n", "gapfm_netflix", "controversial_items", "carve_validation", "PROTOCOLS", "get", "make",
+           "parameters", "allowed_parameters", "REFERENCES"]

@@ -40,6 +40,12 @@ REFERENCES = {
     "gapfm-top-n": ("GAPfm §5.1 top-N as 'top-n', with 'randomly select 1.5% ... of the data ... to generate a "
                     "validation set, which is used to determine parameters': a validation part carved from each "
                     "user's held-out items"),
+    "gapfm-netflix": ("GAPfm §5.1 on the Netflix Prize: 'Two parts of the dataset are used, i.e., the training set "
+                      "and the probe set'; 'we exclude the users with less than 50 ratings from the training set'; "
+                      "'Given 10 ... we randomly select 10 rated movies for each user in order to generate a training "
+                      "data fold'; 'only based on the ground truth of the users who have at least 5 rated movies in "
+                      "the probe set'; 'randomly select 1000 unrated items ... in addition to the ground truth'; P@5 "
+                      "relevance threshold 5"),
     "controversial": ("The blog post 'The rank 1 problem': 'prepare test data that contains only items which are "
                       "not popular and are controversial (i.e., the rating variance/entropy is high among users)'"),
 }
