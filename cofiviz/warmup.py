@@ -1,9 +1,10 @@
 """Compile (or load from numba's on-disk cache) every numba kernel once, ahead of first use.
 
-``import cofiviz`` compiles nothing; the first call of a kernel does, which takes seconds. Servers
-(``make serve``, the dashboards' setup) and ``cofiviz warmup`` call :func:`warmup` once so that no
-visitor waits for a compilation. With a warm cache (``cache=True`` kernels, ``NUMBA_CACHE_DIR``
-writable) it takes well under a second per module.
+``import cofiviz`` compiles nothing; the first call of a kernel does, which takes seconds. ``cofiviz warmup``
+(``make test``) calls :func:`warmup` once before the work that needs the kernels; a server (``make serve``) calls
+it in a background process of its own (:mod:`cofiviz.background.kernels`), then loads the kernels from the cache
+behind the server, so that a visitor waits for no compilation of a page that is open. With a warm cache
+(``cache=True`` kernels, ``NUMBA_CACHE_DIR`` writable) it takes well under a second per module.
 
 With an empty cache, compiling is most of the work, and it runs in parallel: the modules' ``warmup()``
 functions are grouped into the jobs of :func:`plan`, which ``jobs`` fresh ``spawn`` processes sharing this one's
@@ -18,8 +19,12 @@ signature would then load the other's machine code), so
   kernel is compiled by one process;
 - while a warm-up runs (in the compiling processes, and in any process that calls :func:`warmup`, such as
   a server), every write to the cache holds an exclusive lock on a file of the cache's directory
-  (:func:`_locked_cache_writes`), so that a plan that no longer matches the code, or two warm-ups at once,
-  cost a kernel compiled twice, never a wrong entry.
+  (:func:`locked_cache_writes`), so that a plan that no longer matches the code, or two warm-ups at once,
+  cost a kernel compiled twice, never a wrong entry. A process that may compile while another warms up (a
+  server whose warm-up runs in a background process) holds :func:`locked_cache_writes` for that time too.
+
+A warm-up says how far it is through ``progress`` (a :class:`Progress` after its plan is made and after each
+job), and ``first`` names the modules whose jobs start before the others (a server's quick pages).
 """
 
 from __future__ import annotations
@@ -51,7 +56,7 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None
 
 __all__ = ["warmup", "WarmupError", "SHARED", "plan", "measured_seconds", "PARALLEL_FROM", "default_jobs",
-           "uncached_share"]
+           "uncached_share", "Progress", "locked_cache_writes", "covers"]
 
 
 class WarmupError(CofivizError, RuntimeError):
@@ -81,6 +86,44 @@ class Job:
     modules: tuple[str, ...]
     after: tuple[str, ...] = ()
     seconds: float = 10.0
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How far a warm-up is: what :func:`warmup` hands its ``progress`` callback.
+
+    Attributes
+    ----------
+    modules : tuple of str
+        Every module the warm-up runs, those of ``first`` ahead: the modules of its plan's jobs when it compiles in
+        parallel processes (``cofiviz.solvers.lap``, ``cofiviz.solvers.dense``, ...), else the modules it was
+        asked for.
+    ready : tuple of str
+        The modules of ``modules`` whose kernels are ready: in numba's cache, compiled by a parallel job, or
+        loaded (or compiled) in the calling process.
+    uncached : float
+        The share of kernels that had no entry in the cache when the warm-up started (:func:`uncached_share`):
+        1 on a fresh installation, 0 when every kernel only loads.
+    parallel : bool
+        Whether the modules run in parallel processes (and compile) or in this process, one after the other.
+    """
+
+    modules: tuple[str, ...]
+    ready: tuple[str, ...] = ()
+    uncached: float = 1.0
+    parallel: bool = False
+
+    @property
+    def done(self) -> bool:
+        """Every module is ready."""
+        return len(self.ready) == len(self.modules)
+
+
+def covers(module: str, name: str) -> bool:
+    """Whether the warm-up of ``module`` prepares (part of) the kernels of ``name``: one is the other or a
+    submodule of it (``cofiviz.solvers.lap`` covers part of ``cofiviz.solvers``, ``cofiviz.metrics`` all of
+    ``cofiviz.metrics.ndcg``)."""
+    return module == name or module.startswith(name + ".") or name.startswith(module + ".")
 
 
 #: The kernels several modules share, each compiled by one job before the modules that use them: the surrogate
@@ -233,10 +276,14 @@ _patch_depth = 0
 
 
 @contextlib.contextmanager
-def _locked_cache_writes() -> Iterator[None]:
+def locked_cache_writes() -> Iterator[None]:
     """While in the block (in any thread), every write of numba's cache in this process holds an exclusive lock
     on a file of the cache's directory: numba reads the index, picks a data file for a new signature and writes
-    both, which two processes doing it at once would interleave. Blocks may nest."""
+    both, which two processes doing it at once would interleave. Blocks may nest; without ``fcntl`` (Windows) the
+    block changes nothing."""
+    if fcntl is None:  # pragma: no cover - Windows
+        yield
+        return
     global _patch_depth
     with _patch_lock:
         if _patch_depth == 0:
@@ -306,16 +353,32 @@ def _run_modules(names: Sequence[str], where: str = "") -> dict[str, tuple[float
 
 def _child_job(names: Sequence[str]) -> tuple[dict[str, tuple[float, float]], int]:
     """What a compiling process runs: the modules' warm-ups with locked cache writes; their seconds and its pid."""
-    with _locked_cache_writes():
+    with locked_cache_writes():
         return _run_modules(names, f" in process {os.getpid()}"), os.getpid()
 
 
-class _Scheduler:
-    """Hands out the jobs whose prerequisites have finished, the longest chain first; stops at the first error."""
+def _first_jobs(jobs: Sequence[Job], first: Sequence[str]) -> set[str]:
+    """The names of the jobs that prepare a module of ``first`` (:func:`covers`), and of every job they wait for."""
+    by_name = {j.name: j for j in jobs}
+    out: set[str] = set()
+    todo = [j.name for j in jobs if any(covers(m, name) for m in j.modules for name in first)]
+    while todo:
+        name = todo.pop()
+        if name not in out:
+            out.add(name)
+            todo.extend(by_name[name].after)
+    return out
 
-    def __init__(self, jobs: Sequence[Job]):
+
+class _Scheduler:
+    """Hands out the jobs whose prerequisites have finished: those of ``first`` (:func:`_first_jobs`) before the
+    others, then the longest chain first; stops at the first error."""
+
+    def __init__(self, jobs: Sequence[Job], first: Sequence[str] = ()):
         self.pending = list(jobs)
-        self.priority = _chain_seconds(jobs)
+        chain = _chain_seconds(jobs)
+        early = _first_jobs(jobs, first)
+        self.priority = {name: (name in early, seconds) for name, seconds in chain.items()}
         self.done: set[str] = set()
         self.error: BaseException | None = None
         self.cond = threading.Condition()
@@ -341,10 +404,13 @@ class _Scheduler:
             self.cond.notify_all()
 
 
-def _run_parallel(jobs: Sequence[Job], n_processes: int, report: Callable[[str], None]) -> None:
+def _run_parallel(jobs: Sequence[Job], n_processes: int, report: Callable[[str], None],
+                  first: Sequence[str] = (), finished: Callable[[Job], None] = lambda job: None) -> None:
     """Run ``jobs`` in ``n_processes`` spawned processes (each the only worker of a pool of its own, so that a
-    process that dies is known by its job); raise the first error once the running jobs have finished."""
-    scheduler = _Scheduler(jobs)
+    process that dies is known by its job), those of ``first`` before the others; ``finished(job)`` after each
+    job that succeeded (from one of this process's threads); raise the first error once the running jobs have
+    finished."""
+    scheduler = _Scheduler(jobs, first)
 
     def worker(pool: ProcessPoolExecutor) -> None:
         while (job := scheduler.take()) is not None:
@@ -358,6 +424,11 @@ def _run_parallel(jobs: Sequence[Job], n_processes: int, report: Callable[[str],
                 return
             for name, (secs, cpu) in seconds.items():
                 report(f"  {name}: {secs:.2f} s, cpu {cpu:.2f} s (process {pid})")
+            try:
+                finished(job)
+            except BaseException as exc:  # noqa: BLE001 - the caller's callback: handed to the calling thread
+                scheduler.finish(job, exc)
+                return
             scheduler.finish(job)
 
     context = multiprocessing.get_context("spawn")
@@ -377,7 +448,8 @@ def _run_parallel(jobs: Sequence[Job], n_processes: int, report: Callable[[str],
 
 
 def warmup(verbose: bool = False, jobs: int | None = None, modules: Sequence[str] | None = None,
-           load: bool = True) -> float:
+           load: bool = True, first: Sequence[str] = (),
+           progress: Callable[[Progress], None] | None = None) -> float:
     """Run each module's ``warmup()`` on tiny inputs so that its numba kernels are compiled or loaded.
 
     Parameters
@@ -396,6 +468,14 @@ def warmup(verbose: bool = False, jobs: int | None = None, modules: Sequence[str
     load : bool
         After the other processes compiled the kernels, load them into this one (False: leave them in the
         cache, for a process about to exit, such as ``cofiviz warmup``'s).
+    first : sequence of str
+        Modules to prepare before the others: the jobs that compile their kernels (and the jobs those wait for)
+        start first, and in this process they run first.
+    progress : callable, optional
+        Called with a :class:`Progress` once the modules are known (none ready yet), then each time modules are
+        ready: after each job of the parallel processes (their kernels are in the cache; with ``load=True``
+        this process loads them all afterwards), or after each module run here. Called from this process's
+        threads, one call at a time.
 
     Returns
     -------
@@ -412,17 +492,33 @@ def warmup(verbose: bool = False, jobs: int | None = None, modules: Sequence[str
     n = _check_jobs(jobs)
     start = time.perf_counter()
     names = [name for name, _ in _targets()] if modules is None else list(dict.fromkeys(modules))
+    names.sort(key=lambda name: not any(covers(name, f) for f in first))     # stable: ``first`` ahead
     report = print if verbose else (lambda line: None)
-    with (_locked_cache_writes() if fcntl is not None else contextlib.nullcontext()):
-        if n > 1 and fcntl is not None and names and uncached_share() >= PARALLEL_FROM:
+    tell = progress if progress is not None else (lambda state: None)
+    with locked_cache_writes():
+        uncached = uncached_share()
+        if n > 1 and fcntl is not None and names and uncached >= PARALLEL_FROM:
             plan = _plan(names)
-            _run_parallel(plan, min(n, len(plan)), report)
+            early = _first_jobs(plan, first)
+            held = tuple(m for job in sorted(plan, key=lambda j: j.name not in early) for m in job.modules)
+            ready: set[str] = set()
+            lock = threading.Lock()
+            tell(Progress(held, (), uncached, True))
+
+            def finished(job: Job) -> None:
+                with lock:
+                    ready.update(job.modules)
+                    tell(Progress(held, tuple(m for m in held if m in ready), uncached, True))
+
+            _run_parallel(plan, min(n, len(plan)), report, first, finished)
             if load:
                 t0 = time.perf_counter()
                 _run_modules(names)
                 report(f"  every kernel loaded in this process: {time.perf_counter() - t0:.2f} s")
         else:
-            for name in names:
+            tell(Progress(tuple(names), (), uncached, False))
+            for i, name in enumerate(names):
                 secs, cpu = _run_modules([name])[name]
                 report(f"  {name}: {secs:.2f} s, cpu {cpu:.2f} s")
+                tell(Progress(tuple(names), tuple(names[:i + 1]), uncached, False))
     return time.perf_counter() - start

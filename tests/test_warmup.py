@@ -177,7 +177,7 @@ def test_children_writing_one_index_at_once_keep_every_entry(tmp_path):
         W = sys.modules["cofiviz.warmup"]
         who = sys.argv[1]
         cache = IndexDataCacheFile({str(tmp_path)!r}, "kernel-1.py311", (1.0, 2))
-        with W._locked_cache_writes():
+        with W.locked_cache_writes():
             for i in range(150):
                 cache.save((who, i), f"{{who}} {{i}}")
     """
@@ -190,3 +190,47 @@ def test_children_writing_one_index_at_once_keep_every_entry(tmp_path):
     for who in ("a", "b"):
         for i in range(150):
             assert cache.load((who, i)) == f"{who} {i}"
+
+
+def test_progress_says_every_module_then_each_as_it_is_ready(parallel):
+    """In parallel processes and in this one, the first call names every module with none ready, and each later
+    call adds the modules just ready, until all are."""
+    (parallel / "cofiviz_test_other.py").write_text("def warmup():\n    pass\n")
+    names = ["cofiviz_test_fine", "cofiviz_test_other"]
+    for jobs, in_parallel in ((2, True), (1, False)):
+        seen: list[W.Progress] = []
+        W.warmup(jobs=jobs, modules=names, progress=seen.append)
+        assert seen[0].ready == () and not seen[0].done and seen[0].uncached == 1.0
+        assert {p.parallel for p in seen} == {in_parallel}
+        assert set(seen[0].modules) == set(names) if in_parallel else seen[0].modules == tuple(names)
+        assert [len(p.ready) for p in seen] == sorted(len(p.ready) for p in seen)
+        assert seen[-1].done and set(seen[-1].ready) == set(names)
+
+
+def test_a_progress_that_raises_stops_the_warmup_with_its_error(parallel):
+    def refuse(state):
+        if state.ready:
+            raise OSError("no room for the status")
+
+    with pytest.raises(OSError, match="no room for the status"):
+        W.warmup(jobs=2, modules=["cofiviz_test_fine"], progress=refuse)
+
+
+def test_the_first_modules_jobs_start_before_longer_chains():
+    jobs = [W.Job("a", ("a",), (), 50.0), W.Job("b", ("b",), (), 1.0), W.Job("c", ("c.x",), ("b",), 1.0),
+            W.Job("d", ("d",), (), 30.0)]
+    assert W._first_jobs(jobs, ["c"]) == {"b", "c"}
+    scheduler = W._Scheduler(jobs, first=["c"])
+    order = []
+    while (job := scheduler.take()) is not None:
+        order.append(job.name)
+        scheduler.finish(job)
+    assert order == ["b", "c", "a", "d"]
+    plain = W._Scheduler(jobs)
+    assert plain.take().name == "a"                     # without ``first``: the longest chain first
+
+
+def test_covers_relates_a_module_to_its_submodules_both_ways():
+    assert W.covers("cofiviz.solvers.lap", "cofiviz.solvers") and W.covers("cofiviz.metrics", "cofiviz.metrics.ndcg")
+    assert W.covers("cofiviz.metrics", "cofiviz.metrics")
+    assert not W.covers("cofiviz.metrics", "cofiviz.metric") and not W.covers("cofiviz.losses", "cofiviz.models")
