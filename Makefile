@@ -1,5 +1,5 @@
 # Two entry points, both idempotent (a second run reinstalls nothing unless pyproject.toml changed):
-#   make serve   install cofiviz into .venv, compile the kernels, serve every dashboard on :5006
+#   make serve   install cofiviz into .venv, serve every dashboard on :5006 (the kernels compile behind the server)
 #   make test    install cofiviz with its test extras (and Debian's chromium), run the whole suite
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -26,9 +26,9 @@ chromium:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
 	fi
 
-# every app of apps/ with the landing page at http://localhost:$(PORT)/ (cofiviz/dashboards/serving.py)
+# every app of apps/ with the landing page at http://localhost:$(PORT)/ (cofiviz/dashboards/serving.py); the server
+# answers at once and compiles the numba kernels in the background (cofiviz/background/kernels.py)
 serve: $(STAMP)
-	$(BIN)/cofiviz warmup
 	$(BIN)/cofiviz serve --port $(PORT)
 
 # the kernels are compiled once before the tests (a fresh clone has none cached), not by whichever test comes first

@@ -2,10 +2,9 @@
 
 import panel as pn
 
-from cofiviz.dashboards.catalog import app
 from cofiviz.dashboards.comparisons import Comparisons
-from cofiviz.dashboards.theme import page
+from cofiviz.dashboards.gate import app_page
 
 pn.extension("tabulator", sizing_mode="stretch_width")
 
-page(app("comparisons").title, Comparisons.from_environment()).servable()
+app_page("comparisons", Comparisons.from_environment).servable()

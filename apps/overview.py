@@ -2,10 +2,9 @@
 
 import panel as pn
 
-from cofiviz.dashboards.catalog import app
+from cofiviz.dashboards.gate import app_page
 from cofiviz.dashboards.overview import DatasetOverview
-from cofiviz.dashboards.theme import page
 
 pn.extension("tabulator", sizing_mode="stretch_width")
 
-page(app("overview").title, DatasetOverview()).servable()
+app_page("overview", DatasetOverview).servable()

@@ -2,10 +2,9 @@
 
 import panel as pn
 
-from cofiviz.dashboards.catalog import app
+from cofiviz.dashboards.gate import app_page
 from cofiviz.dashboards.playground import MetricPlayground
-from cofiviz.dashboards.theme import page
 
 pn.extension(sizing_mode="stretch_width")
 
-page(app("playground").title, MetricPlayground()).servable()
+app_page("playground", MetricPlayground).servable()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -14,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from cofiviz.dashboards.serving import WEBSOCKET_MAX_MESSAGE, serve_command  # noqa: F401 - tests import it here
+from cofiviz.dashboards.serving import (KERNELS_ROUTE, SERVER_STATUS, WEBSOCKET_MAX_MESSAGE,  # noqa: F401
+                                        serve_command)       # tests import them from here
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -52,11 +54,24 @@ def wait_for_http(url: str, proc: subprocess.Popen, log: Path, timeout: float, w
     return False
 
 
+def server_warm(url: str, pid: int) -> bool:
+    """Whether the server ``pid`` at ``url`` says that its warm-up behind it is done (its kernels loaded, its data
+    read, its dashboards built once: ``cofiviz.dashboards.serving.SERVER_STATUS``)."""
+    try:
+        with urllib.request.urlopen(f"{url}/{KERNELS_ROUTE}/{SERVER_STATUS}", timeout=5) as resp:
+            said = json.loads(resp.read())
+    except (OSError, ValueError):
+        return False
+    return said.get("server_pid") == pid and said.get("state") == "warm"
+
+
 class PanelServer:
     """`panel serve` on a free localhost port, as `cofiviz serve` runs it, stopped when the test module ends.
 
-    The server answers once its warm-up has loaded (or, on a fresh clone, compiled) the kernels; on a busy
-    machine a cold compile takes minutes, so the wait is long and ends early only if the server exits.
+    The server answers at once and warms up behind it: its background warm-up loads (or, on a fresh clone,
+    compiles) the kernels, then the server loads them, the data and its dashboards. With ``setup`` the tests start
+    once that is done, as a visitor of a warm server finds the pages; on a busy machine a cold compile takes
+    minutes, so the wait is long and ends early only if the server exits.
     """
 
     def __init__(self, apps: list[str], setup: bool = True, timeout: float = 900.0, env: dict | None = None):
@@ -67,12 +82,18 @@ class PanelServer:
         self._logf = open(self.log, "w")
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self._logf, stderr=subprocess.STDOUT,
                                      env={**os.environ, **server_env(), **(env or {})})
-        # a static file answers once the warm-up is done, without building a session: polling an app's page on a
-        # loaded machine starts a session (a whole notebook run) at each poll that times out
+        # static files answer without building a session: polling an app's page on a loaded machine starts a
+        # session (a whole notebook run) at each poll that times out
+        deadline = time.monotonic() + timeout
         if wait_for_http(f"{self.url}/static/js/bokeh.min.js", self.proc, self.log, timeout, "panel serve"):
-            return
+            while setup and not server_warm(self.url, self.proc.pid):
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    break
+                time.sleep(0.5)
+            else:
+                return
         self.close()
-        raise RuntimeError(f"panel serve did not answer within {timeout} s: {self.log.read_text()[-3000:]}")
+        raise RuntimeError(f"panel serve did not warm up within {timeout} s: {self.log.read_text()[-3000:]}")
 
     @property
     def url(self) -> str:

@@ -1,11 +1,18 @@
-"""``cofiviz serve``: every dashboard and the landing page, as ``make serve`` starts them."""
+"""``cofiviz serve``: every dashboard and the landing page, as ``make serve`` starts them.
+
+The command starts the background warm-up of the numba kernels (:func:`cofiviz.background.kernels.start`, at a
+lower priority, the quick pages' modules first) and then becomes the ``panel serve`` process (``exec``), which
+answers at once: the warm-up process is the server's child and ends with it.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
 
-from ..dashboards.serving import serve_command
+from ..background.kernels import start as start_kernels
+from ..dashboards.catalog import first_kernels
+from ..dashboards.serving import kernels_folder, serve_command
 
 __all__ = ["add_parser", "serve"]
 
@@ -20,7 +27,9 @@ def add_parser(sub) -> None:
 
 def serve(args) -> int:
     cmd = serve_command(port=args.port, address=args.address, threads=args.threads)
-    print(f"cofiviz: serving the dashboards at http://{args.address}:{args.port}/", file=sys.stderr, flush=True)
+    start_kernels(kernels_folder(args.port), first=first_kernels())
+    print(f"cofiviz: serving the dashboards at http://{args.address}:{args.port}/ (numba kernels are prepared "
+          "behind it)", file=sys.stderr, flush=True)
     sys.stdout.flush()
     os.execv(cmd[0], cmd)
     return 0  # pragma: no cover - execv does not return

@@ -1,7 +1,9 @@
 """What the lab offers a visitor: every dashboard with its title and a one-line description, and the notebooks.
 
 The landing page (``index.html`` beside this module, which ``panel serve --index`` renders) and each app's
-page title read them from here, so that a dashboard is described in one place.
+page title read them from here, so that a dashboard is described in one place, with the numba kernels it needs
+(:attr:`App.kernels`): while a server's background warm-up prepares them, the page says so and opens once they
+are ready (:mod:`.gate`), and the landing page marks its card.
 """
 
 from __future__ import annotations
@@ -11,8 +13,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..background.kernels import EVERY
+
 __all__ = ["App", "APPS", "Notebook", "notebooks", "INDEX_TEMPLATE", "THUMBNAILS", "app", "COURSE_HTML",
-           "course_html"]
+           "course_html", "EVERY", "first_kernels"]
 
 HERE = Path(__file__).resolve().parent
 #: the landing page, a Tornado template (``panel serve --index``)
@@ -25,11 +29,21 @@ COURSE_HTML = "cofiviz-results/course"
 
 @dataclass(frozen=True)
 class App:
-    """One dashboard: ``apps/<slug>.py`` served at ``/<slug>``."""
+    """One dashboard: ``apps/<slug>.py`` served at ``/<slug>``.
+
+    Attributes
+    ----------
+    slug, title, description : str
+        Its address, title and one-line description.
+    kernels : tuple of str
+        The modules whose numba kernels the page runs (in the server or in its worker processes), as
+        :func:`cofiviz.warmup` names them, or :data:`EVERY`; empty for a page that runs none, which opens at once.
+    """
 
     slug: str
     title: str
     description: str
+    kernels: tuple[str, ...] = ()
 
     @property
     def thumbnail(self) -> Path:
@@ -38,18 +52,31 @@ class App:
 
 APPS: dict[str, App] = {a.slug: a for a in [
     App("overview", "Dataset overview",
-        "MovieLens 100K or your own ratings file: counts, rating and activity distributions, long tails."),
+        "MovieLens 100K or your own ratings file: counts, rating and activity distributions, long tails.",
+        ("cofiviz.elementary",)),                                         # the synthetic data sets' generators
     App("monitor", "Training monitor",
-        "Train any model on a protocol's split and watch NDCG, AP and GAP per iteration; stop, save, compare runs."),
+        "Train any model on a protocol's split and watch NDCG, AP and GAP per iteration; stop, save, compare runs.",
+        EVERY),
     App("comparisons", "Comparisons",
-        "The papers' tables and figures reproduced, each cell beside the published number, with its trace."),
+        "The papers' tables and figures reproduced, each cell beside the published number, with its trace.",
+        EVERY),                                                           # it computes any reproduction's cells
     App("recommendations", "Recommendations",
-        "A user's top-N lists from the models side by side, and how much each leans on popularity."),
+        "A user's top-N lists from the models side by side, and how much each leans on popularity.",
+        EVERY),
     App("playground", "Metric playground",
-        "Move items up and down a graded list and watch NDCG, AP, GAP, P@k, ERU and MRR respond, ties included."),
+        "Move items up and down a graded list and watch NDCG, AP, GAP, P@k, ERU and MRR respond, ties included.",
+        ("cofiviz.elementary", "cofiviz.metrics")),
     App("losses", "Loss shapes",
-        "The surrogates CofiRank, LCR and GAPfm minimise, drawn against the metrics they stand in for; ties."),
+        "The surrogates CofiRank, LCR and GAPfm minimise, drawn against the metrics they stand in for; ties.",
+        ("cofiviz.elementary", "cofiviz.losses", "cofiviz.metrics")),
 ]}
+
+
+def first_kernels() -> list[str]:
+    """The modules of the pages that need some kernels but not all of them, each once: a server's warm-up
+    prepares them first, so that those pages open first."""
+    names = [name for entry in APPS.values() if entry.kernels != EVERY for name in entry.kernels]
+    return list(dict.fromkeys(names))
 
 
 def app(slug: str) -> App:

@@ -1,16 +1,24 @@
-"""Run by `panel serve --setup` before the first visitor: load the data and compile the kernels.
+"""Run by `panel serve --setup` before the server listens: start what the server needs, and leave the long work behind it.
 
-The data sets loaded here are all the dashboards' data sets except those loaded on first use
-(``cofiviz.background.offered.LOADED_ON_FIRST_USE``: MovieLens 1M), which the first page that shows one reads.
+First starts the training workers' forkserver, which readies its own copy of cofiviz (modules, data sets, and the
+kernels when numba's cache holds them) in the background. Then selects numba's thread-safe ``omp`` threading
+layer before any parallel kernel runs here: Panel runs the sessions' callbacks on several threads
+(``--num-threads``) and the comparisons page computes cells in a thread per session, and the ``workqueue`` layer
+crashes when parallel kernels are launched from several threads at once.
 
-First starts the training workers' forkserver, which readies its own copy of cofiviz (modules, kernels,
-data sets) in the background while this process warms up. Then selects numba's thread-safe ``omp``
-threading layer before any parallel kernel runs here: Panel runs the sessions' callbacks on several
-threads (``--num-threads``) and the comparisons page computes cells in a thread per session, and the
-``workqueue`` layer crashes when parallel kernels are launched from several threads at once.
+Then starts the background warm-up of the numba kernels (:func:`cofiviz.background.kernels.start`) unless
+``cofiviz serve`` started it for this server, and returns: a thread (:func:`cofiviz.dashboards.warm.warm_server`)
+waits for the kernels to be in the cache, loads them here, reads the data sets the pages offer (all but
+``cofiviz.background.offered.LOADED_ON_FIRST_USE``: MovieLens 1M, which the first page that shows it reads) and
+builds every dashboard once. Meanwhile the server answers: the landing page and each page say that kernels are
+being prepared, and a page opens once its own are ready (:mod:`cofiviz.dashboards.gate`).
 """
 
+import atexit
+import os
+import shutil
 import sys
+import threading
 import time
 
 t0 = time.perf_counter()
@@ -20,20 +28,19 @@ start_forkserver()
 from cofiviz.dashboards._shared import use_thread_safe_numba  # noqa: E402
 
 use_thread_safe_numba()
-import cofiviz  # noqa: E402
-from cofiviz.background.offered import load_dataset, preloaded_datasets  # noqa: E402
-from cofiviz.dashboards.serving import served_apps  # noqa: E402
-from cofiviz.dashboards.warm import warm_dashboards  # noqa: E402
+from cofiviz.background.kernels import start as start_kernels, status_of  # noqa: E402
+from cofiviz.dashboards.catalog import first_kernels  # noqa: E402
+from cofiviz.dashboards.gate import watch_kernels  # noqa: E402
+from cofiviz.dashboards.serving import served_apps, served_kernels_folder  # noqa: E402
+from cofiviz.dashboards.warm import warm_server  # noqa: E402
 
-cofiviz.warmup()
-for label in preloaded_datasets():
-    try:
-        load_dataset(label)
-    except Exception as exc:  # a dataset that cannot load is reported in its page
-        print(f"cofiviz: could not preload {label}: {exc}")
-
-try:  # build each dashboard once so that every module, plot and kernel they need is loaded and compiled
-    warm_dashboards(apps=served_apps(sys.argv))
-except Exception as exc:  # a dashboard that cannot warm up still reports its own errors in its page
-    print(f"cofiviz: dashboard warm-up failed: {exc}")
-print(f"cofiviz: server warm-up took {time.perf_counter() - t0:.1f} s")
+folder = served_kernels_folder(sys.argv)
+if folder is not None:
+    if status_of(folder, os.getpid()) is None:   # `panel serve` run without `cofiviz serve`
+        start_kernels(folder, first=first_kernels())
+    atexit.register(shutil.rmtree, folder, True)
+watch_kernels(folder)
+threading.Thread(target=warm_server, args=(folder, served_apps(sys.argv)), daemon=True,
+                 name="cofiviz-warm-server").start()
+print(f"cofiviz: server setup took {time.perf_counter() - t0:.1f} s; the kernels, data and dashboards warm up "
+      "behind it", flush=True)

@@ -3,26 +3,53 @@ browser tests all run it).
 
 Every app of ``apps/`` is served, the landing page (:data:`~.catalog.INDEX_TEMPLATE`) lists them with their
 thumbnails (served at ``/thumbnails/``) and the notebooks, every page loads the script of ``static/`` (served at
-``/cofiviz-static/``: the sidebar starts closed on a narrow screen), and :mod:`.serve_setup` loads the data and compiles
-the kernels before the first visitor. A page may send messages up to 64 MiB (uploads travel in 4 MB chunks,
-far below it; Bokeh's default limit is 20 MB). Nothing is loaded from the internet.
+``/cofiviz-static/``: the sidebar starts closed on a narrow screen), and the status of the background warm-up of the
+numba kernels (:mod:`cofiviz.background.kernels`) is served at ``/cofiviz-kernels/status.json`` from a folder of the
+server's own (:func:`kernels_folder`), which the landing page polls. :mod:`.serve_setup` starts that warm-up when
+nothing started it, and loads the kernels, the data and the dashboards once it is done, behind the server. A page
+may send messages up to 64 MiB (uploads travel in 4 MB chunks, far below it; Bokeh's default limit is 20 MB).
+Nothing is loaded from the internet.
 """
 
 from __future__ import annotations
 
+import getpass
 import sys
+import tempfile
 from pathlib import Path
 from typing import Sequence
 
 from .catalog import INDEX_TEMPLATE, THUMBNAILS, course_html
 from .theme import NARROW_JS, STATIC_ROUTE
 
-__all__ = ["served_apps", "serve_command", "app_files", "WEBSOCKET_MAX_MESSAGE", "SETUP"]
+__all__ = ["served_apps", "serve_command", "app_files", "WEBSOCKET_MAX_MESSAGE", "SETUP", "KERNELS_ROUTE",
+           "SERVER_STATUS", "kernels_folder", "served_kernels_folder"]
 
 #: the largest message a page may send (bytes): above ``upload.UPLOAD_CHUNK``, so an upload up to its limit fits
 WEBSOCKET_MAX_MESSAGE = 64 * 2**20
-#: run by ``panel serve --setup`` before the first visitor
+#: run by ``panel serve --setup`` before the server listens
 SETUP = Path(__file__).resolve().parent / "serve_setup.py"
+#: where a server serves the folder of its kernels' status (:func:`kernels_folder`)
+KERNELS_ROUTE = "cofiviz-kernels"
+#: the file of that folder in which the server's warm-up behind it says how far it is
+#: (:func:`cofiviz.dashboards.warm.warm_server`)
+SERVER_STATUS = "server.json"
+
+
+def kernels_folder(port: int) -> Path:
+    """The folder of the kernels' status of the server on ``port``: one per user and port in the temporary
+    folder (a server on that port overwrites what an earlier one left), created if missing."""
+    folder = Path(tempfile.gettempdir()) / f"cofiviz-kernels-{getpass.getuser()}-{port}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return folder
+
+
+def served_kernels_folder(argv: Sequence[str]) -> Path | None:
+    """The folder a ``panel serve`` command line serves at :data:`KERNELS_ROUTE`, or None."""
+    for arg in argv:
+        if arg.startswith(f"{KERNELS_ROUTE}="):
+            return Path(arg.split("=", 1)[1])
+    return None
 
 
 def app_files(directory: str | Path = "apps") -> list[Path]:
@@ -57,7 +84,8 @@ def serve_command(apps: Sequence[str | Path] | None = None, *, port: int = 5006,
     port, address : int, str
         Where to listen; only pages from ``address:port`` may open a websocket.
     setup : bool
-        Load the data and compile the kernels before the first visitor (:data:`SETUP`).
+        Run :data:`SETUP`: start the kernels' background warm-up when nothing started it, then load the kernels,
+        the data and the dashboards behind the server.
     threads : int
         Panel's threads for the sessions' callbacks.
     python : str
@@ -69,7 +97,7 @@ def serve_command(apps: Sequence[str | Path] | None = None, *, port: int = 5006,
            "--websocket-max-message-size", str(WEBSOCKET_MAX_MESSAGE),
            "--index", str(INDEX_TEMPLATE)]
     static = [f"thumbnails={THUMBNAILS}"] if THUMBNAILS.is_dir() else []
-    static += [f"{STATIC_ROUTE}={NARROW_JS.parent}"]
+    static += [f"{STATIC_ROUTE}={NARROW_JS.parent}", f"{KERNELS_ROUTE}={kernels_folder(port)}"]
     if (course := course_html()) is not None:        # the notebooks with their outputs (``cofiviz course``)
         static += [f"course={course}"]
     cmd += ["--static-dirs", *static]
