@@ -186,6 +186,9 @@ def test_other_files_are_listed_not_read(tmp_path):
     ({"movie_titles.txt": "1,2003\n"}, r"movie_titles\.txt: line 1 has 2 field\(s\)"),
     ({"movie_titles.txt": "1,2003,A\n1,2004,B\n"}, r"movie_titles\.txt: lines 1 and 2: movie 1 is listed twice"),
     ({"training_set/mv_0000001.txt": "1:\n10,3,2005-01-01\n\x00\x01\x02\n"}, r"mv_0000001\.txt: line 3 has 1 field"),
+    ({"probe.txt": "\x1f\x8b\x08\x00rest"}, r"probe\.txt: this is gzip-compressed data, not a text file; decompress "
+                                            r"it first"),
+    ({"training_set/mv_0000002.txt": "PK\x03\x04rest"}, r"mv_0000002\.txt: this is a zip archive, not a text file"),
 ])
 def test_bad_input_names_file_line_and_column(tmp_path, files, message):
     with pytest.raises(DataError, match=message):
