@@ -120,14 +120,18 @@ def app_page(slug: str, build: Callable[[], object], sidebar: bool = False) -> p
             return
         callback.stop()
         try:
-            built_main, built_side = _parts(build(), sidebar)
+            # made as at a page's first render, before the template set the session's design, so that the template
+            # styles the content as it styles a page built at once (a component made under the session's design
+            # would bring that design's whole stylesheet: Bootstrap's larger headings, tables without borders)
+            with pn.config.set(design=None):
+                built_main, built_side = _parts(build(), sidebar)
+                main.objects = [pn.panel(built_main)]
+                if side is not None:
+                    side.objects = [pn.panel(built_side)]
         except Exception as exc:  # the page's own error, said where its content would be
             main.objects = [pn.pane.Alert(f"This page could not be built: {type(exc).__name__}: {exc}",
                                           alert_type="danger")]
             raise
-        main.objects = [built_main]
-        if side is not None:
-            side.objects = [built_side]
 
     show_progress(status)
     callback = pn.state.add_periodic_callback(check, period=POLL_MS)
