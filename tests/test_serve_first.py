@@ -28,7 +28,7 @@ from numba.core.caching import _CacheLocator
 import cofiviz.warmup  # noqa: F401 - ``cofiviz.warmup`` the function shadows the module in the package
 from cofiviz.background import kernels as K
 from cofiviz.dashboards.catalog import APPS, EVERY, first_kernels
-from cofiviz.dashboards.serving import KERNELS_ROUTE
+from cofiviz.dashboards.serving import KERNELS_ROUTE, kernels_folder, serve_command, served_kernels_folder
 from conftest import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, ROOT, free_port, screenshot, server_env, wait_for_http
 
 W = sys.modules["cofiviz.warmup"]
@@ -78,6 +78,13 @@ def test_every_page_names_kernels_the_warmup_prepares():
     assert not K.prepares(["cofiviz.elementary"], APPS["playground"].kernels)
     assert set(first_kernels()) == {n for e in APPS.values() if e.kernels != EVERY for n in e.kernels}
     assert APPS["monitor"].kernels == EVERY       # it trains any model
+
+
+def test_the_command_line_serves_the_folder_of_the_kernels_status_per_port():
+    cmd = serve_command(port=5123, address="localhost")
+    folder = served_kernels_folder(cmd)
+    assert folder == kernels_folder(5123) and folder.is_dir() and folder != kernels_folder(5124)
+    assert f"{KERNELS_ROUTE}={folder}" in cmd[cmd.index("--static-dirs"):]
 
 
 def test_the_warmup_process_writes_its_status_and_ends_with_its_parent(tmp_path):

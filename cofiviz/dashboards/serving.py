@@ -14,6 +14,7 @@ Nothing is loaded from the internet.
 from __future__ import annotations
 
 import getpass
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -39,7 +40,8 @@ SERVER_STATUS = "server.json"
 def kernels_folder(port: int) -> Path:
     """The folder of the kernels' status of the server on ``port``: one per user and port in the temporary
     folder (a server on that port overwrites what an earlier one left), created if missing."""
-    folder = Path(tempfile.gettempdir()) / f"cofiviz-kernels-{getpass.getuser()}-{port}"
+    user = os.getuid() if hasattr(os, "getuid") else getpass.getuser()
+    folder = Path(tempfile.gettempdir()) / f"cofiviz-kernels-{user}-{port}"
     folder.mkdir(mode=0o700, exist_ok=True)
     return folder
 

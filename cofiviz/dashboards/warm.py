@@ -106,6 +106,19 @@ def warm_server(folder: str | Path | None, apps: Sequence[str] | None = None) ->
                 pass
 
     note("warming")
+    try:
+        _warm_behind(folder, server, apps)
+    except Exception as exc:  # the pages build what they need themselves; the server goes on
+        print(f"cofiviz: the warm-up behind the server failed: {type(exc).__name__}: {exc}", flush=True)
+    finally:
+        note("warm")
+    seconds = time.perf_counter() - t0
+    print(f"cofiviz: server warm-up behind the server took {seconds:.1f} s", flush=True)
+    return seconds
+
+
+def _warm_behind(folder: str | Path | None, server: int, apps: Sequence[str] | None) -> None:
+    """:func:`warm_server`'s work: wait for the kernels, load them, read the data sets, build the dashboards."""
     modules = modules_from_environment()
     # compiling here while the warm-up process writes the cache: every write of this process takes the lock
     with locked_cache_writes():
@@ -127,7 +140,3 @@ def warm_server(folder: str | Path | None, apps: Sequence[str] | None = None) ->
         warm_dashboards(apps=wanted)
     except Exception as exc:  # a dashboard that cannot warm up still reports its own errors in its page
         print(f"cofiviz: dashboard warm-up failed: {exc}", flush=True)
-    seconds = time.perf_counter() - t0
-    note("warm")
-    print(f"cofiviz: server warm-up behind the server took {seconds:.1f} s", flush=True)
-    return seconds
