@@ -35,6 +35,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from conftest import CHROMIUM, CHROMIUM_ARGS, PanelServer  # noqa: E402
 
+from cofiviz.models import get_model_class  # noqa: E402
+
 #: in the page: choose ``model`` in the Model select and wait until the form's title ``title`` is visible
 CHANGE_MODEL_JS = """async ([model, title]) => {
     const all = (root, sel) => { const out = [...root.querySelectorAll(sel)];
@@ -60,7 +62,6 @@ POINTS_JS = """() => { let best = 0;
             if (d && d.iteration && typeof d.iteration.length === 'number') best = Math.max(best, d.iteration.length); }
     }
     return best; }"""
-TITLES = {"lcr": "LCR", "regsvd": "RegSVD"}
 
 
 def open_session(browser, url):
@@ -83,12 +84,12 @@ def choose(page, label, value):
 
 def measure(page, repeats: int) -> tuple[float, list[float]]:
     """The first-time LCR form, then ``repeats`` alternations between RegSVD and LCR (seconds)."""
-    first = page.evaluate(CHANGE_MODEL_JS, ["lcr", TITLES["lcr"]])
+    first = page.evaluate(CHANGE_MODEL_JS, ["lcr", get_model_class("lcr").display_name()])
     times = []
     for i in range(repeats):
         model = "regsvd" if i % 2 == 0 else "lcr"
         page.wait_for_timeout(200)        # a visitor's pause between two choices
-        times.append(page.evaluate(CHANGE_MODEL_JS, [model, TITLES[model]]))
+        times.append(page.evaluate(CHANGE_MODEL_JS, [model, get_model_class(model).display_name()]))
     return first, times
 
 

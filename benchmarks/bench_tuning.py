@@ -25,7 +25,7 @@ import pandas as pd
 import cofiviz
 from cofiviz import datasets
 from cofiviz.evaluation import evaluate
-from cofiviz.models import get_model_class
+from cofiviz.models import get_model_class, ranking_models
 from cofiviz.protocols import lcr_weak
 from cofiviz.significance import paired_test
 
@@ -45,7 +45,7 @@ def paired(a: pd.Series, b: pd.Series) -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--models", nargs="+", default=["cofirank", "gcr", "lcr", "llorma", "gapfm", "bilinear"])
+    p.add_argument("--models", nargs="+", default=ranking_models(), help="default: the ranking models")
     p.add_argument("--ns", nargs="+", type=int, default=[10, 20, 50])
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     p.add_argument("--budget", type=float, default=120.0)

@@ -40,7 +40,7 @@ import cofiviz
 from cofiviz import datasets
 from cofiviz.errors import ModelFitError
 from cofiviz.metrics.scorer import per_user_metrics
-from cofiviz.models import get_model_class
+from cofiviz.models import get_model_class, ranking_models
 from cofiviz.models.space import sample
 from cofiviz.models.tuning import anchors, trial_params
 from cofiviz.protocols import lcr_weak
@@ -88,7 +88,7 @@ def summarise(trials: list[dict], itemmean_test: float, per_user: list | None = 
 
 def main(argv=None) -> list[dict]:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--models", nargs="+", default=["cofirank", "gcr", "lcr", "llorma", "gapfm", "bilinear"])
+    p.add_argument("--models", nargs="+", default=ranking_models(), help="default: the ranking models")
     p.add_argument("--ns", nargs="+", type=int, default=[10, 20, 50])
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     p.add_argument("--draws", type=int, default=40, help="settings drawn from each search space (default 40)")

@@ -39,14 +39,14 @@ import pandas as pd
 import cofiviz
 from cofiviz import datasets
 from cofiviz.metrics.scorer import per_user_metrics
-from cofiviz.models import available_models, get_model_class
+from cofiviz.models import get_model_class, ranking_models
 from cofiviz.models.tuning import tune
 from cofiviz.protocols import lcr_weak
 from cofiviz.significance import paired_test
 
 METRIC = "ndcg@10"
 #: the ranking models: those that can be reduced to the damped item mean (``Model.item_mean_setting``)
-MODELS = [m for m in available_models() if get_model_class(m).item_mean_setting is not None]
+MODELS = ranking_models()
 RESULTS = Path(__file__).resolve().parent / "results"
 #: a cell is significantly below the item mean when its difference is negative with p below this
 ALPHA = 0.05
