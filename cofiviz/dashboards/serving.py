@@ -21,15 +21,19 @@ from pathlib import Path
 from typing import Sequence
 
 from .catalog import INDEX_TEMPLATE, THUMBNAILS, course_html
-from .theme import NARROW_JS, STATIC_ROUTE
 
 __all__ = ["served_apps", "serve_command", "app_files", "WEBSOCKET_MAX_MESSAGE", "SETUP", "KERNELS_ROUTE",
-           "SERVER_STATUS", "kernels_folder", "served_kernels_folder"]
+           "SERVER_STATUS", "kernels_folder", "served_kernels_folder", "NARROW_JS", "STATIC_ROUTE"]
 
 #: the largest message a page may send (bytes): above ``upload.UPLOAD_CHUNK``, so an upload up to its limit fits
 WEBSOCKET_MAX_MESSAGE = 64 * 2**20
 #: run by ``panel serve --setup`` before the server listens
 SETUP = Path(__file__).resolve().parent / "serve_setup.py"
+#: the script every page loads (served from ``static/``; :func:`~.theme.page` names it): below 768 px the sidebar
+#: starts closed
+NARROW_JS = Path(__file__).resolve().parent / "static" / "narrow.js"
+#: where a server serves the files of ``static/``
+STATIC_ROUTE = "cofiviz-static"
 #: where a server serves the folder of its kernels' status (:func:`kernels_folder`)
 KERNELS_ROUTE = "cofiviz-kernels"
 #: the file of that folder in which the server's warm-up behind it says how far it is

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import panel as pn
+
+from .serving import NARROW_JS, STATIC_ROUTE
 
 __all__ = ["page", "HEADINGS_CSS", "PLOT_MIN_WIDTH", "CONTROLS_WIDTH", "side_by_side", "flow", "PlotFlow",
            "NARROW_JS", "STATIC_ROUTE"]
@@ -13,10 +13,6 @@ __all__ = ["page", "HEADINGS_CSS", "PLOT_MIN_WIDTH", "CONTROLS_WIDTH", "side_by_
 PLOT_MIN_WIDTH = 320
 #: the width of a page's column of controls beside its plots
 CONTROLS_WIDTH = 340
-#: the script every page loads (served from ``static/`` by ``cofiviz serve``): below 768 px the sidebar starts closed
-NARROW_JS = Path(__file__).resolve().parent / "static" / "narrow.js"
-#: where a server serves the files of ``static/``
-STATIC_ROUTE = "cofiviz-static"
 
 #: the stylesheet of a Markdown pane whose text changes while the page is open: the template's Bootstrap stylesheet
 #: reaches the pane's headings once its text has changed (h3 and h4 at 1.5rem and more) but not at its first render,
