@@ -2,13 +2,15 @@
 
     .venv/bin/python scripts/thumbnails.py [--chromium /usr/bin/chromium]
 
-Serves the apps as ``cofiviz serve`` does, opens each page at 1200×800, waits until its content has drawn
-and writes ``cofiviz/dashboards/thumbnails/<app>.png`` at 0.4 scale (480×320, a few tens of kB each).
+Serves the apps as ``cofiviz serve`` does, waits until the server says its warm-up is done (its kernels ready: no
+page then shows the notice of kernels being prepared), opens each page at 1200×800, waits until its content has
+drawn and writes ``cofiviz/dashboards/thumbnails/<app>.png`` at 0.4 scale (480×320, a few tens of kB each).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import socket
 import subprocess
 import sys
@@ -19,7 +21,7 @@ from pathlib import Path
 from playwright.sync_api import sync_playwright
 
 from cofiviz.dashboards.catalog import APPS, THUMBNAILS
-from cofiviz.dashboards.serving import app_files, serve_command
+from cofiviz.dashboards.serving import KERNELS_ROUTE, SERVER_STATUS, app_files, serve_command
 
 ROOT = Path(__file__).resolve().parents[1]
 #: what to do on a page before its picture is taken, so that the thumbnail shows the page at work
@@ -32,17 +34,21 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _wait(url: str, proc: subprocess.Popen, timeout: float = 300) -> None:
+def _wait_warm(url: str, proc: subprocess.Popen, timeout: float = 900) -> None:
+    """Wait until the server ``proc`` at ``url`` says its warm-up behind it is done (minutes with a cold cache)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise SystemExit(f"panel serve exited with {proc.returncode}")
         try:
-            with urllib.request.urlopen(url, timeout=5):
+            with urllib.request.urlopen(f"{url}/{KERNELS_ROUTE}/{SERVER_STATUS}", timeout=5) as resp:
+                said = json.loads(resp.read())
+            if said.get("server_pid") == proc.pid and said.get("state") == "warm":
                 return
-        except OSError:
-            time.sleep(0.5)
-    raise SystemExit(f"{url} did not answer within {timeout} s")
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.5)
+    raise SystemExit(f"{url} did not warm up within {timeout} s")
 
 
 def main(argv=None) -> int:
@@ -57,7 +63,7 @@ def main(argv=None) -> int:
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         url = f"http://127.0.0.1:{port}"
-        _wait(f"{url}/{apps[0].stem}", proc)
+        _wait_warm(url, proc)
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=args.chromium, headless=True,
                                          args=["--no-sandbox", "--disable-gpu"])
