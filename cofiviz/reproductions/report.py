@@ -28,15 +28,17 @@ PAIRED_COLUMNS = ["vs_best", "t_test_p", "wilcoxon_p", "p_holm"]
 
 def paper_table() -> pd.DataFrame:
     """Every published number the reproductions hold: paper, table, dataset, protocol, method, metric,
-    n_train, value, std (one row per cell)."""
-    cells = list(dict.fromkeys(c for rep in REPRODUCTIONS.values() for c in rep.paper_numbers))
+    n_train, value, std (one row per cell), on MovieLens and on the data sets read from the user's files
+    (:attr:`Reproduction.other_data`)."""
+    cells = list(dict.fromkeys(c for rep in REPRODUCTIONS.values()
+                               for c in [*rep.paper_numbers, *(c for o in rep.other_data for c in o.paper_numbers)]))
     return paper_frame(cells)
 
 
 @dataclass
 class ReproductionReport:
     """What :func:`cofiviz.reproductions.reproduce` returns: the comparison table, every result, notes,
-    the HTML path."""
+    the HTML path, the table's title and the command that ran it (``--data`` included)."""
 
     name: str
     table: pd.DataFrame
@@ -44,6 +46,8 @@ class ReproductionReport:
     notes: list
     html: Path | None = None
     seconds: float = 0.0
+    title: str = ""
+    command: str = ""
 
     def text(self) -> str:
         return format_table(self.table)
@@ -236,7 +240,7 @@ def write_html(path: Path, rep: Reproduction, table: pd.DataFrame, results: Resu
     fmt["diff"] = fmt["vs_best"] = lambda v: "—" if pd.isna(v) else f"{v:+.4f}"
     for c in ("t_test_p", "wilcoxon_p", "p_holm"):
         fmt[c] = lambda v: "—" if pd.isna(v) else p_text(v)
-    head = (f"<h1>{html.escape(rep.title)}</h1><p><b>cofiviz reproduce {rep.name}</b>"
+    head = (f"<h1>{html.escape(rep.title)}</h1><p><b>{html.escape(rep.command(quick))}</b>"
             f"{' (quick: reduced version, not the paper protocol in full)' if quick else ''} — "
             f"{len(results.cells)} cells, {seconds:.0f} s, written {time.strftime('%Y-%m-%d %H:%M:%S')}</p>"
             + "".join(f"<p>{html.escape(n)}</p>" for n in notes))
