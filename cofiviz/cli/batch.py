@@ -1,4 +1,9 @@
-"""``cofiviz sweep CONFIG`` and ``cofiviz reproduce NAME``: many cells, resumably, into a results store."""
+"""``cofiviz sweep CONFIG`` and ``cofiviz reproduce NAME``: many cells, resumably, into a results store.
+
+``cofiviz reproduce NAME --data NAME=PATH`` runs a table's rows on a data set read from the user's files (the
+Netflix Prize, EachMovie, Yelp), with that data set's N values, splits, rows and published numbers; ``cofiviz
+reproduce list`` says which reproductions have such rows, and which run on nothing else.
+"""
 
 from __future__ import annotations
 
@@ -8,16 +13,19 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .. import datasets
+from ..errors import ParameterError
 from ..experiment import Experiment
 from ..reproductions import REPRODUCTIONS, format_table, reproduce as run_reproduction
 from ..reproductions.agreement import LOSS_ULP
 from ..reproductions.run import ship_reproduction, verify_shipped
 from ..reproductions.shipped import load as load_shipped, shipped_dir
+from ..reproductions.spec import data_option
 from ..store import ResultsStore, default_store
 from ..sweep import sweep as run_sweep
 from .options import UsageError, print_table, write_json
 
-__all__ = ["add_parsers", "sweep", "reproduce"]
+__all__ = ["add_parsers", "sweep", "reproduce", "data_argument"]
 
 
 def add_parsers(sub) -> None:
@@ -42,13 +50,19 @@ def add_parsers(sub) -> None:
     rp.add_argument("--quick", action="store_true", help="a reduced version (one seed, first N, few iterations)")
     rp.add_argument("--store", default=None, metavar="DIR", help="results store (default cofiviz-results/store)")
     rp.add_argument("--html", default=None, metavar="OUT", help="report file (default cofiviz-results/reproduce-NAME.html)")
-    rp.add_argument("--workers", type=int, default=0, help="run on a local Dask cluster of N workers (default: in process)")
-    rp.add_argument("--scheduler", default=None, metavar="ADDRESS", help="run on this Dask scheduler")
+    rp.add_argument("--workers", type=int, default=0,
+                    help="run every row's cells as one sweep on a local Dask cluster of N workers (default: in process)")
+    rp.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                    help="run every row's cells as one sweep on this Dask scheduler (tcp://host:8786); the store and "
+                         "the --data files must be at the same paths on every worker")
     rp.add_argument("--json", default=None, metavar="OUT", help="write the comparison as JSON")
-    rp.add_argument("--data", default=None, help="other data than the reproduction's own (MovieLens 100K for the papers' "
-                                                 "tables, MovieLens 1M for ml1m): a dataset name, a ratings file, "
-                                                 "or a JSON object such as '{\"name\": \"synthetic\", \"n_users\": 200}'"
-                                                 " — for smoke tests; the paper's numbers are MovieLens 100K's")
+    rp.add_argument("--data", default=None, metavar="DATA",
+                    help="the table's rows on your own files: netflix-prize=FOLDER (training_set/ or combined_data_1..4.txt "
+                         "with probe.txt), eachmovie=PATH (Vote.txt), yelp=PATH (the review JSON lines), with that data "
+                         "set's N values, splits, rows and published numbers (`reproduce list` says which tables have "
+                         "them). Otherwise other data than the reproduction's own for a smoke test (the paper's "
+                         "numbers stay MovieLens'): a dataset name, a ratings file, or a JSON object such as "
+                         "'{\"name\": \"synthetic\", \"n_users\": 200}'")
     rp.add_argument("--no-progress", action="store_true")
     rp.add_argument("--verify", default=None, metavar="K",
                     help="recompute K randomly chosen shipped cells (or 'each-model': the quickest cell of each model) "
@@ -96,23 +110,52 @@ def sweep(args) -> int:
     return 0
 
 
+def data_argument(text: str) -> Any:
+    """``--data`` of ``cofiviz reproduce``: a JSON data spec, ``NAME=PATH`` for a data set read from the user's files
+    (``{"name": NAME, "path": PATH}``), a ratings file (``{"path": FILE}``) or a dataset name."""
+    text = text.strip()
+    if text.startswith("{"):
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            raise UsageError(f"--data: not a JSON object ({exc})") from None
+    needs = datasets.user_files()
+    name, equals, where = text.partition("=")
+    try:
+        key = datasets.canonical(name)
+    except ParameterError:
+        key = None
+    if equals or key in needs:
+        if key not in needs:
+            raise UsageError(f"--data {text!r}: NAME=PATH is for the data sets read from your own files "
+                             f"({', '.join(needs)}), and {name!r} is not one of them")
+        if not where:
+            raise UsageError(f"--data {key} reads your own copy of its files: give {data_option(key)}, the path "
+                             f"being {needs[key]}")
+        return {"name": key, "path": where}
+    return {"path": text} if Path(text).is_file() else text
+
+
+def _listing(name: str, rep) -> str:
+    """The lines of ``reproduce list`` for one reproduction: its title, what ships, which rows need the user's files."""
+    sh = load_shipped(name)
+    ships = f"  [ships {sh.provenance.get('n_cells', len(sh.keys))} cells]" if sh is not None else ""
+    if rep.needs_files:
+        return f"{name}: {rep.title}{ships}  [needs your files: {rep.files_message()}]"
+    line = f"{name}: {rep.title}{ships}"
+    for o in rep.other_data:
+        ns = ", ".join(map(str, o.ns if o.ns is not None else rep.ns))
+        line += (f"\n    + rows on {o.label} (N = {ns}) need your files: {data_option(o.dataset)} "
+                 f"({o.files})")
+    return line
+
+
 def reproduce(args) -> int:
     if args.name == "list":
         for name, rep in REPRODUCTIONS.items():
-            sh = load_shipped(name)
-            ships = f"  [ships {sh.provenance.get('n_cells', len(sh.keys))} cells]" if sh is not None else ""
-            print(f"{name}: {rep.title}{ships}")
+            print(_listing(name, rep))
         return 0
-    data: Any = None
-    if args.data:
-        text = args.data.strip()
-        if text.startswith("{"):
-            try:
-                data = json.loads(text)
-            except ValueError as exc:
-                raise UsageError(f"--data: not a JSON object ({exc})") from None
-        else:
-            data = {"path": text} if Path(text).is_file() else text
+    data: Any = data_argument(args.data) if args.data else None
     if args.verify is not None:
         return _verify(args)
     if args.ship:
@@ -127,8 +170,8 @@ def reproduce(args) -> int:
     report = run_reproduction(args.name, quick=args.quick, store=args.store, html_path=args.html,
                               workers=args.workers, scheduler=args.scheduler, progress=not args.no_progress,
                               data=data, shipped=not args.no_shipped)
-    rep = REPRODUCTIONS[report.name]
-    print(f"{rep.title}{' — QUICK' if args.quick else ''} ({report.seconds:.0f} s, {len(report.results.cells)} cells)")
+    title = report.title or REPRODUCTIONS[report.name].title
+    print(f"{title}{' — QUICK' if args.quick else ''} ({report.seconds:.0f} s, {len(report.results.cells)} cells)")
     if len(report.table):
         print(format_table(report.table))
     for note in report.notes:
