@@ -6,7 +6,10 @@ loss (Figures 1, 2, 3 and 5: curves over iterations and a heatmap of the final v
 CofiRank and PopRec (Table 4 and the top-N protocol). The paper's numbers are drawn beside ours.
 
 Nothing is computed to show a page: :func:`cofiviz.reproduce.status` reads the cells already in the
-store (written by ``cofiviz reproduce NAME`` or by a sweep), so cached results show at once. The cells
+store (written by ``cofiviz reproduce NAME`` or by a sweep), so cached results show at once. A table with rows on
+data sets read from the user's files (EachMovie, the Netflix Prize, Yelp) shows, in its Data choice, each run of
+them the store holds (found from the cells' manifests, the data not read again); the rows not run yet show their
+published numbers, and the page says which files they need and the command that runs them. The cells
 still missing are listed; "Compute" runs the chosen one (or all, one after another) in a worker thread
 of the visitor's session, writes it into the store and redraws. Stop takes effect after the current
 cell; closing the tab stops the worker. ``panel serve apps/comparisons.py`` serves it;
@@ -27,9 +30,10 @@ import panel as pn
 import param
 
 from ..errors import ParameterError
-from ..reproductions import REPRODUCTIONS, cached_status, compute_cell, figure_trends, short_labels
+from ..reproductions import REPRODUCTIONS, compute_cell, figure_trends, short_labels
 from ..reproductions.report import p_text
-from ..reproductions.run import shipped_note
+from ..reproductions.run import files_needed, shipped_note, views
+from ..reproductions.spec import data_label
 from ..store import default_store
 from ._shared import KERNEL_LOCK, SessionWorker, kernels_need_lock
 from .theme import HEADINGS_CSS, PlotFlow, side_by_side
@@ -56,13 +60,15 @@ def _horizontal_group_labels(plot, element):
 
 def read_all(quick: bool = False, store: str | None = None, data=None) -> threading.Thread:
     """Read every reproduction's results once, in a background thread, so that switching to any of them in any
-    session of this process shows it at once (:func:`cofiviz.reproductions.cached_status`)."""
+    session of this process shows it at once (:func:`cofiviz.reproductions.cached_status`): on its own data set and
+    on each run on the user's files the store holds."""
     store = store or str(default_store())
 
     def read():
         for name in REPRODUCTIONS:
             try:
-                cached_status(name, quick=quick, store=store, data=data)
+                for view in views(name, quick=quick, store=store, data=data):
+                    view.read(name, quick=quick, store=store)
             except Exception:  # the page says why when this reproduction is chosen
                 pass
 
@@ -126,6 +132,15 @@ class Comparisons(pn.viewable.Viewer):
         self._stop_btn.on_click(self._on_stop)
         self._figure_widget = pn.widgets.Select.from_param(self.param.figure, label="Figure (LCR figures)",
                                                            sizing_mode="stretch_width")
+        # the data sets the chosen table can be shown on (its own, the runs on the user's files, the rows not run)
+        self._data_select = pn.widgets.Select(label="Data", options=[], visible=False, sizing_mode="stretch_width",
+                                              css_classes=["cofiviz-comparisons-data"])
+        self._data_select.param.watch(self._on_data_choice, "value")
+        self._views = []                           # the chosen reproduction's views (reproductions.run.views)
+        self._view = None                          # the label of the view chosen in the Data select (None: the first)
+        self._choosing = False                     # True while the page itself sets the Data select
+        self._files = pn.pane.Markdown("", css_classes=["cofiviz-comparisons-files"], sizing_mode="stretch_width",
+                                       visible=False)
         self._status = None
         self._work = SessionWorker("compare")
         self._reader = SessionWorker("read")       # schedules a read's result on the session's event loop
@@ -134,6 +149,17 @@ class Comparisons(pn.viewable.Viewer):
 
     # ------------------------------------------------------------------ reading the store
     @param.depends("reproduction", "quick", "store", "data", watch=True)
+    def _choose_reproduction(self):
+        """Another reproduction (or store, data, quick): shown on its first data set."""
+        self._view = None
+        self._refresh()
+
+    def _on_data_choice(self, event):
+        if self._choosing or event.new is None or event.new == self._view:
+            return
+        self._view = event.new
+        self._refresh()
+
     def _refresh(self):
         """Show the chosen reproduction.
 
@@ -147,7 +173,7 @@ class Comparisons(pn.viewable.Viewer):
         doc = pn.state.curdoc
         self._wanted = object()                    # this choice: a read for an earlier one is not shown
         if doc is None or doc.session_context is None:
-            self._read(rep, wanted, None)
+            self._read(rep, wanted, None, self._view)
             return
         import holoviews as hv
 
@@ -161,56 +187,89 @@ class Comparisons(pn.viewable.Viewer):
             self._notes.object = ""
             self._figure_widget.visible = rep.is_figures
         self._reader.bind()
-        threading.Thread(target=self._read, args=(rep, wanted, self._wanted), daemon=True,
+        threading.Thread(target=self._read, args=(rep, wanted, self._wanted, self._view), daemon=True,
                          name="cofiviz-comparisons-read").start()
 
-    def _read(self, rep, wanted: dict, token):
-        """Read ``rep``'s status (a thread's work when ``token`` is set) and show it."""
+    def _read(self, rep, wanted: dict, token, chosen: str | None = None):
+        """Read ``rep``'s status on the view labelled ``chosen`` (default its first; a thread's work when ``token``
+        is set) and show it."""
         t0 = time.perf_counter()
+        found = []
         try:
-            st, error = cached_status(rep.name, **wanted), None
+            found = views(rep.name, **wanted)
+            view = next((v for v in found if v.label == chosen), found[0] if found else None)
+            st = view.read(rep.name, quick=wanted["quick"], store=wanted["store"]) if view is not None else None
+            error = None if view is not None else "no data to show it on"
         except Exception as exc:  # a missing paper table, an unreadable store, bad data: said in the page
-            st, error = None, exc
+            st, error, view = None, exc, None
         seconds = time.perf_counter() - t0
+        shown = (found, view)
         if token is None:
-            self._show(rep, st, error, seconds)
+            self._show(rep, st, error, seconds, shown)
         else:
-            self._reader.schedule(self._show_if_current, token, rep, st, error, seconds)
+            self._reader.schedule(self._show_if_current, token, rep, st, error, seconds, shown)
 
-    def _show_if_current(self, token, rep, st, error, seconds):
+    def _show_if_current(self, token, rep, st, error, seconds, shown=((), None)):
         # a callback of the session's event loop: its changes reach the browser together when it returns (a
         # ``pn.io.hold`` here would keep them from being sent at all)
         if token is self._wanted:            # else a later choice is read (or shown) instead
-            self._show_all(rep, st, error, seconds)
+            self._show_all(rep, st, error, seconds, shown)
 
-    def _show(self, rep, st, error, seconds: float):
+    def _show(self, rep, st, error, seconds: float, shown=((), None)):
         with pn.io.hold():                       # the browser gets the new title and content in one message
-            self._show_all(rep, st, error, seconds)
+            self._show_all(rep, st, error, seconds, shown)
 
-    def _show_all(self, rep, st, error, seconds: float):
+    def _show_views(self, rep, found, view):
+        """The Data choice (shown when the table can be shown on more than one data set) and the sentences on the
+        rows that need the user's files and are not in the store."""
+        self._views = list(found)
+        labels = [v.label for v in found]
+        self._choosing = True
+        try:
+            self._data_select.options = labels
+            self._data_select.value = view.label if view is not None else None
+        finally:
+            self._choosing = False
+        self._view = view.label if view is not None else None
+        self._data_select.visible = len(labels) > 1
+        have = {v.data.get("name") for v in found if isinstance(v.data, dict) and v.version}
+        needed = files_needed(rep.name, have)
+        self._files.object = ("**Rows that need your files.** " + " ".join(needed)) if needed else ""
+        self._files.visible = bool(needed)
+
+    def _show_all(self, rep, st, error, seconds: float, shown=((), None)):
         self._status = st
+        self._show_views(rep, *shown)
         if st is None:
             self._show_error(f"Cannot read the results of {rep.name}: {error}")
             self._summary.object = f"### {rep.title}"
             self._plots.objects = []
             return
+        base, rep = rep, st.reproduction          # the table as bound to the data shown (its title, rows, numbers)
         self._show_error(None)
         self._figure_widget.visible = rep.is_figures
         metrics = list(rep.metrics)
         self.param.metric.objects = metrics
         if self.metric not in metrics:
             self.metric = metrics[-1] if "ndcg@10" not in metrics else "ndcg@10"
-        st = self._status
         n, done, n_shipped = len(st.cells), st.n_done, st.n_shipped
         where = f"`{self.store}`"
-        held = (f"{done} of {n} cells are here: **{n_shipped} shipped with cofiviz**, {done - n_shipped} in the "
-                f"results store {where}" if n_shipped else f"{done} of {n} cells are in the results store {where}")
-        self._summary.object = (
-            f"### {rep.title}\n{held}"
-            f"{' (quick versions)' if self.quick else ''}; read in {seconds:.2f} s. "
-            + ("Every cell is there." if done == n else
-               f"**{n - done} missing**: compute them below, or run `cofiviz reproduce {rep.name}"
-               f"{' --quick' if self.quick else ''}`."))
+        if st.needs:
+            self._summary.object = (
+                f"### {rep.title}\nThese rows run on your own copy of {data_label(rep.data_name)}, which cannot be "
+                f"downloaded: run `{rep.command(self.quick)}` and they show here beside the paper's numbers, "
+                f"which are below.")
+        else:
+            held = (f"{done} of {n} cells are here: **{n_shipped} shipped with cofiviz**, {done - n_shipped} in the "
+                    f"results store {where}" if n_shipped else f"{done} of {n} cells are in the results store {where}")
+            data = rep.dataset if isinstance(rep.dataset, dict) else {}
+            on = (f" They ran on {data_label(rep.data_name)} from `{data['path']}` (data version {st.version})."
+                  if data.get("path") and rep.data_name != base.data_name else "")
+            self._summary.object = (
+                f"### {rep.title}\n{held}"
+                f"{' (quick versions)' if self.quick else ''}; read in {seconds:.2f} s.{on} "
+                + ("Every cell is there." if done == n else
+                   f"**{n - done} missing**: compute them below, or run `{rep.command(self.quick)}`."))
         notes = list(rep.notes) + [f"{m.label}: {m.note or 'not in cofiviz'}" for m in st.missing]
         if n_shipped:
             notes.insert(0, shipped_note(rep.name, n_shipped))
@@ -400,10 +459,10 @@ class Comparisons(pn.viewable.Viewer):
             pn.widgets.Select.from_param(self.param.reproduction, options=names, label="Reproduction",
                                          sizing_mode="stretch_width"),
             pn.widgets.Select.from_param(self.param.metric, label="Metric", sizing_mode="stretch_width"),
-            self._figure_widget, sizing_mode="stretch_width")
+            self._data_select, self._figure_widget, sizing_mode="stretch_width")
         compute = pn.Column(pn.pane.Markdown("#### Missing cells"), self._pending_select,
                             pn.FlexBox(self._compute, self._compute_all, self._stop_btn, flex_wrap="wrap"),
                             self._progress,
                             sizing_mode="stretch_width")
-        right = [self._summary, self._plots, self._table_title, self._table, pn.pane.Markdown("#### Notes"), self._notes]
+        right = [self._summary, self._files, self._plots, self._table_title, self._table, pn.pane.Markdown("#### Notes"), self._notes]
         return pn.Column(self._error, side_by_side([controls, compute], right), sizing_mode="stretch_width")
