@@ -2,20 +2,20 @@
 
 A server answers at once and leaves its kernels to a process of their own, started by :func:`start`
 (``cofiviz serve`` starts it before it becomes the server; a server's setup starts one when nothing did). The
-process runs :func:`cofiviz.warmup` at a lower priority (:data:`NICENESS`) with ``load=False``: on a fresh
-installation its parallel processes compile every kernel into numba's cache, with the warm-up's locked cache
-writes; with a warm cache it only checks that every kernel loads. The modules that the quick pages need come
-first (``first``). It ends when the server does: it watches its parent and then ends its process group (the
-compiling processes with it).
+process runs :func:`cofiviz.warmup` at a lower priority (:data:`~.training_process.NICENESS`, as the training
+workers) with ``load=False``: on a fresh installation its parallel processes compile every kernel into numba's
+cache, with the warm-up's locked cache writes; with a warm cache it only checks that every kernel loads. The modules
+that the quick pages need come first (``first``). It ends when the server does: it watches its parent, and once
+the parent is gone it ends its compiling processes, then itself.
 
 How far it is goes into a small JSON file, :data:`STATUS` in a folder the server serves (the landing page polls
 it; the pages read it with :func:`read_status`), written atomically (a file beside it, then renamed), by one
-process at a time: :func:`start` writes the first, the warm-up process the others, and the server's setup writes
-``failed`` for a warm-up process that ended without a word::
+process at a time: :func:`start` writes the first, the warm-up process the others, and the server (:func:`wait`)
+writes ``failed`` for a warm-up process that ended without a word::
 
     {"server_pid": 4242, "pid": 4243, "state": "compiling", "modules": ["cofiviz.elementary", ...],
      "ready": ["cofiviz.elementary"], "uncached": 1.0, "seconds": 12.5, "error": null,
-     "message": "numba kernels are being compiled (first start of this installation): 1 of 24 modules ready"}
+     "message": "numba kernels are being compiled (first start of this installation): 1 of 22 modules ready"}
 
 ``state`` is ``starting`` (the process is importing cofiviz), ``compiling`` (kernels are missing from the
 cache), ``loading`` (every kernel is cached; each is loaded once to check), ``done`` or ``failed``.
@@ -158,7 +158,8 @@ def start(folder: str | Path, server_pid: int | None = None, first: Sequence[str
     Returns
     -------
     subprocess.Popen
-        The warm-up process, in a session of its own (so that it can end its compiling processes with it).
+        The warm-up process, in a session of its own: a Ctrl-C meant for the server does not reach it or its
+        compiling processes, which end quietly once the server has.
     """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
