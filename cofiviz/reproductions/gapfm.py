@@ -219,6 +219,11 @@ _NETFLIX_NOTES = [
     "worker."]
 
 
+def _and(names: list) -> str:
+    """``["A", "B", "C"]`` as ``"A, B and C"``."""
+    return ", ".join(names[:-1]) + (" and " if len(names) > 1 else "") + names[-1]
+
+
 class NetflixTopN(Reproduction):
     """GAPfm's Netflix tables: the paper's claims (GAPfm above every baseline, significantly; SVD++ below PopRec in
     NDCG@5 and GAP@5; adaptive selection a little below GAPfm) checked on the table."""
@@ -233,13 +238,15 @@ class NetflixTopN(Reproduction):
             if gapfm and base:
                 best = max(gapfm, key=lambda m: v.at[m, "cofiviz"])
                 above = [b for b in base if v.at[best, "cofiviz"] > v.at[b, "cofiviz"]]
+                below = [b for b in base if b not in above]
                 significant = [b for b in above if v.at[best, "vs_best"] == 0 and pd.notna(v.at[b, "p_holm"])
                                and v.at[b, "p_holm"] < 0.01]
-                notes.append(f"Given {n}, {metric}: {best} {v.at[best, 'cofiviz']:.4f} is above "
-                             f"{', '.join(above) or 'none'} of {', '.join(base)}"
-                             + (f" (Holm-corrected Wilcoxon p < 0.01 against {', '.join(significant)})"
+                where = " and ".join(part for part in (f"above {_and(above)}" if above else "",
+                                                       f"not above {_and(below)}" if below else "") if part)
+                notes.append(f"Given {n}, {metric}: {best} {v.at[best, 'cofiviz']:.4f} is {where}"
+                             + (f" (Holm-corrected Wilcoxon p < 0.01 against {_and(significant)})"
                                 if significant else "")
-                             + f"; the paper: GAPfm above all three, p < 0.01.")
+                             + "; the paper: GAPfm above all three, p < 0.01.")
             if metric in ("ndcg@5", "gap@5") and {"SVD++", "PopRec"} <= set(v.index):
                 below = v.at["SVD++", "cofiviz"] < v.at["PopRec", "cofiviz"]
                 notes.append(f"Given {n}, {metric}: SVD++ {v.at['SVD++', 'cofiviz']:.4f} "
