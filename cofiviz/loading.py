@@ -35,6 +35,10 @@ def _fingerprint(r: Ratings) -> str:
     for ids in (r.user_ids, r.item_ids):
         h.update("\x1f".join(map(str, np.asarray(ids).tolist())).encode())
     h.update(repr(tuple(r.scale)).encode())
+    probe = getattr(r, "probe", None)   # the Netflix Prize's probe set, which its protocol tests on
+    if probe is not None:
+        h.update(b"probe")
+        h.update(np.packbits(np.asarray(probe, dtype=bool)).tobytes())
     return h.hexdigest()[:16]
 
 
@@ -42,7 +46,8 @@ def load_data(data: dict) -> tuple[Ratings, str]:
     """``(ratings, data_version)`` of a data spec ``{"name": ..., **loader_kwargs}`` or ``{"path": FILE}``.
 
     Loaded once per process (a small LRU cache). The data version is a hash of the ratings' content
-    (triples, ids and scale), so a changed file or generator gives new store keys.
+    (triples, ids and scale, and the probe set of data that has one), so a changed file or generator gives new
+    store keys.
     """
     key = canonical_json(data)
     if key in _DATA_CACHE:

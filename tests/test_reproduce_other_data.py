@@ -173,6 +173,19 @@ def test_store_keys_identify_the_folder_and_its_content(netflix, tmp_path):
     assert not set(keys(other)) & set(original)
 
 
+def test_the_data_version_covers_the_probe_set(tmp_path):
+    """The same ratings with another probe set are other data to GAPfm's protocol, which tests on the probe set: their
+    data versions differ; the same folder read twice has one version."""
+    from cofiviz.loading import data_version
+
+    r = _netflix_like()
+    a = datasets.write_netflix_prize(r, tmp_path / "a", probe_fraction=0.06, seed=0)
+    b = datasets.write_netflix_prize(r, tmp_path / "b", probe_fraction=0.06, seed=1)
+    va, vb = (data_version({"name": "netflix-prize", "path": str(f)}) for f in (a, b))
+    assert va != vb
+    assert data_version({"name": "netflix-prize", "path": str(a), "probe": True}) == va
+
+
 def test_one_sweep_merges_a_tables_rows_with_their_keys():
     rep = R.get("cofirank-table2").on({"name": "synthetic", "kind": "popularity", "n_users": 60, "n_items": 40,
                                        "density": 0.5})
