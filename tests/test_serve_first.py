@@ -205,3 +205,28 @@ def test_the_server_answers_first_and_a_page_opens_once_its_kernels_are_ready(tm
         out.close()
     text = log.read_text()
     assert "numba kernels are prepared behind it" in text and "numba kernels ready (compiled)" in text, text
+
+
+@pytest.mark.parametrize("ready", [0, 1, 2, 22])
+def test_a_waiting_page_shows_its_notice_with_the_progress(tmp_path, ready):
+    """The notice of a page whose kernels are not ready, at every step of a warm-up's progress; the page's own
+    content is not built yet."""
+    import panel as pn
+
+    from cofiviz.dashboards import gate
+
+    modules = [f"cofiviz.models.m{i}" for i in range(21)] + ["cofiviz.metrics"]
+    done = modules[:ready] if ready < len(modules) else modules[:-1]
+    K.write_json(tmp_path / K.STATUS, {**_status(modules, done), "server_pid": os.getpid()})
+    built = []
+    gate.watch_kernels(tmp_path)
+    try:
+        page = gate.app_page("playground", lambda: built.append(1) or pn.pane.Markdown("content"))
+    finally:
+        gate.watch_kernels(None)
+    assert built == []
+    notice = page.main[0][0]
+    text = notice.objects[0].object
+    assert "Metric playground is being prepared" in text and f"{len(done)} of 22 modules ready" in text
+    bar = notice.objects[1]
+    assert (bar.max, bar.value) == (22, len(done))

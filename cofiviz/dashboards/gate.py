@@ -100,7 +100,7 @@ def app_page(slug: str, build: Callable[[], object], sidebar: bool = False) -> p
         main, side = _parts(build(), sidebar)
         return page(entry.title, main, sidebar=side)
     text = pn.pane.Markdown(notice_text(entry.title, entry.kernels, status), sizing_mode="stretch_width")
-    bar = pn.indicators.Progress(name="kernels", bar_color="info", sizing_mode="stretch_width", max=1, value=-1)
+    bar = pn.indicators.Progress(bar_color="info", sizing_mode="stretch_width", max=1, value=-1)
     notice = pn.Column(text, bar, css_classes=["cofiviz-preparing"], sizing_mode="stretch_width",
                        styles={"background": "#eef4fb", "border-left": "4px solid #2f6f9f", "padding": "0 12px 12px"})
     main = pn.Column(notice, sizing_mode="stretch_width")
@@ -111,7 +111,10 @@ def app_page(slug: str, build: Callable[[], object], sidebar: bool = False) -> p
         text.object = notice_text(entry.title, entry.kernels, status)
         total = len((status or {}).get("modules") or [])
         if total:
-            bar.param.update(max=total, value=len(status.get("ready") or []))
+            if bar.value > total:      # the bar's value may not exceed its maximum, even for a moment
+                bar.value = 0
+            bar.max = total
+            bar.value = min(len(status.get("ready") or []), total)
 
     def check() -> None:
         status = kernels_status()
