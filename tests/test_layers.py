@@ -32,7 +32,7 @@ LAYERS = [
          "cofiviz.sweep", "cofiviz.warmup", "cofiviz.training", "cofiviz.cell", "cofiviz.loading",
          "cofiviz.result_keys"]),
     (9, ["cofiviz.reproductions", "cofiviz.reproduce", "cofiviz.background"]),
-    (10, ["cofiviz.cli", "cofiviz.dashboards"]),
+    (10, ["cofiviz.cli", "cofiviz.dashboards", "cofiviz.course"]),
     (11, ["cofiviz"]),
 ]
 
