@@ -18,10 +18,53 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from ..course.editions import write_editions
 from ..dashboards.catalog import COURSE_HTML, notebooks
 from ..errors import ParameterError
 
-__all__ = ["add_parser", "course", "execute", "to_html", "export"]
+__all__ = ["add_parser", "course", "execute", "to_html", "export", "editions", "katex_files", "OFFLINE_TEMPLATE"]
+
+#: nbconvert's JupyterLab page without its CDN scripts, with KaTeX (from ``resources``) typesetting the formulas
+OFFLINE_TEMPLATE = r"""{%- extends 'lab/index.html.j2' -%}
+{%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}
+{% block jupyter_widgets %}{% endblock jupyter_widgets %}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+{%- block html_head_js_mathjax -%}
+<style type="text/css">{{ resources.katex_css }}</style>
+<script>{{ resources.katex_js }}</script>
+<script>{{ resources.katex_auto_render }}</script>
+<script>
+document.addEventListener("DOMContentLoaded", function () {
+  renderMathInElement(document.body, {
+    delimiters: [{left: "$$", right: "$$", display: true}, {left: "\\[", right: "\\]", display: true},
+                 {left: "$", right: "$", display: false}, {left: "\\(", right: "\\)", display: false}],
+    ignoredTags: ["script", "noscript", "style", "textarea", "pre", "code", "option"],
+    ignoredClasses: ["jp-OutputArea-output", "jp-InputArea-editor"],
+    throwOnError: false
+  });
+});
+</script>
+{%- endblock html_head_js_mathjax -%}
+"""
+
+
+def katex_files() -> dict[str, str]:
+    """KaTeX's script, its auto-render extension and its style sheet, from the copy Panel ships.
+
+    Raises
+    ------
+    FileNotFoundError
+        The installed Panel ships no KaTeX (the message says where it was looked for).
+    """
+    import panel
+
+    found = sorted((Path(panel.__file__).parent / "dist" / "bundled" / "katex").glob("katex@*/dist"))
+    if not found:
+        raise FileNotFoundError(f"no KaTeX under {Path(panel.__file__).parent / 'dist' / 'bundled' / 'katex'}")
+    dist = found[-1]
+    read = lambda name: (dist / name).read_text(encoding="utf-8").replace("</script", "<\\/script")
+    return {"katex_js": read("katex.min.js"), "katex_auto_render": read("contrib/auto-render.min.js"),
+            "katex_css": read("katex.min.css")}
 
 
 @contextmanager
@@ -71,18 +114,23 @@ def execute(path: str | os.PathLike, *, quick: bool = False, timeout: int = 3600
 
 
 def to_html(nb) -> str:
-    """An executed notebook as one HTML page (JupyterLab's look; images embedded, cells' sources shown)."""
+    """An executed notebook as one HTML page (JupyterLab's look; images embedded, cells' sources shown) that
+    loads nothing from the network: its formulas typeset by the KaTeX written into it."""
+    from jinja2 import DictLoader
     from nbconvert import HTMLExporter
 
-    exporter = HTMLExporter(template_name="lab")
+    exporter = HTMLExporter(template_name="lab", extra_loaders=[DictLoader({"cofiviz-offline.j2": OFFLINE_TEMPLATE})],
+                            template_file="cofiviz-offline.j2")
     exporter.embed_images = True
-    body, _ = exporter.from_notebook_node(nb)
+    body, _ = exporter.from_notebook_node(nb, resources=katex_files())
     return body
 
 
 def export(directory: str | os.PathLike = "notebooks", out: str | os.PathLike = COURSE_HTML, *, quick: bool = False,
-           log=print) -> list[Path]:
+           log=print, title: str = "") -> list[Path]:
     """Execute every notebook of ``directory`` and write ``out/NAME.html`` and ``out/index.html``.
+
+    ``title`` names the edition in the index's heading.
 
     Returns
     -------
@@ -113,23 +161,67 @@ def export(directory: str | os.PathLike = "notebooks", out: str | os.PathLike = 
     index = out / "index.html"
     index.write_text(f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>cofiviz course</title>"
                      f"<meta name='viewport' content='width=device-width, initial-scale=1'></head><body>"
-                     f"<h1>The cofiviz course, with its outputs{mode}</h1><ol start='0'>{items}</ol></body></html>\n",
+                     f"<h1>The cofiviz course{', ' + html.escape(title) if title else ''}, with its outputs{mode}</h1><ol start='0'>{items}</ol></body></html>\n",
                      encoding="utf-8")
     return pages + [index]
 
 
+def editions(directory: str | os.PathLike = "notebooks", out: str | os.PathLike = "course-editions", *,
+             html: bool = True, quick: bool = False, log=print) -> dict[str, list[Path]]:
+    """Write the student and the teacher edition of the notebooks of ``directory`` into ``out/student`` and
+    ``out/teacher``; with ``html``, run each edition from its folder and write its pages into ``out/student-html``
+    and ``out/teacher-html`` (the student's with its checks saying "not answered yet").
+
+    Returns
+    -------
+    dict
+        ``{"student": [notebooks], "teacher": [notebooks]}`` and, with ``html``, ``"student-html"`` and
+        ``"teacher-html"``: the pages, each index last.
+
+    Raises
+    ------
+    ParameterError
+        ``directory`` holds no notebook.
+    """
+    if not notebooks(directory):
+        raise ParameterError(f"no notebook (*.ipynb) in {str(directory)!r}; run this from the repository's folder "
+                             f"or give --notebooks DIR")
+    written = write_editions(directory, out)
+    for edition in ("student", "teacher"):
+        log(f"{edition} edition: {len(written[edition])} notebooks -> {Path(out) / edition}")
+        if html:
+            written[f"{edition}-html"] = export(Path(out) / edition, Path(out) / f"{edition}-html", quick=quick,
+                                                log=log, title=f"the {edition} edition")
+    return written
+
+
 def add_parser(sub) -> None:
-    c = sub.add_parser("course", help="run every notebook and export it to HTML, to read with its outputs",
+    c = sub.add_parser("course", help="run every notebook and export it to HTML, to read with its outputs; or write "
+                                      "the student and teacher editions",
                        description="Run every notebook of --notebooks from its folder and write each as HTML to "
-                                   "--out, with an index; `cofiviz serve` then links them from its landing page.")
+                                   "--out, with an index; `cofiviz serve` then links them from its landing page. "
+                                   "With --editions DIR: write the student edition (no solutions; each exercise "
+                                   "followed by a check the student runs) and the teacher edition (the solutions "
+                                   "shown) to DIR/student and DIR/teacher, and each run and exported to HTML in "
+                                   "DIR/student-html and DIR/teacher-html (--no-html: the notebooks only).")
     c.add_argument("--notebooks", default="notebooks", metavar="DIR", help="the notebooks' folder (default: notebooks)")
     c.add_argument("--out", default=COURSE_HTML, metavar="DIR", help=f"where the pages go (default: {COURSE_HTML})")
     c.add_argument("--quick", action="store_true",
                    help="the notebooks' quick mode (smaller fits: what the test suite runs)")
+    c.add_argument("--editions", metavar="DIR", default=None,
+                   help="write the student and the teacher edition into DIR instead")
+    c.add_argument("--no-html", dest="html", action="store_false",
+                   help="with --editions: write the editions' notebooks only, not their HTML pages")
     c.set_defaults(func=course)
 
 
 def course(args) -> int:
-    pages = export(args.notebooks, args.out, quick=args.quick, log=lambda msg: print(msg, file=sys.stderr, flush=True))
+    log = lambda msg: print(msg, file=sys.stderr, flush=True)
+    if args.editions is not None:
+        written = editions(args.notebooks, args.editions, html=args.html, quick=args.quick, log=log)
+        for key in written:
+            print(Path(args.editions) / key)
+        return 0
+    pages = export(args.notebooks, args.out, quick=args.quick, log=log)
     print(pages[-1])
     return 0
