@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from cofiviz.cli import course, main
-from cofiviz.course import check, checks, editions
+from cofiviz.course import check, checks, editions, plan
 from conftest import ROOT
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -96,26 +96,26 @@ def test_the_editions_command_writes_both_and_their_pages_load_nothing_from_the_
 def test_the_editions_of_the_course_are_written_without_running_them(tmp_path, capsys):
     out = tmp_path / "editions"
     assert main(["course", "--notebooks", str(ROOT / "notebooks"), "--editions", str(out), "--no-html"]) == 0
-    names = sorted(p.name for p in NOTEBOOKS)
-    assert sorted(p.name for p in (out / "student").iterdir()) == names
-    assert sorted(p.name for p in (out / "teacher").iterdir()) == names
+    names = sorted(p.name for p in NOTEBOOKS) + [plan.SECONDS_FILE]        # the lesson plan's measurements with them
+    assert sorted(p.name for p in (out / "student").iterdir()) == sorted(names)
+    assert sorted(p.name for p in (out / "teacher").iterdir()) == sorted(names)
 
 
 def test_the_student_edition_of_a_notebook_runs_top_to_bottom_and_its_checks_answer(tmp_path):
-    """What a class gets: notebook 01's student edition, run from its own folder as Run All does, raises nothing, and
+    """What a class gets: notebook 00's student edition, run from its own folder as Run All does, raises nothing, and
     every check says the exercise is not answered yet; with a wrong answer written in, the check gives its hint."""
     shutil.copytree(ROOT / "notebooks", tmp_path / "course")
     editions.write_editions(tmp_path / "course", tmp_path / "out")
-    path = tmp_path / "out" / "student" / "01-ranking-metrics.ipynb"
+    path = tmp_path / "out" / "student" / "00-quickstart.ipynb"
     nb = nbformat.read(path, as_version=4)
     first = next(i for i, c in enumerate(nb.cells) if editions.ANSWER in c.metadata.get("tags", []))
-    nb.cells.insert(first + 2, nbformat.v4.new_code_cell("ndcg3 = 0.5\n" + nb.cells[first + 1].source))
+    nb.cells.insert(first + 2, nbformat.v4.new_code_cell("damped = np.array([3.5, 3.5])\n" + nb.cells[first + 1].source))
     nbformat.write(nb, path)
     ran = course.execute(path, quick=True, timeout=600)
     errors = [o for c in ran.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert not errors, [f"{e.ename}: {e.evalue}" for e in errors]
     said = ["".join(o.get("text", "") for o in c.outputs) for c in ran.cells if "check" in c.metadata.get("tags", [])]
     assert len(said) == 3 and all("not answered yet" in s for s in said)
-    assert "Exercise 1.1: not yet. Hint:" in "".join(o.get("text", "") for o in ran.cells[first + 2].outputs)
+    assert "Exercise 0.1: not yet. Hint:" in "".join(o.get("text", "") for o in ran.cells[first + 2].outputs)
     page = html.unescape(re.sub(r"<[^>]+>", "", course.to_html(ran)))
-    assert "idcg3 = np.sum(" not in page and "ndcg3 = ..." in page
+    assert "damped = (sums[pick] + d * mu)" not in page and "damped = ..." in page
