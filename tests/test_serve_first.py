@@ -230,3 +230,7 @@ def test_a_waiting_page_shows_its_notice_with_the_progress(tmp_path, ready):
     assert "Metric playground is being prepared" in text and f"{len(done)} of 22 modules ready" in text
     bar = notice.objects[1]
     assert (bar.max, bar.value) == (22, len(done))
+
+
+def test_a_server_without_its_setup_serves_no_kernels_status():
+    assert served_kernels_folder(serve_command(port=5125, setup=False)) is None

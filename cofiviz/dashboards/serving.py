@@ -90,8 +90,9 @@ def serve_command(apps: Sequence[str | Path] | None = None, *, port: int = 5006,
     port, address : int, str
         Where to listen; only pages from ``address:port`` may open a websocket.
     setup : bool
-        Run :data:`SETUP`: start the kernels' background warm-up when nothing started it, then load the kernels,
-        the data and the dashboards behind the server.
+        Run :data:`SETUP`: start the kernels' background warm-up when nothing started it (its status served at
+        :data:`KERNELS_ROUTE`), then load the kernels, the data and the dashboards behind the server. Without it
+        the pages compile what they need when they first run it.
     threads : int
         Panel's threads for the sessions' callbacks.
     python : str
@@ -103,7 +104,9 @@ def serve_command(apps: Sequence[str | Path] | None = None, *, port: int = 5006,
            "--websocket-max-message-size", str(WEBSOCKET_MAX_MESSAGE),
            "--index", str(INDEX_TEMPLATE)]
     static = [f"thumbnails={THUMBNAILS}"] if THUMBNAILS.is_dir() else []
-    static += [f"{STATIC_ROUTE}={NARROW_JS.parent}", f"{KERNELS_ROUTE}={kernels_folder(port)}"]
+    static += [f"{STATIC_ROUTE}={NARROW_JS.parent}"]
+    if setup:                                         # the setup starts the kernels' warm-up, whose status it is
+        static += [f"{KERNELS_ROUTE}={kernels_folder(port)}"]
     if (course := course_html()) is not None:        # the notebooks with their outputs (``cofiviz course``)
         static += [f"course={course}"]
     cmd += ["--static-dirs", *static]
