@@ -36,6 +36,8 @@ def test_a_check_says_right_not_yet_or_not_answered_and_never_raises(capsys):
     assert "TypeError" in capsys.readouterr().out
     with pytest.raises(ValueError):
         check("9.1", 1, hint="h")
+    # a check cell shows the line it printed, not its return value as well
+    assert hasattr(check("9.1", 1, 1, hint="h"), "_ipython_display_")
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
@@ -50,6 +52,7 @@ def test_the_student_edition_has_no_solution_and_a_check_under_each_empty_answer
         answer, test = student.cells[e.solution], student.cells[e.check]
         assert answer.source.endswith(f"\n{e.answer} = ...") and editions.ANSWER in answer.metadata["tags"]
         assert test.source == nb.cells[e.check].source and test.metadata["editable"] is False
+        assert test.metadata["jupyter"]["source_hidden"] is True
     text = "\n".join(c.source for c in student.cells)
     assert all(line.strip() not in text for line in solutions.splitlines() if len(line.strip()) > 30
                and line.strip() not in "\n".join(c.source for c in nb.cells if c.cell_type == "code"
@@ -85,6 +88,7 @@ def test_the_editions_command_writes_both_and_their_pages_load_nothing_from_the_
     student = (out / "student-html" / "00-lesson.html").read_text()
     teacher = (out / "teacher-html" / "00-lesson.html").read_text()
     assert "THE-SOLUTION" not in student and "Exercise 1.1: not answered yet" in student
+    assert "add and divide" not in student and "add and divide" in teacher   # the student's check is folded away
     assert "THE-SOLUTION" in teacher and "Exercise 1.1: right." in teacher
     for page in (student, teacher):
         assert not re.findall(r"<script[^>]*\ssrc=", page)                  # no script from anywhere

@@ -114,15 +114,21 @@ def execute(path: str | os.PathLike, *, quick: bool = False, timeout: int = 3600
 
 
 def to_html(nb) -> str:
-    """An executed notebook as one HTML page (JupyterLab's look; images embedded, cells' sources shown) that
-    loads nothing from the network: its formulas typeset by the KaTeX written into it."""
+    """An executed notebook as one HTML page (JupyterLab's look; images embedded) that loads nothing from the
+    network: its formulas typeset by the KaTeX written into it. A cell whose source JupyterLab folds away
+    (``jupyter.source_hidden``: a hidden solution, a check of the student edition) shows its output only."""
+    import nbformat
     from jinja2 import DictLoader
     from nbconvert import HTMLExporter
 
     exporter = HTMLExporter(template_name="lab", extra_loaders=[DictLoader({"cofiviz-offline.j2": OFFLINE_TEMPLATE})],
                             template_file="cofiviz-offline.j2")
     exporter.embed_images = True
-    body, _ = exporter.from_notebook_node(nb, resources=katex_files())
+    shown = nbformat.from_dict(nb)
+    for cell in shown.cells:     # a source JupyterLab folds away (a hidden solution, a student's check) is left out
+        if cell.cell_type == "code" and cell.get("metadata", {}).get("jupyter", {}).get("source_hidden"):
+            cell.metadata.setdefault("transient", {})["remove_source"] = True
+    body, _ = exporter.from_notebook_node(shown, resources=katex_files())
     return body
 
 

@@ -13,9 +13,18 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["check", "RESULTS", "RIGHT", "WRONG", "UNANSWERED"]
+__all__ = ["check", "Outcome", "RESULTS", "RIGHT", "WRONG", "UNANSWERED"]
 
-RIGHT, WRONG, UNANSWERED = "right", "wrong", "unanswered"
+
+class Outcome(str):
+    """What :func:`check` returns: ``"right"``, ``"wrong"`` or ``"unanswered"``, which a notebook does not echo
+    under the line the check printed."""
+
+    def _ipython_display_(self):
+        pass
+
+
+RIGHT, WRONG, UNANSWERED = Outcome("right"), Outcome("wrong"), Outcome("unanswered")
 #: the last outcome of every exercise checked in this kernel: ``{"1.1": "right", ...}``
 RESULTS: dict[str, str] = {}
 
@@ -39,7 +48,7 @@ def _matches(answer: Any, expected: Any, rtol: float, atol: float) -> bool:
 
 
 def check(exercise: str, answer: Any, expected: Any = None, *, test: Callable[[Any], bool] | None = None,
-          hint: str, right: str = "", rtol: float = 1e-6, atol: float = 1e-9, show: bool = True) -> str:
+          hint: str, right: str = "", rtol: float = 1e-6, atol: float = 1e-9, show: bool = True) -> Outcome:
     """Say whether ``answer`` answers exercise ``exercise``; returns :data:`RIGHT`, :data:`WRONG` or
     :data:`UNANSWERED` and records it in :data:`RESULTS`.
 
@@ -82,7 +91,7 @@ def check(exercise: str, answer: Any, expected: Any = None, *, test: Callable[[A
             outcome, line = RIGHT, f"Exercise {exercise}: right." + (f" {right}" if right else "")
         else:
             outcome, line = WRONG, f"Exercise {exercise}: not yet{problem}. Hint: {hint}"
-    RESULTS[str(exercise)] = outcome
+    RESULTS[str(exercise)] = str(outcome)
     if show:
         print(line)
     return outcome

@@ -4,8 +4,8 @@ An exercise in a notebook is three cells: its prompt (a Markdown cell opening wi
 solution (a code cell tagged ``solution``, its source hidden in JupyterLab) that puts the answer in one
 variable, and its check (a code cell tagged ``check`` that calls :func:`cofiviz.course.check` on that
 variable). The **student edition** replaces each solution by an empty answer cell (``name = ...``) and keeps
-the check, which then says "not answered yet", "not yet" with a hint, or "right"; it holds no solution and no
-output. The **teacher edition** shows the solutions. Both are written without outputs.
+the check, locked and its source folded away, which then says "not answered yet", "not yet" with a hint, or
+"right"; it holds no solution and no output. The **teacher edition** shows the solutions. Both are written without outputs.
 """
 
 from __future__ import annotations
@@ -119,9 +119,10 @@ def student(nb, *, keep_outputs: bool = False):
             raise ValueError(f"cell {i} is tagged {SOLUTION!r} but follows no exercise prompt")
         else:
             cell = copy.deepcopy(cell) if keep_outputs and i not in checks else _clean(cell)
-            if i in checks:
+            if i in checks:          # locked, its source folded away: what it compares with is not the answer's hint
                 cell.metadata["editable"] = False
                 cell.metadata["deletable"] = False
+                cell.metadata.setdefault("jupyter", {})["source_hidden"] = True
             cells.append(cell)
     out = copy.deepcopy(nb)
     out.cells = cells
