@@ -174,8 +174,9 @@ def lesson_plan(folder: str | Path, core: dict, *, in_class_exercises: int = 1,
     -------
     DataFrame
         One row per (notebook, part): ``read``, ``run``, ``dashboards``, ``exercises`` (minutes), ``core``
-        (bool), ``measured`` (False where the notebook changed since its seconds were recorded: its run minutes
-        are then missing).
+        (bool: the class reads it), ``runs in class`` (bool: the part of a notebook of the path, which a class runs
+        top to bottom, its optional parts included), ``measured`` (False where the notebook changed since its
+        seconds were recorded: its run minutes are then missing).
     """
     recorded = measured(Path(folder) / SECONDS_FILE if seconds is None else seconds)["notebooks"]
     rows = []
@@ -193,5 +194,6 @@ def lesson_plan(folder: str | Path, core: dict, *, in_class_exercises: int = 1,
                          "read": p["words"] / WORDS_PER_MINUTE + p["code lines"] / CODE_LINES_PER_MINUTE,
                          "run": entry["parts"].get(p["part"], 0.0) / 60 if fresh else float("nan"),
                          "dashboards": p["dashboards"] * DASHBOARD_MINUTES + p["panels"] * PANEL_MINUTES,
-                         "exercises": exercises * EXERCISE_MINUTES, "core": in_core, "measured": fresh})
+                         "exercises": exercises * EXERCISE_MINUTES, "core": in_core, "runs in class": bool(wanted),
+                         "measured": fresh})
     return pd.DataFrame(rows)
