@@ -18,7 +18,6 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-import nbformat
 
 from .plan import SECONDS_FILE
 
@@ -106,6 +105,7 @@ def student(nb, *, keep_outputs: bool = False):
         Keep the outputs of the cells that are neither solutions nor checks (the test suite exports the
         student edition of a notebook it ran); the checks' outputs, which said "right" to the solution, go.
     """
+    import nbformat   # here, not at the top: it takes seconds to import, which every cofiviz command would pay
     ex = {e.solution: e for e in exercises(nb)}
     checks = {e.check for e in ex.values()}
     cells = []
@@ -147,6 +147,7 @@ def write_editions(directory: str | os.PathLike, out: str | os.PathLike) -> dict
     dict
         ``{"student": [paths], "teacher": [paths]}``, in file-name order.
     """
+    import nbformat   # here, not at the top: it takes seconds to import, which every cofiviz command would pay
     written = {"student": [], "teacher": []}
     for path in sorted(Path(directory).glob("*.ipynb")):
         nb = nbformat.read(path, as_version=4)

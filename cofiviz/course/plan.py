@@ -20,7 +20,6 @@ import re
 from datetime import datetime
 from pathlib import Path
 
-import nbformat
 import pandas as pd
 
 __all__ = ["SECONDS_FILE", "WORDS_PER_MINUTE", "CODE_LINES_PER_MINUTE", "DASHBOARD_MINUTES", "PANEL_MINUTES",
@@ -40,6 +39,7 @@ _HEADING = re.compile(r"^## +(.+?)\s*$")
 
 
 def _read(nb):
+    import nbformat   # here, not at the top: it takes seconds to import, which every cofiviz command would pay
     return nbformat.read(nb, as_version=4) if isinstance(nb, (str, Path)) else nb
 
 
@@ -178,6 +178,7 @@ def lesson_plan(folder: str | Path, core: dict, *, in_class_exercises: int = 1,
         top to bottom, its optional parts included), ``measured`` (False where the notebook changed since its
         seconds were recorded: its run minutes are then missing).
     """
+    import nbformat   # here, not at the top: it takes seconds to import, which every cofiviz command would pay
     recorded = measured(Path(folder) / SECONDS_FILE if seconds is None else seconds)["notebooks"]
     rows = []
     for path in sorted(Path(folder).glob("*.ipynb")):
