@@ -10,7 +10,7 @@ from scipy.optimize import minimize
 from cofiviz import losses as L
 from cofiviz.errors import ModelFitError, ParameterError
 from cofiviz import Ratings
-from cofiviz.solvers.alternating import item_oracle, user_phase
+from cofiviz.models._cofirank_kernels import item_oracle, user_phase
 from cofiviz.solvers.bmrm import bmrm, qp_simplex
 
 

@@ -161,3 +161,40 @@ def test_the_architecture_names_every_top_level_module():
     top = sorted(name.split(".")[1] for name in MODULES if name.count(".") == 1)
     absent = [m for m in top if f"`{m}`" not in table]
     assert absent == [], f"modules of cofiviz/ missing from ARCHITECTURE.md's layer table: {absent}"
+
+
+def test_no_two_packages_import_each_other():
+    """The package graph (``cofiviz.losses``, ``cofiviz.solvers``, ...) has no cycle either: a package that needs a
+    kernel of another does not lend it one back."""
+    def package(m: str) -> str:
+        return ".".join(m.split(".")[:2])
+
+    graph: dict[str, set[str]] = {}
+    for m in MODULES:
+        for t, _, _ in imports(m):
+            if t in MODULES and package(t) != package(m) and not m.startswith(t + "."):
+                graph.setdefault(package(m), set()).add(package(t))
+    pairs = sorted((a, b) for a in graph for b in graph[a] if a in graph.get(b, set()) and a < b)
+    assert pairs == [], f"packages that import each other: {pairs}"
+
+
+def _private_imports(module: str) -> list[tuple[str, str, int]]:
+    path = MODULES[module]
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            target = _resolve(module, path.name == "__init__.py", node) if node.level else (node.module or "")
+            if not (target == "cofiviz" or target.startswith("cofiviz.")):
+                continue
+            for alias in node.names:
+                if alias.name.startswith("_") and not alias.name.startswith("__") and f"{target}.{alias.name}" not in MODULES:
+                    found.append((target, alias.name, node.lineno))
+    return found
+
+
+def test_no_private_name_is_imported_across_modules():
+    """A name with a leading underscore stays in its module: one another module needs is public (or moves)."""
+    found = [f"{MODULES[m].relative_to(ROOT)}:{line} imports {name} from {target}"
+             for m in MODULES for target, name, line in _private_imports(m)]
+    assert found == [], "\n".join(found)

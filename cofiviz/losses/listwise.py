@@ -94,7 +94,7 @@ def _logaddexp(a, b):
 
 
 @njit(cache=True, nogil=True)
-def _groups(y):
+def tie_groups(y):
     """``(order, starts, K)``: item indices best rating first (ties in stored order), and the groups of equal
     ratings, group ``k`` at ``order[starts[k]:starts[k + 1]]``."""
     n = y.shape[0]
@@ -110,8 +110,8 @@ def _groups(y):
 
 
 @njit(cache=True, nogil=True)
-def _group_log_sums(f, order, starts, n_groups):
-    """``(log T, log S)`` of the groups of :func:`_groups`: ``log T_k = log Σ_{x ∈ group k} e^{f_x}`` (its
+def group_log_sums(f, order, starts, n_groups):
+    """``(log T, log S)`` of the groups of :func:`tie_groups`: ``log T_k = log Σ_{x ∈ group k} e^{f_x}`` (its
     maximum subtracted first) and ``log S_k = log(T_k + S_{k+1})``, the group and every lower-rated one, from
     the last group up (``log S`` has ``K + 1`` entries, ``log S_K = −inf``)."""
     log_t = np.empty(n_groups)
@@ -156,8 +156,8 @@ def pl_loss_grad(f, y, ties, grad):
     n = f.shape[0]
     if n == 0:
         return 0.0
-    order, starts, n_groups = _groups(y)
-    logT, logS = _group_log_sums(f, order, starts, n_groups)
+    order, starts, n_groups = tie_groups(y)
+    logT, logS = group_log_sums(f, order, starts, n_groups)
     loss = 0.0
     log_cum = -np.inf                          # log Σ_{g' < g} A_g' (Breslow: A_g = d_g / S_g)
     for g in range(n_groups):
@@ -190,7 +190,7 @@ def pl_loss_grad(f, y, ties, grad):
     return loss
 
 
-def _check_list(scores, ratings):
+def check_scored_list(scores, ratings):
     try:
         f = np.ascontiguousarray(np.asarray(scores, dtype=np.float64).ravel())
         y = np.ascontiguousarray(np.asarray(ratings, dtype=np.float64).ravel())
@@ -227,7 +227,7 @@ def plackett_luce_loss(scores, ratings, ties: str = "breslow") -> tuple[float, n
         Shapes that differ, non-finite values, or an unknown ``ties``.
     """
     code = pl_ties_code(ties)
-    f, y = _check_list(scores, ratings)
+    f, y = check_scored_list(scores, ratings)
     grad = np.empty_like(f)
     return float(pl_loss_grad(f, y, code, grad)), grad
 
@@ -237,7 +237,7 @@ def pl_list_probability(scores) -> float:
 
     ``scores`` lists the items' scores in the order whose probability is wanted (first = ranked first).
     """
-    f, _ = _check_list(scores, np.arange(np.size(scores), dtype=np.float64))
+    f, _ = check_scored_list(scores, np.arange(np.size(scores), dtype=np.float64))
     y = -np.arange(len(f), dtype=np.float64)   # strictly decreasing: the given order, no ties
     grad = np.empty_like(f)
     return float(math.exp(-pl_loss_grad(f, y, 0, grad)))

@@ -118,7 +118,7 @@ import numpy as np
 from numba import njit
 
 from ..errors import ParameterError, named
-from .listwise import PL_TIES, _check_list, _group_log_sums, _groups
+from .listwise import PL_TIES, check_scored_list, group_log_sums, tie_groups
 
 __all__ = ["LISTWISE_TIES", "POTENTIALS", "listwise_ties_code", "partition_loss_grad", "partition_product_loss_grad",
            "ordered_partition_loss", "partition_log_constant", "log_subset_normaliser", "warmup"]
@@ -183,7 +183,7 @@ def partition_log_constant_kernel(y):
     n = y.shape[0]
     if n == 0:
         return 0.0
-    _, starts, n_groups = _groups(y)
+    _, starts, n_groups = tie_groups(y)
     out = 0.0
     for k in range(n_groups):
         out += log_c(n - starts[k]) + math.log(starts[k + 1] - starts[k])
@@ -211,8 +211,8 @@ def partition_loss_grad(f, y, grad):
     n = f.shape[0]
     if n == 0:
         return 0.0
-    order, starts, n_groups = _groups(y)
-    log_t, log_s = _group_log_sums(f, order, starts, n_groups)   # log T_k, log S_k = log(T_k + S_{k+1})
+    order, starts, n_groups = tie_groups(y)
+    log_t, log_s = group_log_sums(f, order, starts, n_groups)   # log T_k, log S_k = log(T_k + S_{k+1})
     loss = 0.0
     w = 0.0                                    # W_k = Σ_{j ≤ k} S_k / S_j
     for k in range(n_groups):
@@ -257,7 +257,7 @@ def partition_product_loss_grad(f, y, grad):
     n = f.shape[0]
     if n == 0:
         return 0.0
-    order, starts, n_groups = _groups(y)
+    order, starts, n_groups = tie_groups(y)
     log_p = np.zeros(n_groups + 1)                # log P_k, from the last group up; log P_{K+1} = 0
     for k in range(n_groups - 1, -1, -1):
         s = 0.0
@@ -332,7 +332,7 @@ def ordered_partition_loss(scores, ratings, exact: bool = False, potential: str 
     if not isinstance(exact, (bool, np.bool_)):
         raise ParameterError(f"exact must be True or False, got {exact!r}")
     potential = named(potential, POTENTIALS, "ordered-partition potential")
-    f, y = _check_list(scores, ratings)
+    f, y = check_scored_list(scores, ratings)
     grad = np.empty_like(f)
     if potential == "product":
         return float(partition_product_loss_grad(f, y, grad)), grad

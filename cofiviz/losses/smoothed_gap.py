@@ -59,7 +59,7 @@ Functions
 :func:`rank_indicator_shape`, :func:`reciprocal_rank_curve`, :func:`gap_terms`
     Vectorised shapes for plots: the logistic smoothings of eqs 6 and 7 against the exact terms.
 
-The numba kernels (``_user_value_grad``, ``_user_value``, ``_objective_kernel``) work on one
+The numba kernels (``user_value_grad``, ``user_value``, ``_objective_kernel``) work on one
 user's arrays or on CSR arrays and know nothing of cofiviz's classes; :mod:`cofiviz.models.gapfm`
 trains with them.
 """
@@ -138,7 +138,7 @@ def _pair_p(E, f, i, j):
 
 
 @njit(cache=True, nogil=True)
-def _user_value_grad(code, f, s, shift, scale, h):
+def user_value_grad(code, f, s, shift, scale, h):
     """Value of one user's objective and its gradient ``h = ∂F_m/∂f`` (written into ``h[:n]``).
 
     Parameters
@@ -201,8 +201,8 @@ def _user_value_grad(code, f, s, shift, scale, h):
 
 
 @njit(cache=True, nogil=True)
-def _user_value(code, f, s, shift, scale):
-    """Value only (same conventions as :func:`_user_value_grad`)."""
+def user_value(code, f, s, shift, scale):
+    """Value only (same conventions as :func:`user_value_grad`)."""
     n = f.shape[0]
     val = 0.0
     if code != 0:
@@ -245,9 +245,9 @@ def _objective_kernel(U, V, indptr, items, s, shift, scale, code, want_grad, H, 
                 acc += U[m, d] * V[i, d]
             f[k] = acc
         if want_grad:
-            values[m] = _user_value_grad(code, f, s[lo:lo + n], shift[m], scale[m], H[lo:lo + n])
+            values[m] = user_value_grad(code, f, s[lo:lo + n], shift[m], scale[m], H[lo:lo + n])
         else:
-            values[m] = _user_value(code, f, s[lo:lo + n], shift[m], scale[m])
+            values[m] = user_value(code, f, s[lo:lo + n], shift[m], scale[m])
 
 
 @njit(parallel=True, cache=True)
@@ -436,14 +436,14 @@ def smoothed_gap(scores, grades, ymax: int = 5) -> float:
     0.25
     """
     f, s = _one_list(scores, grades, ymax)
-    return float(_user_value(0, f, s, 0.0, 1.0))
+    return float(user_value(0, f, s, 0.0, 1.0))
 
 
 def smoothed_gap_grad(scores, grades, ymax: int = 5) -> tuple[float, np.ndarray]:
     """Value of :func:`smoothed_gap` and its gradient ``∂F/∂f`` (see the module docstring)."""
     f, s = _one_list(scores, grades, ymax)
     h = np.empty(len(f))
-    val = _user_value_grad(0, f, s, 0.0, 1.0, h)
+    val = user_value_grad(0, f, s, 0.0, 1.0, h)
     return float(val), h
 
 
@@ -562,8 +562,8 @@ def warmup() -> None:
     smoothed_gap(f, y)
     smoothed_gap_grad(f, y)
     h = np.empty(3)
-    _user_value_grad(1, f, np.ones(3), 1.0, 1.0, h)
-    _user_value(1, f, np.ones(3), 1.0, 1.0)
+    user_value_grad(1, f, np.ones(3), 1.0, 1.0, h)
+    user_value(1, f, np.ones(3), 1.0, 1.0)
     indptr = np.array([0, 3], dtype=np.int64)
     p = Prepared(indptr, np.zeros(3, np.int64), np.arange(3, dtype=np.int64), y.astype(np.int64),
                  cumulative_deltas(5)[y], np.zeros(1), np.ones(1), 0, 5)

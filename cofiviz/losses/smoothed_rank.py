@@ -54,7 +54,7 @@ import numpy as np
 from numba import njit
 
 from ..errors import ParameterError
-from .listwise import _check_list
+from .listwise import check_scored_list
 
 __all__ = ["smoothed_rank_loss_grad", "smoothed_rank_loss", "smoothed_positions", "smoothed_rank_pair_curve",
            "check_gamma", "warmup"]
@@ -191,7 +191,7 @@ def smoothed_rank_loss(scores, ratings, gamma: float = 1.0) -> tuple[float, np.n
         Shapes that differ, non-finite values, negative ratings, or ``gamma`` not > 0.
     """
     g = check_gamma(gamma)
-    f, y = _check_list(scores, ratings)
+    f, y = check_scored_list(scores, ratings)
     _check_ratings(y)
     grad = np.empty_like(f)
     return float(smoothed_rank_loss_grad(f, y, g, grad)), grad
@@ -207,7 +207,7 @@ def smoothed_positions(scores, gamma: float = 1.0) -> np.ndarray:
         Non-finite scores or ``gamma`` not > 0.
     """
     g = check_gamma(gamma)
-    f, _ = _check_list(scores, np.zeros(np.size(scores)))
+    f, _ = check_scored_list(scores, np.zeros(np.size(scores)))
     pos = np.empty_like(f)
     positions_kernel(f, g, pos)
     return pos

@@ -81,7 +81,7 @@ def eru_discounts(n: int, k: int, halflife: float) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def _gains_inplace(y, kind, neutral, out):
+def gains_inplace(y, kind, neutral, out):
     """Raw gains: ``2^y − 1`` (kind 0, NDCG) or ``max(y − d, 0)`` (kind 1, ERU)."""
     for j in range(y.shape[0]):
         if kind == 0:
@@ -92,7 +92,7 @@ def _gains_inplace(y, kind, neutral, out):
 
 
 @njit(cache=True, nogil=True)
-def _normalize_gains(raw, a, out):
+def normalize_gains(raw, a, out):
     """``out = raw / Σ_p a_p sort(raw)_p`` (0 when that ideal value is not positive); returns the ideal."""
     n = raw.shape[0]
     s = np.sort(raw)
@@ -114,14 +114,14 @@ def normalized_gains(y, a, kind: str = "ndcg", neutral: float = 3.0) -> np.ndarr
     """``b_j`` of eq 10 (NDCG) or eq 19 (ERU) for one user's ratings ``y`` and discounts ``a``."""
     y = np.asarray(y, dtype=np.float64)
     raw = np.empty_like(y)
-    _gains_inplace(y, 0 if kind == "ndcg" else 1, float(neutral), raw)
+    gains_inplace(y, 0 if kind == "ndcg" else 1, float(neutral), raw)
     out = np.empty_like(y)
-    _normalize_gains(raw, np.asarray(a, dtype=np.float64), out)
+    normalize_gains(raw, np.asarray(a, dtype=np.float64), out)
     return out
 
 
 @njit(cache=True, nogil=True)
-def _reference_weights_inplace(y, c, mode, out):
+def reference_weights_inplace(y, c, mode, out):
     """``w_j`` of ⟨c, f_ref⟩ = Σ_j w_j f_j for one user (mode: 0 rating, 1 item_id, 2 tie_average)."""
     n = y.shape[0]
     if mode == 1:
@@ -154,7 +154,7 @@ def reference_weights(y, c, reference: str = "rating") -> np.ndarray:
     if reference not in REFERENCE_ORDERS:
         raise ParameterError(f"reference must be one of {REFERENCE_ORDERS}, got {reference!r}")
     out = np.empty(len(y))
-    _reference_weights_inplace(y, np.ascontiguousarray(c, dtype=np.float64), REFERENCE_CODES[reference], out)
+    reference_weights_inplace(y, np.ascontiguousarray(c, dtype=np.float64), REFERENCE_CODES[reference], out)
     return out
 
 

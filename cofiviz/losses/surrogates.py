@@ -74,7 +74,7 @@ def surrogate_code(loss: str) -> int:
 
 # ---------------------------------------------------------------------------------------------- numba
 @njit(cache=True, nogil=True, inline="always")
-def _softplus_sigmoid(x):
+def softplus_sigmoid(x):
     """``(log(1 + e^x), 1 / (1 + e^{−x}))`` from one exponential, without overflow."""
     e = math.exp(-abs(x))
     if x > 0.0:
@@ -90,10 +90,10 @@ def surrogate_value_deriv(code, dm, df, gamma):
     ``gamma`` the margin γ.
     """
     if code == 0:      # Log[M]
-        sp, sg = _softplus_sigmoid(gamma - df)
+        sp, sg = softplus_sigmoid(gamma - df)
         return dm * sp, -dm * sg
     elif code == 1:    # Log[A]
-        sp, sg = _softplus_sigmoid(gamma + dm - df)
+        sp, sg = softplus_sigmoid(gamma + dm - df)
         return sp, -sg
     elif code == 2:    # Exp[M]
         e = math.exp(gamma - df)

@@ -40,7 +40,7 @@ import numpy as np
 from numba import njit
 
 from ..errors import ParameterError, named
-from .surrogates import _softplus_sigmoid
+from .surrogates import softplus_sigmoid
 
 __all__ = ["TIE_MODELS", "TIE_CODES", "tie_code", "tie_value_deriv", "tie_loss", "tie_probabilities",
            "tie_frame", "check_tie_param", "warmup"]
@@ -103,10 +103,10 @@ def tie_value_deriv(code, tie, delta, param):
     """
     if code == 0:
         eta = math.log(param)
-        sp1, sg1 = _softplus_sigmoid(eta - delta)
+        sp1, sg1 = softplus_sigmoid(eta - delta)
         if not tie:
             return sp1, -sg1
-        sp2, sg2 = _softplus_sigmoid(eta + delta)
+        sp2, sg2 = softplus_sigmoid(eta + delta)
         return sp1 + sp2 - math.log(math.expm1(2.0 * eta)), sg2 - sg1
     # Davidson: D = e^{Δ/2} + e^{−Δ/2} + ν = e^{a}(1 + e^{−2a} + ν e^{−a}), a = |Δ|/2
     a = 0.5 * abs(delta)

@@ -26,7 +26,7 @@ from numba import njit, prange
 
 from ..errors import DataError
 from ._validation import as_float_vector, check_offsets, n_blocks_for, threads_for
-from .ranking import _block_bounds, _scratch, _sort_order
+from .ranking import block_bounds, sort_scratch, sort_order
 
 __all__ = ["zero_one", "zero_one_lists"]
 
@@ -86,7 +86,7 @@ def _asc_pairs(a, buf):
 @njit(cache=True)
 def _zero_one_user(ty, ts, my, ms, ys, ss, sc, seq, buf):
     """(wrong pairs, compared pairs) of one user; ``ys``, ``ss``, ``seq``, ``buf`` are float64 scratch
-    of length >= len(ty) + len(my) and ``sc`` the sort scratch of :func:`ranking._scratch`."""
+    of length >= len(ty) + len(my) and ``sc`` the sort scratch of :func:`ranking.sort_scratch`."""
     nt = ty.shape[0]
     nm = my.shape[0]
     n = nt + nm
@@ -96,7 +96,7 @@ def _zero_one_user(ty, ts, my, ms, ys, ss, sc, seq, buf):
     for i in range(nm):
         ys[nt + i] = my[i]
         ss[nt + i] = ms[i]
-    _sort_order(ss[:n], ys[:n], sc[0], sc[1], sc[2], sc[3])
+    sort_order(ss[:n], ys[:n], sc[0], sc[1], sc[2], sc[3])
     order = sc[0]
     for p in range(n):
         seq[p] = ys[order[p]]
@@ -117,10 +117,10 @@ def _zero_one_parallel(t_off, t_y, t_s, m_off, m_y, m_s, n_blocks, max_len):
     for b in prange(n_blocks):
         ys = np.empty(max_len)
         ss = np.empty(max_len)
-        sc = _scratch(max_len)
+        sc = sort_scratch(max_len)
         seq = np.empty(max_len)
         buf = np.empty(max_len)
-        u0, u1 = _block_bounds(b, n_blocks, n_users)
+        u0, u1 = block_bounds(b, n_blocks, n_users)
         for u in range(u0, u1):
             a = t_off[u]
             c = m_off[u]
@@ -187,7 +187,7 @@ def zero_one(test_ratings, test_scores, train_ratings=None, train_scores=None) -
         my, ms = _pair_arrays(train_ratings, train_scores, "train_ratings", "train_scores")
     n = ty.shape[0] + my.shape[0]
     m = max(n, 1)
-    wrong, compared = _zero_one_user(ty, ts, my, ms, np.empty(m), np.empty(m), _scratch(m), np.empty(m),
+    wrong, compared = _zero_one_user(ty, ts, my, ms, np.empty(m), np.empty(m), sort_scratch(m), np.empty(m),
                                      np.empty(m))
     return float(wrong / compared) if compared > 0 else float("nan")
 

@@ -135,7 +135,7 @@ def _qsort_range(s, y, order, lo, hi, stack):
 
 
 @njit(cache=True)
-def _sort_order(s, y, order, stack, bucket, count):
+def sort_order(s, y, order, stack, bucket, count):
     """Fill ``order[:n]`` (n = len(s)) with the candidate indices in ranked order (tie rule).
 
     Scratch: ``stack`` int64 of length >= 2 * _STACK, ``bucket`` int64 of length >= n, ``count``
@@ -227,7 +227,7 @@ def _ideal_desc(y, out, counts, gmax, sc):
             out[p:p + c] = np.float64(g)
             p += c
     else:
-        _sort_order(y, y, sc[0], sc[1], sc[2], sc[3])
+        sort_order(y, y, sc[0], sc[1], sc[2], sc[3])
         _gather(y, sc[0], n, out)
 
 
@@ -272,7 +272,7 @@ def _prepare_user(y, s, sc, yr, yi, counts, need_ideal, graded, ymax):
     and when ``graded`` (a GAP-family metric is wanted) NOT_INTEGER or ABOVE_YMAX), in which case
     nothing else is computed; ``gmax`` is the list's largest grade when all ratings are integers
     <= MAX_TABLE_GRADE, else -1. On success ``yr[:n]`` holds the ratings in ranked order and, if
-    ``need_ideal``, ``yi[:n]`` the ratings in ideal order. ``sc`` is the tuple made by :func:`_scratch`;
+    ``need_ideal``, ``yi[:n]`` the ratings in ideal order. ``sc`` is the tuple made by :func:`sort_scratch`;
     its ranked order ``sc[0][:n]`` survives only when the ideal order is not asked for.
     """
     n = y.shape[0]
@@ -288,7 +288,7 @@ def _prepare_user(y, s, sc, yr, yi, counts, need_ideal, graded, ymax):
         if mx > ymax:
             return ABOVE_YMAX, -1
     gmax = np.int64(mx) if (frac == 0 and big == 0) else -1
-    _sort_order(s, y, sc[0], sc[1], sc[2], sc[3])
+    sort_order(s, y, sc[0], sc[1], sc[2], sc[3])
     _gather(y, sc[0], n, yr)
     if need_ideal:
         _ideal_desc(y, yi, counts, gmax, sc)  # reuses (overwrites) the sort scratch
@@ -299,7 +299,7 @@ def _prepare_user(y, s, sc, yr, yi, counts, need_ideal, graded, ymax):
 def _rank_list(y, s):
     """One (validated) list: return (ratings in ranked order, ratings in ideal order, order, gmax)."""
     n = y.shape[0]
-    sc = _scratch(max(n, 1))
+    sc = sort_scratch(max(n, 1))
     yr = np.empty(n)
     yi = np.empty(n)
     counts = np.empty(MAX_TABLE_GRADE + 1, np.int64)
@@ -340,7 +340,7 @@ def rank_order(ratings, scores) -> np.ndarray:
 
 
 @njit(cache=True)
-def _scratch(max_len):
+def sort_scratch(max_len):
     """Per-block sort scratch: (order, stack, bucket, count)."""
     return (np.empty(max_len, np.int64), np.empty(2 * _STACK, np.int64), np.empty(max_len, np.int64),
             np.empty(2 * max_len + 1, np.int64))
@@ -352,7 +352,7 @@ def block_bounds(b, n_blocks, n_users):
     return b * n_users // n_blocks, (b + 1) * n_users // n_blocks
 
 
-_block_bounds = block_bounds
+block_bounds = block_bounds
 
 
 @njit(parallel=True, cache=True, nogil=True)  # the dashboards score while serving: let the event loop run
@@ -360,7 +360,7 @@ def _prepare_lists_kernel(offsets, ratings, scores, need_ideal, graded, ymax, n_
                           status):
     n_users = offsets.shape[0] - 1
     for b in prange(n_blocks):
-        sc = _scratch(max_len)
+        sc = sort_scratch(max_len)
         counts = np.empty(MAX_TABLE_GRADE + 1, np.int64)
         u0, u1 = block_bounds(b, n_blocks, n_users)
         for u in range(u0, u1):

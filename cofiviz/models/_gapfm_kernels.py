@@ -3,7 +3,7 @@
 They take the factors ``U`` and ``V``, the fixed item offsets ``prior`` (zeros for the paper's model: a
 score is ``U_m · V_i + prior_i``), CSR arrays (``indptr``, ``items``) and the per-rating / per-user arrays of
 :class:`cofiviz.losses.smoothed_gap.Prepared`; the per-user objective and its score gradient come from
-:func:`cofiviz.losses.smoothed_gap._user_value_grad`. Nothing here knows about models or tables.
+:func:`cofiviz.losses.smoothed_gap.user_value_grad`. Nothing here knows about models or tables.
 
 Selection modes (``mode``): 0 every rated item, 1 adaptive (Algorithm 1: the K items whose rank by
 score is farthest from their rank by grade), 2 random (K uniformly chosen items: the paper's control).
@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ..losses.smoothed_gap import _user_value, _user_value_grad
+from ..losses.smoothed_gap import user_value, user_value_grad
 
 SELECT_ALL, SELECT_ADAPTIVE, SELECT_RANDOM = 0, 1, 2
 
@@ -122,7 +122,7 @@ def user_step(U, V, prior, indptr, items, s, shift, scale, code, lr, lam, values
         f = np.empty(n)
         h = np.empty(n)
         _scores_of(U, V, prior, m, items, lo, n, f)
-        values[m] = _user_value_grad(code, f, s[lo:lo + n], shift[m], scale[m], h)
+        values[m] = user_value_grad(code, f, s[lo:lo + n], shift[m], scale[m], h)
         g = np.empty(D)
         for d in range(D):
             g[d] = -lam * U[m, d]
@@ -168,7 +168,7 @@ def item_step_sequential(U, V, prior, indptr, items, grades, s, shift, scale, co
         for a in range(q):
             fs[a] = f[idx[a]]
             ss[a] = s[lo + idx[a]]
-        _user_value_grad(code, fs[:q], ss[:q], shift[m], scale[m], h)
+        user_value_grad(code, fs[:q], ss[:q], shift[m], scale[m], h)
         for a in range(q):
             i = items[lo + idx[a]]
             lam_i = lam + lam_items[i]
@@ -197,7 +197,7 @@ def _selected_gradients(U, V, prior, indptr, items, grades, s, shift, scale, cod
         for a in range(q):
             fs[a] = f[idx[a]]
             ss[a] = s[lo + idx[a]]
-        _user_value_grad(code, fs[:q], ss[:q], shift[m], scale[m], h)
+        user_value_grad(code, fs[:q], ss[:q], shift[m], scale[m], h)
         for k in range(n):
             H[lo + k] = 0.0
         for a in range(q):
@@ -245,7 +245,7 @@ def user_values(U, V, prior, indptr, items, s, shift, scale, code, values):
             continue
         f = np.empty(n)
         _scores_of(U, V, prior, m, items, lo, n, f)
-        values[m] = _user_value(code, f, s[lo:lo + n], shift[m], scale[m])
+        values[m] = user_value(code, f, s[lo:lo + n], shift[m], scale[m])
 
 
 @njit(parallel=True, cache=True)

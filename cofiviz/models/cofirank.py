@@ -85,7 +85,7 @@ from ..losses.pairwise import PAIR_COSTS
 from ..losses.structured import ASSIGNMENT_STARTS
 from ..ratings import Ratings
 from ..solvers import dense
-from ..solvers.alternating import item_oracle, user_phase
+from ._cofirank_kernels import item_oracle, user_phase
 from ..solvers.bmrm import bmrm
 from ..solvers.bmrm import warmup as bmrm_warmup
 from .base import Model

@@ -7,7 +7,6 @@
   Algorithm 1) with an SMO solver for its dual QP; its numba helpers also run inside kernels.
 - :mod:`.dense`: small dense linear algebra (products, Cholesky, solves) in a fixed order of operations, the
   same bits on every CPU, where a model would otherwise call BLAS or LAPACK.
-- :mod:`.alternating`: CofiRank's user phase (one BMRM per user, in parallel) and item-phase oracle.
 """
 
 from .bmrm import BMRMResult, bmrm

@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..losses.collab import user_loss_grad
-from .bmrm import bundle_add, bundle_primal, qp_simplex, qp_tolerance
+from ..solvers.bmrm import bundle_add, bundle_primal, qp_simplex, qp_tolerance
 
 __all__ = ["user_phase", "item_oracle", "USERS_PER_CHUNK"]
 
