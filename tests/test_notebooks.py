@@ -301,7 +301,9 @@ def test_a_changed_default_or_preset_fails_the_prose_that_states_the_old_one(pat
     assert default or preset, f"{expr}: a setting read from the library is Model().name or Model.presets['x']['name']"
     if default:
         cls, name = getattr(cofiviz.models, default.group(1)), default.group(2)
-        monkeypatch.setattr(cls, name, _changed(getattr(cls, name), cls.param[name]))
+        # the Parameter's own default: setting the class attribute would change the same object, and undoing it
+        # would put that changed object back
+        monkeypatch.setattr(cls.param[name], "default", _changed(getattr(cls, name), cls.param[name]))
     else:
         cls, key, name = getattr(cofiviz.models, preset.group(1)), preset.group(2), preset.group(3)
         monkeypatch.setitem(cls.presets[key], name, _changed(cls.presets[key][name], cls.param[name]))

@@ -29,7 +29,7 @@ import cofiviz.warmup  # noqa: F401 - ``cofiviz.warmup`` the function shadows th
 from cofiviz.background import kernels as K
 from cofiviz.dashboards.catalog import APPS, EVERY, first_kernels
 from cofiviz.dashboards.serving import KERNELS_ROUTE, kernels_folder, serve_command, served_kernels_folder
-from conftest import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, ROOT, free_port, screenshot, server_env, wait_for_http
+from conftest import ARTIFACTS, ROOT, free_port, screenshot, server_env, wait_for_http
 
 W = sys.modules["cofiviz.warmup"]
 
@@ -145,11 +145,7 @@ def _get(url: str) -> str:
 
 
 @pytest.mark.browser
-def test_the_server_answers_first_and_a_page_opens_once_its_kernels_are_ready(tmp_path):
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: the browser tests need Debian's chromium (`make test` installs it)")
-    from playwright.sync_api import sync_playwright
-
+def test_the_server_answers_first_and_a_page_opens_once_its_kernels_are_ready(tmp_path, chromium):
     cache = tmp_path / "numba"
     port = free_port()
     url = f"http://127.0.0.1:{port}"
@@ -161,43 +157,43 @@ def test_the_server_answers_first_and_a_page_opens_once_its_kernels_are_ready(tm
     proc = subprocess.Popen([sys.executable, "-m", "cofiviz.cli", "serve", "--port", str(port), "--address",
                              "127.0.0.1"], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env)
     try:
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-            # the landing page answers while the warm-up waits to write its first kernel, and says so
-            assert wait_for_http(f"{url}/", proc, log, 300, "cofiviz serve"), log.read_text()
-            html = _get(f"{url}/")
-            tag = re.search(r'<div id="kernels-status"[^>]*>', html).group(0)
-            assert "hidden" not in tag and "numba kernels are being" in html, html[:3000]
-            status = json.loads(_get(f"{url}/{KERNELS_ROUTE}/{K.STATUS}"))
-            assert status["state"] in ("starting", "compiling") and status["server_pid"] == proc.pid
-            landing = browser.new_page(viewport={"width": 1024, "height": 800})
-            landing.goto(f"{url}/", wait_until="domcontentloaded")
-            assert landing.locator("#kernels-status").is_visible()
-            assert landing.locator("#app-overview .preparing").is_visible()
-            assert landing.locator("#app-monitor .preparing").is_visible()
-            # a page whose kernels are not ready says so
-            overview = browser.new_page(viewport={"width": 1024, "height": 800})
-            overview.goto(f"{url}/overview", wait_until="domcontentloaded")
-            overview.locator(".cofiviz-preparing").first.wait_for(timeout=120_000)
-            overview.get_by_text("Dataset overview is being prepared").wait_for(timeout=30_000)
-            assert overview.get_by_text("numba kernels are being").count() == 1
-            assert overview.locator(".cofiviz-preparing code", has_text="cofiviz.elementary").count() == 1
-            screenshot(overview, "serve-first-overview-preparing")
-            screenshot(landing, "serve-first-landing-preparing")
-            assert not K.ready(json.loads(_get(f"{url}/{KERNELS_ROUTE}/{K.STATUS}")), ["cofiviz.elementary"])
+        browser = chromium
+        # the landing page answers while the warm-up waits to write its first kernel, and says so
+        assert wait_for_http(f"{url}/", proc, log, 300, "cofiviz serve"), log.read_text()
+        html = _get(f"{url}/")
+        tag = re.search(r'<div id="kernels-status"[^>]*>', html).group(0)
+        assert "hidden" not in tag and "numba kernels are being" in html, html[:3000]
+        status = json.loads(_get(f"{url}/{KERNELS_ROUTE}/{K.STATUS}"))
+        assert status["state"] in ("starting", "compiling") and status["server_pid"] == proc.pid
+        landing = browser.new_page(viewport={"width": 1024, "height": 800})
+        landing.goto(f"{url}/", wait_until="domcontentloaded")
+        assert landing.locator("#kernels-status").is_visible()
+        assert landing.locator("#app-overview .preparing").is_visible()
+        assert landing.locator("#app-monitor .preparing").is_visible()
+        # a page whose kernels are not ready says so
+        overview = browser.new_page(viewport={"width": 1024, "height": 800})
+        overview.goto(f"{url}/overview", wait_until="domcontentloaded")
+        overview.locator(".cofiviz-preparing").first.wait_for(timeout=120_000)
+        overview.get_by_text("Dataset overview is being prepared").wait_for(timeout=30_000)
+        assert overview.get_by_text("numba kernels are being").count() == 1
+        assert overview.locator(".cofiviz-preparing code", has_text="cofiviz.elementary").count() == 1
+        screenshot(overview, "serve-first-overview-preparing")
+        screenshot(landing, "serve-first-landing-preparing")
+        assert not K.ready(json.loads(_get(f"{url}/{KERNELS_ROUTE}/{K.STATUS}")), ["cofiviz.elementary"])
 
-            # the warm-up writes its kernels: the page builds its content, the landing page stops saying it
-            held.release()
-            overview.locator("text=100,000").first.wait_for(timeout=300_000)
-            assert overview.locator(".cofiviz-preparing").count() == 0
-            landing.locator("#kernels-status").wait_for(state="hidden", timeout=120_000)
-            assert landing.locator("#app-overview .preparing").is_hidden()
-            assert landing.locator("#app-monitor .preparing").is_hidden()     # the warm-up has ended
-            status = json.loads(_get(f"{url}/{KERNELS_ROUTE}/{K.STATUS}"))
-            assert status["state"] == "done" and status["ready"] == ["cofiviz.elementary"], status
-            assert overview.get_by_text("is being prepared").count() == 0
-            screenshot(overview, "serve-first-overview-ready")
-            browser.close()
+        # the warm-up writes its kernels: the page builds its content, the landing page stops saying it
+        held.release()
+        overview.locator("text=100,000").first.wait_for(timeout=300_000)
+        assert overview.locator(".cofiviz-preparing").count() == 0
+        landing.locator("#kernels-status").wait_for(state="hidden", timeout=120_000)
+        assert landing.locator("#app-overview .preparing").is_hidden()
+        assert landing.locator("#app-monitor .preparing").is_hidden()     # the warm-up has ended
+        status = json.loads(_get(f"{url}/{KERNELS_ROUTE}/{K.STATUS}"))
+        assert status["state"] == "done" and status["ready"] == ["cofiviz.elementary"], status
+        assert overview.get_by_text("is being prepared").count() == 0
+        screenshot(overview, "serve-first-overview-ready")
+        for page in (landing, overview):
+            page.close()
     finally:
         held.release()
         proc.terminate()
