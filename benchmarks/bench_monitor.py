@@ -34,7 +34,8 @@ import threading
 import time
 
 DATA = "MovieLens 1M"
-PROTOCOL = ("weak", {"n_train": 10, "n_valid": 5, "min_test": 5})
+#: the monitor's weak protocol at N = 10, with the settings the page gives it (``cofiviz.protocols.OFFERED``)
+PROTOCOL, N_TRAIN = "weak", 10
 DEFAULT_MODELS = ("regsvd", "nmf", "gapfm", "cofirank", "gcr", "lcr", "llorma")
 
 
@@ -42,10 +43,12 @@ def run(model: str, iterations: int, throttle) -> dict:
     """One monitor run of ``model``; its rows and their arrival times."""
     from cofiviz.background.training_process import TrainingJob, TrainingProcess
     from cofiviz.models import get_model_class
+    from cofiviz.protocols import OFFERED
 
     names = get_model_class(model).param_names()
     params = {"max_iter": iterations, **{k: 0 for k in ("tol", "patience") if k in names}}
-    job = TrainingJob(model, params, PROTOCOL[0], dict(PROTOCOL[1]), DATA, score_throttle=throttle)
+    job = TrainingJob(model, params, PROTOCOL, {OFFERED[PROTOCOL].size: N_TRAIN, **OFFERED[PROTOCOL].fixed}, DATA,
+                      score_throttle=throttle)
     rows, arrivals = [], []
 
     def on_row(row):

@@ -16,6 +16,8 @@ from cofiviz.dashboards._shared import model_names
 from cofiviz.dashboards.monitor import UPLOAD, UPLOAD_LIMIT_MB, TrainingMonitor
 from cofiviz.background.training_process import TrainingJob, TrainingProcess
 from cofiviz.dashboards.monitor_run import MonitorRun
+from cofiviz.models import available_models, get_model_class
+from cofiviz.protocols import OFFERED, PROTOCOLS, parameters
 
 # the largest number of rows any Bokeh data source with an "iteration" column holds: the points drawn
 POINTS_JS = """() => { let best = 0;
@@ -90,8 +92,20 @@ def test_a_form_is_built_once_and_shown_again():
 def test_the_page_opens_on_a_ranking_model_on_movielens_100k():
     m = TrainingMonitor()
     assert (m.data, m.model, m.protocol, m.n) == ("MovieLens 100K", "lcr", "weak", 50)
-    for name, value in TrainingMonitor.FIRST_FORM["lcr"].items():
+    for name, value in get_model_class("lcr").first_run.items():
         assert m._form_widgets[name].value == value
+
+
+def test_the_first_forms_and_the_offered_protocols_are_ones_the_library_takes():
+    """Every class's ``first_run`` builds its model; every offered protocol is registered and takes its settings."""
+    for name in available_models():
+        klass = get_model_class(name)
+        assert set(klass.first_run) <= set(klass.param_names()), name
+        klass(**klass.first_run)
+    assert "weak" in OFFERED and list(TrainingMonitor.param.protocol.objects) == list(OFFERED)
+    for name, offered in OFFERED.items():
+        assert name in PROTOCOLS
+        assert set(offered.fixed) | ({offered.size} - {None}) <= set(parameters(name)), name
 
 
 def test_the_controller_trains_and_keeps_its_results_without_a_page():

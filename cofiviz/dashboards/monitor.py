@@ -38,6 +38,7 @@ import param
 from ..background.offered import DATASETS
 from ..background.training_process import COLUMNS, METRICS, PARTS, TrainingJob
 from ..models.registry import get_model_class
+from ..protocols import OFFERED
 from ._shared import BoundedInput, model_names
 from .model_form import bounded_label, check_param, model_form_widgets
 from .monitor_run import SCORED, MonitorRun, empty_frame
@@ -47,13 +48,6 @@ from .upload import UPLOAD, UPLOAD_LIMIT_MB, read_upload, upload_widget
 __all__ = ["TrainingMonitor", "UPLOAD", "UPLOAD_LIMIT_MB", "model_form_widgets", "read_upload"]
 
 PART_COLORS = {"train": "#4c72b0", "valid": "#55a868", "test": "#c44e52"}
-#: protocols offered, with the parameter "N" maps to (None: N unused) and fixed extras
-PROTOCOL_CHOICES = {
-    "weak": ("n_train", {"n_valid": 5, "min_test": 5}),
-    "lcr-weak": ("n_train", {}),
-    "cofirank-weak": ("n_train", {}),
-    "fixed-ratio": (None, {"valid_ratio": 0.1}),
-}
 
 
 class TrainingMonitor(pn.viewable.Viewer):
@@ -63,21 +57,16 @@ class TrainingMonitor(pn.viewable.Viewer):
     parameters it draws.
     """
 
-    # the first Run: LCR on MovieLens 100K learns for about half a minute, overfits from about iteration 60
-    # on, and early stopping puts back its best iterate (FIRST_FORM: the paper's LCR, without the item-mean
-    # offset and with its light penalty, a patience that lets the overfitting show, and no convergence test to end
-    # the run before it does)
+    # the first Run: LCR on MovieLens 100K, from the form its class declares (``LCR.first_run``)
     data = param.Selector(default="MovieLens 100K", objects=[*DATASETS, UPLOAD],
                           doc="Data set (or a file you upload).")
-    protocol = param.Selector(default="weak", objects=list(PROTOCOL_CHOICES), doc="Evaluation protocol.")
+    protocol = param.Selector(default="weak", objects=list(OFFERED), doc="Evaluation protocol.")
     n = param.Integer(default=50, bounds=(1, 100), doc="N: training ratings per user (weak protocols).")
     model = param.Selector(default="lcr", objects=["lcr"], doc="Model to train.")
     max_iter = param.Integer(default=300, bounds=(1, 10_000), doc="Iterations at most.")
     budget = param.Integer(default=60, bounds=(5, 3600),
                            doc="Seconds Tune may search the model's settings on the validation part before it trains.")
 
-    #: values the first form of a model starts from, where they differ from the model's defaults
-    FIRST_FORM = {"lcr": {"patience": 150, "tol": 0.0, "item_prior": 0.0, "reg": 0.1}}
     #: the labels of the bounded inputs
     _BOUNDED = {"n": "N", "max_iter": "Max iter", "budget": "Tune budget (s)"}
 
@@ -155,7 +144,7 @@ class TrainingMonitor(pn.viewable.Viewer):
         if self.model not in self._forms:
             cls = get_model_class(self.model)
             widgets = {k: w for k, w in model_form_widgets(cls).items() if k != "max_iter"}
-            for name, value in self.FIRST_FORM.get(self.model, {}).items():
+            for name, value in cls.first_run.items():
                 widgets[name].value = value
             for name, w in widgets.items():
                 w.param.watch(partial(self._on_param_change, cls, name), "value")
@@ -234,7 +223,7 @@ class TrainingMonitor(pn.viewable.Viewer):
 
     def _job(self, tune: bool = False) -> TrainingJob:
         """What Run (or Tune) trains, checked here; the split is made by the worker."""
-        arg, extra = PROTOCOL_CHOICES[self.protocol]
+        arg, extra = OFFERED[self.protocol]
         protocol_params = dict(extra)
         if arg is not None:
             protocol_params[arg] = self.n
@@ -258,7 +247,7 @@ class TrainingMonitor(pn.viewable.Viewer):
             return
         self._show_error(None)
         self._trials.visible = tune
-        n = f", N = {self.n}" if PROTOCOL_CHOICES[self.protocol][0] else ""
+        n = f", N = {self.n}" if OFFERED[self.protocol].size else ""
         what = f"Tuning **{self.model}** for up to {self.budget} s, then training" if tune else \
             f"Training **{self.model}**"
         self.training.start(job, f"{what} on {self.data} ({self.protocol}{n}) …")

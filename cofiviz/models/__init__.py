@@ -5,7 +5,7 @@ name the command line and the dashboards use.
 """
 
 from .base import IterationInfo, Model
-from .registry import MODEL_REGISTRY, available_models, get_model_class, make_model, ranking_models
+from .registry import MODEL_REGISTRY, available_models, get_model_class, make_model, ranking_models, baseline_models
 from .bilinear import Bilinear
 from .bpmf import BPMF
 from .cofirank import CofiRank
@@ -21,6 +21,6 @@ from .regsvd import RegSVD
 from .svdpp import SVDpp
 from .wlt import WLT
 
-__all__ = ["Model", "IterationInfo", "MODEL_REGISTRY", "available_models", "ranking_models", "get_model_class", "make_model", "PopRec", "ItemMean", "CofiRank", "GCR",
+__all__ = ["Model", "IterationInfo", "MODEL_REGISTRY", "available_models", "ranking_models", "baseline_models", "get_model_class", "make_model", "PopRec", "ItemMean", "CofiRank", "GCR",
            "LCR", "LLORMA", "RegSVD", "SVDpp", "GAPfm", "NMF", "BPMF", "Bilinear", "MMMF",
            "GPR", "GPOR", "CGPR", "CGPOR", "WLT"]

@@ -117,6 +117,8 @@ class Model(param.Parameterized):
     __abstract = True
     #: False for closed-form models (PopRec, ItemMean): ``fit`` runs exactly one iteration
     iterative: ClassVar[bool] = True
+    #: True for the baselines every table ends with (PopRec, ItemMean): scores that need no learning of users
+    baseline: ClassVar[bool] = False
     #: The name tables and pages show where it is not the class name (:meth:`display_name`)
     display: ClassVar[str | None] = None
     #: What to change when a fit diverges: ``(parameter, "lower" | "raise")`` pairs, the step size
@@ -163,6 +165,9 @@ class Model(param.Parameterized):
     item_mean_setting: ClassVar[dict | None] = None
     #: Named settings for :meth:`from_preset`; ``"paper"`` holds the paper's own settings.
     presets: ClassVar[dict[str, dict]] = {}
+    #: The values a page's first form of the model starts from, where they differ from its defaults (the training
+    #: monitor's first Run)
+    first_run: ClassVar[dict] = {}
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         # Registered under the lower-case class name unless the class is abstract (param's

@@ -49,6 +49,7 @@ class _ItemModel(Model):
 
     __abstract = True
     iterative = False
+    baseline = True
 
     # A closed-form model has no iterations to bound or stop early: hide the inherited loop
     # parameters from forms and listings (they are still accepted, for a uniform interface).

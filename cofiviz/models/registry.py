@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import named
 
-__all__ = ["MODEL_REGISTRY", "available_models", "ranking_models", "get_model_class", "make_model"]
+__all__ = ["MODEL_REGISTRY", "available_models", "ranking_models", "baseline_models", "get_model_class", "make_model"]
 
 #: Model classes by registry name (the lower-case class name).
 MODEL_REGISTRY: dict[str, type] = {}
@@ -26,6 +26,11 @@ def ranking_models() -> list[str]:
     """Names of the ranking models: those a setting reduces to the damped item mean (``Model.item_mean_setting``),
     the baseline their searches and benchmarks hold them against."""
     return [m for m in available_models() if MODEL_REGISTRY[m].item_mean_setting is not None]
+
+
+def baseline_models() -> list[str]:
+    """Names of the baselines (``Model.baseline``: PopRec, ItemMean), which tables and leaderboards show last."""
+    return [m for m in available_models() if MODEL_REGISTRY[m].baseline]
 
 
 def get_model_class(name: str) -> type:

@@ -40,7 +40,7 @@ call); :func:`parameters` lists a protocol's parameters and defaults. One module
 (:mod:`cofiviz.protocols.registry`); what they share is in ``_common``.
 """
 
-from .registry import PROTOCOLS, REFERENCES, allowed_parameters, get, make, parameters
+from .registry import OFFERED, PROTOCOLS, REFERENCES, Offered, allowed_parameters, get, make, parameters
 from .weak import cofirank_weak, lcr_weak, weak_generalization
 from .fixed_ratio import fixed_ratio
 from .strong import strong_generalization
@@ -50,4 +50,4 @@ from .validation import carve_validation
 
 __all__ = ["weak_generalization", "cofirank_weak", "lcr_weak", "fixed_ratio", "strong_generalization", "top_n",
            "gapfm_top_n", "gapfm_netflix", "controversial_items", "carve_validation", "PROTOCOLS", "get", "make",
-           "parameters", "allowed_parameters", "REFERENCES"]
+           "parameters", "allowed_parameters", "REFERENCES", "OFFERED", "Offered"]

@@ -8,7 +8,7 @@ from ..errors import ParameterError
 from ..ratings import Ratings
 from ..split import Split
 from ._common import Record, all_dropped, assemble, check_ratings, check_seed, fraction, random_ranks
-from .registry import register
+from .registry import Offered, register
 
 __all__ = ["fixed_ratio"]
 
@@ -18,7 +18,7 @@ def _round_half_up(x: np.ndarray) -> np.ndarray:
     return np.floor(x + 0.5 + 1e-9).astype(np.int64)
 
 
-@register("fixed-ratio")
+@register("fixed-ratio", offered=Offered(None, {"valid_ratio": 0.1}))
 def fixed_ratio(ratings: Ratings, train_ratio: float = 0.5, valid_ratio: float = 0.0, seed: int = 0) -> Split:
     """A fixed fraction of each user's ratings for training (LCR §5.2, ratio 0.5), optionally some for validation.
 

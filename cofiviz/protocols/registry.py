@@ -7,13 +7,13 @@ them in the order their modules are imported by :mod:`cofiviz.protocols`.
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from ..errors import ParameterError
 from ..ratings import Ratings
 from ..split import Split
 
-__all__ = ["PROTOCOLS", "REFERENCES", "register", "normalise", "get", "parameters", "make"]
+__all__ = ["PROTOCOLS", "REFERENCES", "OFFERED", "register", "normalise", "get", "parameters", "make", "Offered"]
 
 #: What each protocol follows, word for word where the paper is exact.
 REFERENCES = {
@@ -54,13 +54,28 @@ REFERENCES = {
 PROTOCOLS: dict[str, Callable[..., Split]] = {}
 
 
-def register(name: str) -> Callable[[Callable[..., Split]], Callable[..., Split]]:
-    """Decorator: register a protocol function as ``name`` (it must have an entry in :data:`REFERENCES`)."""
+class Offered(NamedTuple):
+    """How a page that trains on any data offers a protocol: the parameter its "N" (training ratings per user)
+    sets, None where the protocol has none, and the parameters it fixes beside."""
+
+    size: str | None
+    fixed: dict
+
+
+#: The protocols pages and leaderboards offer on any data set, by name (:func:`register`'s ``offered``).
+OFFERED: dict[str, Offered] = {}
+
+
+def register(name: str, offered: Offered | None = None) -> Callable[[Callable[..., Split]], Callable[..., Split]]:
+    """Decorator: register a protocol function as ``name`` (it must have an entry in :data:`REFERENCES`); with
+    ``offered``, the protocol is also one of :data:`OFFERED`, with the settings pages give it."""
     if name not in REFERENCES:
         raise ParameterError(f"protocol {name!r} has no entry in REFERENCES: say what it follows")
 
     def add(fn: Callable[..., Split]) -> Callable[..., Split]:
         PROTOCOLS[name] = fn
+        if offered is not None:
+            OFFERED[name] = offered
         return fn
     return add
 

@@ -7,12 +7,13 @@ import numpy as np
 from ..ratings import Ratings
 from ..split import Split
 from ._common import Record, all_dropped, assemble, check_ratings, check_seed, int_at_least, random_ranks
-from .registry import register
+from .registry import Offered, register
 
 __all__ = ["weak_generalization", "cofirank_weak", "lcr_weak"]
 
 
-@register("weak")
+# offered on the pages with a validation part of 5 ratings (early stopping, tuning) and 5 test ratings at least
+@register("weak", offered=Offered("n_train", {"n_valid": 5, "min_test": 5}))
 def weak_generalization(ratings: Ratings, n_train: int = 10, n_valid: int = 0, min_test: int = 10,
                         seed: int = 0, *, _name: str = "weak") -> Split:
     """Per user, ``n_train`` random ratings for training, ``n_valid`` more for validation, the rest for testing.
@@ -76,7 +77,7 @@ def weak_generalization(ratings: Ratings, n_train: int = 10, n_valid: int = 0, m
     return assemble(ratings, parts, rec)
 
 
-@register("cofirank-weak")
+@register("cofirank-weak", offered=Offered("n_train", {}))
 def cofirank_weak(ratings: Ratings, n_train: int = 10, seed: int = 0) -> Split:
     """CofiRank §6 weak generalization: N random training ratings per user, the rest for testing.
 
@@ -87,7 +88,7 @@ def cofirank_weak(ratings: Ratings, n_train: int = 10, seed: int = 0) -> Split:
     return weak_generalization(ratings, n_train=n_train, n_valid=0, min_test=10, seed=seed, _name="cofirank-weak")
 
 
-@register("lcr-weak")
+@register("lcr-weak", offered=Offered("n_train", {}))
 def lcr_weak(ratings: Ratings, n_train: int = 10, seed: int = 0) -> Split:
     """LCR §5.3 weak generalization: N training, 10 validation ratings per user, the rest for testing.
 

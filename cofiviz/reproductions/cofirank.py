@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from ..models import get_model_class
+
 from .spec import Method, OtherData, PaperCell, Reproduction, register
 
 __all__ = ["PAPER", "PAPER_SETTINGS", "TABLE2", "TABLE3", "TABLE2_EACHMOVIE", "TABLE2_NETFLIX", "TABLE3_EACHMOVIE",
@@ -33,10 +35,10 @@ __all__ = ["PAPER", "PAPER_SETTINGS", "TABLE2", "TABLE3", "TABLE2_EACHMOVIE", "T
            "GP_METHODS"]
 
 PAPER = "cofirank-nips07"
-#: The paper's settings (§6): d = 100, λ = 10, NDCG truncation k = 10, c_i = (i+1)^-0.25, 31 iterations.
-#: the paper's settings, every one the model's defaults differ in pinned (CofiRank.presets["paper"] without the loss)
-PAPER_SETTINGS = {"rank": 100, "reg": 10.0, "k": 10, "c_exponent": -0.25, "max_iter": 31, "item_prior": "none",
-                  "init": "uniform", "reg_users": None}
+#: The paper's settings (§6): d = 100, λ = 10, NDCG truncation k = 10, c_i = (i+1)^-0.25, 31 iterations, read from
+#: ``CofiRank.presets["paper"]``: each method adds its loss; ``offsets`` is left out, being the default already (a
+#: cell's key names the parameters it sets)
+PAPER_SETTINGS = {k: v for k, v in get_model_class("cofirank").presets["paper"].items() if k not in ("loss", "offsets")}
 
 
 def _cells(table: str, protocol: str, numbers: dict, dataset: str = "movielens-100k") -> list[PaperCell]:

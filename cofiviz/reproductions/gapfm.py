@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..models import get_model_class
 from ..results import Results
 from .cofirank import AUTHORS_CODE_TOPN
 from .spec import Method, OtherData, PaperCell, Reproduction, register
@@ -163,9 +164,7 @@ NETFLIX_PROTOCOL = {"n_negatives": 1000, "min_user_ratings": 50, "min_probe": 5,
 #: GAPfm at the settings §5.1 states (D = 10, λ = 0.001, γ = 1e-5; the paper's model: w_m = 1, no item offset, every
 #: item updated), 100 iterations (a choice: Figure 1 converges within 60 at Given 10), its iterate with the best
 #: validation GAP@5 kept
-GAPFM_PAPER_SETTINGS = {"rank": 10, "reg": 0.001, "learning_rate": 1e-5, "user_weight": "one", "item_reg": 0.0,
-                        "item_prior": 0.0, "objective": "gap", "selection": "all", "item_update": "sequential",
-                        "max_iter": 100, **_best_gap5(100)}
+GAPFM_PAPER_SETTINGS = {**get_model_class("gapfm").presets["paper"], "max_iter": 100, **_best_gap5(100)}
 #: λ, γ and λ_V searched on validation for the "(λ, γ on validation)" rows (the paper's own values were "empirically
 #: tuned ... on the validation set" of its implementation, whose step scale need not be cofiviz's)
 NETFLIX_GAPFM_GRID = {"reg": [0.001, 0.01, 0.1], "learning_rate": [0.001, 0.01, 0.05], "item_reg": [0.0, 1.0]}

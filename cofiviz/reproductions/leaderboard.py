@@ -22,11 +22,12 @@ import zlib
 
 import numpy as np
 
-from ..models import available_models, get_model_class
+from ..models import available_models, baseline_models, get_model_class
 from ..models.space import sample, size
+from ..protocols import OFFERED
 from .spec import Method, Reproduction, register
 
-__all__ = ["N_SETTINGS", "PATIENCE", "MAX_ITER", "HEAVY_MAX_ITER", "BASELINES", "settings", "leaderboard_methods"]
+__all__ = ["N_SETTINGS", "PATIENCE", "MAX_ITER", "HEAVY_MAX_ITER", "settings", "leaderboard_methods"]
 
 #: the settings each model is fitted at: its defaults and N_SETTINGS - 1 draws from its search space
 N_SETTINGS = 3
@@ -39,8 +40,6 @@ MAX_ITER = 30
 #: defaults only: each EM iteration on MovieLens 1M multiplies 3,706 × 3,706 matrices and factors one in
 #: fixed-order numba kernels (minutes on one core), so that three settings at 30 iterations would take days
 HEAVY_MAX_ITER = 5
-#: the models listed after the ranking and rating methods
-BASELINES = ("itemmean", "poprec")
 
 
 def _rounded(value):
@@ -94,7 +93,8 @@ def settings(model: str, n: int = N_SETTINGS) -> list[dict]:
 
 def leaderboard_methods() -> list[Method]:
     """One :class:`Method` per registered model (the baselines last), each over its :func:`settings`."""
-    names = [m for m in available_models() if m not in BASELINES] + [m for m in BASELINES if m in available_models()]
+    baselines = baseline_models()
+    names = [m for m in available_models() if m not in baselines] + baselines
 
     def method(m: str) -> Method:
         klass = get_model_class(m)
@@ -144,7 +144,7 @@ register(Reproduction(
                  "MovieLens 1M",
     "cofiviz", None, "weak", "n_train", [10, 20, 50], [0, 1, 2], ["ndcg@10", "ap", "err@10"],
     leaderboard_methods(), selection="per_metric", dataset="movielens-1m", ship_per_user=False,
-    protocol_params={"n_valid": 5, "min_test": 5},
+    protocol_params=dict(OFFERED["weak"].fixed),
     notes=["CofiRank's weak generalization: N given ratings per user, users with fewer than N + 10 ratings dropped "
            "(as cofirank-weak); 5 of each user's held-out ratings are the validation part the settings are chosen "
            "on, the rest (at least 5) are tested. CofiRank tuned nothing; a leaderboard of tuned models needs "
