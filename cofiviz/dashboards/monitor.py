@@ -73,6 +73,8 @@ class TrainingMonitor(pn.viewable.Viewer):
     def __init__(self, **params):
         names = model_names()
         wanted = params.pop("model", None)   # any registered model, known only once the list is filled in
+        # the protocols offered now, a protocol registered after this module was imported among them
+        type(self).param.protocol.objects = list(OFFERED)
         super().__init__(**params)
         self.param.model.objects = names
         if self.model not in names:

@@ -25,7 +25,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import ParameterError
-from .space import Choice, IntLogUniform, IntUniform, LogUniform, Uniform, contains, sample
+from .space import contains, sample
 
 __all__ = ["SEARCHERS", "RandomSearcher", "OptunaSearcher", "make_searcher", "PRUNE_MIN_TRIALS",
            "PRUNE_WARMUP_ITERATIONS"]
@@ -66,23 +66,8 @@ class RandomSearcher:
 
 
 def _distributions(space: dict) -> dict:
-    import optuna.distributions as od
-
-    out = {}
-    for name, dist in space.items():
-        if isinstance(dist, Uniform):
-            out[name] = od.FloatDistribution(dist.low, dist.high)
-        elif isinstance(dist, LogUniform):
-            out[name] = od.FloatDistribution(dist.low, dist.high, log=True)
-        elif isinstance(dist, IntUniform):
-            out[name] = od.IntDistribution(dist.low, dist.high)
-        elif isinstance(dist, IntLogUniform):
-            out[name] = od.IntDistribution(dist.low, dist.high, log=True)
-        elif isinstance(dist, Choice):
-            out[name] = od.CategoricalDistribution(tuple(dist.values))
-        else:  # pragma: no cover - every distribution of space.py is mapped above
-            raise TypeError(f"no Optuna distribution for {name}: {dist!r}")
-    return out
+    """Each dimension's Optuna distribution (:meth:`~.space.Dimension.optuna`)."""
+    return {name: dist.optuna() for name, dist in space.items()}
 
 
 def _plain(value: Any) -> Any:

@@ -1,9 +1,14 @@
 """Search spaces: the ranges a model's parameters are tuned over.
 
-Every model declares ``search_space``, a dict from parameter name to one of the distributions below, drawn
-from the settings the reproductions found to matter (their grids), and ``presets``, named parameter sets
-(``"paper"``: the paper's own settings). :func:`sample` draws one setting with a NumPy generator, so a seeded
-search draws the same settings everywhere.
+Every model declares ``search_space``, a dict from parameter name to a :class:`Dimension` (one of the kinds
+below, or a kind of its own), drawn from the settings the reproductions found to matter (their grids), and
+``presets``, named parameter sets (``"paper"``: the paper's own settings). :func:`sample` draws one setting with a
+NumPy generator, so a seeded search draws the same settings everywhere.
+
+A dimension says everything a search needs of it: how to draw a value (:meth:`Dimension.sample`), how many values
+it has (:meth:`Dimension.count`, None when endless), whether it holds a value (:meth:`Dimension.holds`), and the
+Optuna distribution of the same values (:meth:`Dimension.optuna`). The random and Optuna searchers, the tuner's
+stopping rule and the leaderboards read only these, so a new kind of range is one subclass, wherever it is defined.
 """
 
 from __future__ import annotations
@@ -14,11 +19,33 @@ from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ["Uniform", "LogUniform", "IntUniform", "IntLogUniform", "Choice", "sample", "describe", "size", "contains"]
+__all__ = ["Dimension", "Uniform", "LogUniform", "IntUniform", "IntLogUniform", "Choice", "sample", "describe",
+           "size", "contains"]
+
+
+class Dimension:
+    """The range of one tuned parameter. A subclass defines :meth:`sample`, :meth:`holds`, :meth:`optuna` and
+    ``__str__``, and :meth:`count` when its values are finitely many."""
+
+    def sample(self, rng: np.random.Generator) -> Any:
+        """One value drawn with ``rng``."""
+        raise NotImplementedError
+
+    def count(self) -> int | None:
+        """The number of distinct values, None when endless (real-valued)."""
+        return None
+
+    def holds(self, value: Any) -> bool:
+        """True when :meth:`sample` can draw ``value``."""
+        raise NotImplementedError
+
+    def optuna(self):
+        """The ``optuna.distributions`` object of the same values (Optuna is imported here, only when used)."""
+        raise NotImplementedError
 
 
 @dataclass(frozen=True)
-class Uniform:
+class Uniform(Dimension):
     """A real number uniform on ``[low, high]``."""
 
     low: float
@@ -27,12 +54,19 @@ class Uniform:
     def sample(self, rng: np.random.Generator) -> float:
         return float(rng.uniform(self.low, self.high))
 
+    def holds(self, value: Any) -> bool:
+        return self.low <= value <= self.high
+
+    def optuna(self):
+        import optuna.distributions as od
+        return od.FloatDistribution(self.low, self.high)
+
     def __str__(self) -> str:
         return f"uniform [{self.low:g}, {self.high:g}]"
 
 
 @dataclass(frozen=True)
-class LogUniform:
+class LogUniform(Dimension):
     """A positive real number whose logarithm is uniform on ``[log low, log high]``."""
 
     low: float
@@ -41,12 +75,19 @@ class LogUniform:
     def sample(self, rng: np.random.Generator) -> float:
         return float(math.exp(rng.uniform(math.log(self.low), math.log(self.high))))
 
+    def holds(self, value: Any) -> bool:
+        return self.low <= value <= self.high
+
+    def optuna(self):
+        import optuna.distributions as od
+        return od.FloatDistribution(self.low, self.high, log=True)
+
     def __str__(self) -> str:
         return f"log-uniform [{self.low:g}, {self.high:g}]"
 
 
 @dataclass(frozen=True)
-class IntUniform:
+class IntUniform(Dimension):
     """An integer uniform on ``low, ..., high``."""
 
     low: int
@@ -55,33 +96,54 @@ class IntUniform:
     def sample(self, rng: np.random.Generator) -> int:
         return int(rng.integers(self.low, self.high + 1))
 
+    def count(self) -> int:
+        return self.high - self.low + 1
+
+    def holds(self, value: Any) -> bool:
+        return isinstance(value, (int, np.integer)) and self.low <= value <= self.high
+
+    def optuna(self):
+        import optuna.distributions as od
+        return od.IntDistribution(self.low, self.high)
+
     def __str__(self) -> str:
         return f"integer [{self.low}, {self.high}]"
 
 
 @dataclass(frozen=True)
-class IntLogUniform:
+class IntLogUniform(IntUniform):
     """An integer whose logarithm is about uniform on ``[log low, log high]`` (ranks, numbers of models)."""
-
-    low: int
-    high: int
 
     def sample(self, rng: np.random.Generator) -> int:
         value = math.exp(rng.uniform(math.log(self.low), math.log(self.high + 1)))
         return int(min(self.high, max(self.low, math.floor(value))))
+
+    def optuna(self):
+        import optuna.distributions as od
+        return od.IntDistribution(self.low, self.high, log=True)
 
     def __str__(self) -> str:
         return f"integer, log scale [{self.low}, {self.high}]"
 
 
 @dataclass(frozen=True)
-class Choice:
+class Choice(Dimension):
     """One of ``values``, each as likely."""
 
     values: Sequence[Any]
 
     def sample(self, rng: np.random.Generator) -> Any:
         return self.values[int(rng.integers(len(self.values)))]
+
+    def count(self) -> int:
+        return len(set(map(repr, self.values)))
+
+    def holds(self, value: Any) -> bool:
+        return any(repr(value) == repr(v) for v in self.values)
+
+    def optuna(self):
+        import optuna.distributions as od
+        return od.CategoricalDistribution(tuple(self.values))
 
     def __str__(self) -> str:
         return "one of " + ", ".join(map(str, self.values))
@@ -93,31 +155,19 @@ def sample(space: dict, rng: np.random.Generator) -> dict:
 
 
 def size(space: dict) -> int | None:
-    """The number of distinct settings of ``space``, or None when a parameter is real-valued (endless)."""
+    """The number of distinct settings of ``space``, or None when a parameter has endless values."""
     n = 1
     for dist in space.values():
-        if isinstance(dist, Choice):
-            n *= len(set(map(repr, dist.values)))
-        elif isinstance(dist, (IntUniform, IntLogUniform)):
-            n *= dist.high - dist.low + 1
-        else:
+        count = dist.count()
+        if count is None:
             return None
+        n *= count
     return n
 
 
 def contains(space: dict, params: dict) -> bool:
     """True when every parameter of ``space`` has in ``params`` a value the space can draw."""
-    for name, dist in space.items():
-        value = params[name]
-        if isinstance(dist, Choice):
-            if not any(repr(value) == repr(v) for v in dist.values):
-                return False
-        elif isinstance(dist, (IntUniform, IntLogUniform)):
-            if not (isinstance(value, (int, np.integer)) and dist.low <= value <= dist.high):
-                return False
-        elif not dist.low <= value <= dist.high:
-            return False
-    return True
+    return all(dist.holds(params[name]) for name, dist in space.items())
 
 
 def describe(space: dict) -> str:

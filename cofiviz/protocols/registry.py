@@ -66,11 +66,16 @@ class Offered(NamedTuple):
 OFFERED: dict[str, Offered] = {}
 
 
-def register(name: str, offered: Offered | None = None) -> Callable[[Callable[..., Split]], Callable[..., Split]]:
-    """Decorator: register a protocol function as ``name`` (it must have an entry in :data:`REFERENCES`); with
-    ``offered``, the protocol is also one of :data:`OFFERED`, with the settings pages give it."""
+def register(name: str, offered: Offered | None = None,
+             reference: str | None = None) -> Callable[[Callable[..., Split]], Callable[..., Split]]:
+    """Decorator: register a protocol function as ``name``, which says what it follows: in ``reference`` or in an
+    entry of :data:`REFERENCES`. With ``offered``, the protocol is also one of :data:`OFFERED`, with the settings
+    pages give it."""
+    if reference is not None:
+        REFERENCES[name] = reference
     if name not in REFERENCES:
-        raise ParameterError(f"protocol {name!r} has no entry in REFERENCES: say what it follows")
+        raise ParameterError(f"protocol {name!r} says nothing of what it follows: pass reference= or add it to "
+                             "REFERENCES")
 
     def add(fn: Callable[..., Split]) -> Callable[..., Split]:
         PROTOCOLS[name] = fn
