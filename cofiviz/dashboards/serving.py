@@ -1,7 +1,8 @@
 """How the dashboards are served: the one ``panel serve`` command line (``cofiviz serve``, ``make serve`` and the
 browser tests all run it).
 
-Every app of ``apps/`` is served, the landing page (:data:`~.catalog.INDEX_TEMPLATE`) lists them with their
+Every app cofiviz carries is served (:func:`cofiviz.bundled.app_files`: ``apps/`` in the repository, the installed
+package's copy after ``pip install``), the landing page (:data:`~.catalog.INDEX_TEMPLATE`) lists them with their
 thumbnails (served at ``/thumbnails/``) and the notebooks, every page loads the script of ``static/`` (served at
 ``/cofiviz-static/``: the sidebar starts closed on a narrow screen), and the status of the background warm-up of the
 numba kernels (:mod:`cofiviz.background.kernels`) is served at ``/cofiviz-kernels/status.json`` from a folder of the
@@ -20,6 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
+from ..bundled import app_files as bundled_app_files, folder
 from .catalog import INDEX_TEMPLATE, THUMBNAILS, course_html
 
 __all__ = ["served_apps", "serve_command", "app_files", "WEBSOCKET_MAX_MESSAGE", "SETUP", "KERNELS_ROUTE",
@@ -58,11 +60,13 @@ def served_kernels_folder(argv: Sequence[str]) -> Path | None:
     return None
 
 
-def app_files(directory: str | Path = "apps") -> list[Path]:
-    """The dashboards of ``directory`` (``apps/*.py``), in file-name order."""
-    files = sorted(Path(directory).glob("*.py"))
+def app_files(directory: str | Path | None = None) -> list[Path]:
+    """The dashboards of ``directory`` (its ``*.py``), in file-name order; by default the apps the package carries
+    (:func:`cofiviz.bundled.app_files`)."""
+    files = bundled_app_files() if directory is None else sorted(Path(directory).glob("*.py"))
     if not files:
-        raise FileNotFoundError(f"no apps in {Path(directory).resolve()}: run this from the cofiviz repository")
+        where = folder("apps") if directory is None else Path(directory).resolve()
+        raise FileNotFoundError(f"no apps in {where}")
     return files
 
 
@@ -81,7 +85,7 @@ def served_apps(argv: Sequence[str]) -> list[str] | None:
 
 def serve_command(apps: Sequence[str | Path] | None = None, *, port: int = 5006, address: str = "localhost",
                   setup: bool = True, threads: int = 4, python: str = sys.executable) -> list[str]:
-    """The ``panel serve`` command line that serves ``apps`` (default: every app of ``apps/``).
+    """The ``panel serve`` command line that serves ``apps`` (default: every app the package carries).
 
     Parameters
     ----------
