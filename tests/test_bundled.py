@@ -2,7 +2,9 @@
 
 In the repository the package's folders are the repository's own (one copy of each file); ``cofiviz apps`` lists
 them, ``cofiviz notebooks DIR`` copies the course for a student without replacing a student's work, ``cofiviz
-course`` runs the course cofiviz carries from a folder without notebooks, and the landing page lists it.
+course`` runs the course cofiviz carries from a folder without notebooks, and ``cofiviz serve --address 0.0.0.0``
+accepts the pages a class opens by the machine's names. ``tests/test_wheel.py`` runs the same from an installed
+wheel.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from cofiviz import bundled
 from cofiviz.cli import build_parser, main
 from cofiviz.cli import course as course_cli
 from cofiviz.dashboards.catalog import INDEX_TEMPLATE, notebooks
-from cofiviz.dashboards.serving import app_files
+from cofiviz.dashboards.serving import allowed_origins, app_files, machine_names, serve_command
 from conftest import ROOT
 
 
@@ -98,3 +100,25 @@ def test_the_landing_page_lists_the_course_cofiviz_carries_from_any_folder(tmp_p
     assert [n.name for n in listed] == [p.name for p in bundled.notebook_files()]
     page = Template(INDEX_TEMPLATE.read_text()).generate(items=[]).decode()
     assert f"notebooks/{listed[0].name}" in page and "cofiviz notebooks DIR" in page
+
+
+def test_a_class_server_accepts_the_machines_names_and_the_origins_given(monkeypatch):
+    monkeypatch.setattr("cofiviz.dashboards.serving.machine_names", lambda: ["teacher-pc", "192.168.1.20"])
+    assert allowed_origins("localhost", 5006) == ["localhost:5006"]
+    assert allowed_origins("127.0.0.1", 80) == ["127.0.0.1:80"]
+    assert allowed_origins("0.0.0.0", 5006, ["class.example.org", "proxy:443", "*"]) == [
+        "localhost:5006", "127.0.0.1:5006", "teacher-pc:5006", "192.168.1.20:5006", "class.example.org:5006",
+        "proxy:443", "*"]
+    assert allowed_origins("192.168.1.20", 5006) == ["192.168.1.20:5006", "teacher-pc:5006"]
+    args = build_parser().parse_args(["serve", "--address", "0.0.0.0", "--allow-origin", "alias",
+                                      "--allow-origin", "other:1"])
+    assert args.origins == ["alias", "other:1"]
+    cmd = serve_command(bundled.app_files(), port=5006, address=args.address, origins=args.origins, setup=False)
+    given = [cmd[i + 1] for i, a in enumerate(cmd) if a == "--allow-websocket-origin"]
+    assert given == ["localhost:5006", "127.0.0.1:5006", "teacher-pc:5006", "192.168.1.20:5006", "alias:5006",
+                     "other:1"]
+
+
+def test_the_machines_names_hold_no_loopback_address():
+    names = machine_names()
+    assert "localhost" not in names and not any(n.startswith("127.") for n in names)

@@ -15,7 +15,7 @@
                          [--numba-threads N] [--retries N] [--out FILE.parquet] [--no-progress]
     cofiviz reproduce NAME|list [--quick] [--store DIR] [--html OUT] [--workers N] [--scheduler ADDR]
                                 [--json OUT]
-    cofiviz serve [--port 5006] [--address localhost] [--threads 4]
+    cofiviz serve [--port 5006] [--address localhost] [--threads 4] [--allow-origin HOST[:PORT] ...]
     cofiviz apps [NAME ...] [--paths]
     cofiviz notebooks DIR [--force]
     cofiviz compare A.json B.json --metric M [--json OUT]
