@@ -20,7 +20,7 @@ PACKAGE = ROOT / "cofiviz"
 #: (layer number, module prefixes), lowest first; a module belongs to the longest prefix that names it
 LAYERS = [
     (0, ["cofiviz.errors", "cofiviz._version", "cofiviz.compile_notice", "cofiviz.jsonable", "cofiviz.prefetch",
-         "cofiviz.lanes", "cofiviz.elementary"]),
+         "cofiviz.lanes", "cofiviz.elementary", "cofiviz.bundled"]),
     (1, ["cofiviz.ratings", "cofiviz.columns"]),
     (2, ["cofiviz.datasets"]),
     (3, ["cofiviz.split", "cofiviz.parts"]),

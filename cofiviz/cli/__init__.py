@@ -15,12 +15,15 @@
                          [--numba-threads N] [--retries N] [--out FILE.parquet] [--no-progress]
     cofiviz reproduce NAME|list [--quick] [--store DIR] [--html OUT] [--workers N] [--scheduler ADDR]
                                 [--json OUT]
-    cofiviz serve [--port 5006] [--address localhost] [--threads 4]
+    cofiviz serve [--port 5006] [--address localhost] [--threads 4] [--allow-origin HOST[:PORT] ...]
+    cofiviz apps [NAME ...] [--paths]
+    cofiviz notebooks DIR [--force]
     cofiviz compare A.json B.json --metric M [--json OUT]
-    cofiviz course [--notebooks DIR] [--out DIR] [--quick]
+    cofiviz course [--notebooks DIR] [--out DIR] [--quick] [--editions DIR [--no-html]]
 
 One module per group of commands (:mod:`.run`, :mod:`.compare`, :mod:`.split`, :mod:`.catalog`, :mod:`.batch`,
-:mod:`.serve`, :mod:`.course`), each adding its subcommands to the parser; :mod:`.options` holds what they share.
+:mod:`.serve`, :mod:`.course`, :mod:`.bundled`), each adding its subcommands to the parser; :mod:`.options` holds
+what they share.
 
 Exit codes: 0 success; 2 a usage error (unknown model, parameter, metric or protocol, a value out of
 range — one line naming what is valid); 1 bad data (the file and line at fault), a dataset that
@@ -36,7 +39,7 @@ from typing import Sequence
 
 from ..compile_notice import announce_compilation
 from ..errors import CofivizError, ParameterError
-from . import batch, catalog, compare, course, run, serve, split
+from . import batch, bundled, catalog, compare, course, run, serve, split
 from .options import Parser, convert_value, parse_sets
 
 __all__ = ["main", "build_parser", "parse_sets", "convert_value"]
@@ -55,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_parsers(sub)
     serve.add_parser(sub)
     course.add_parser(sub)
+    bundled.add_parsers(sub)
     return p
 
 

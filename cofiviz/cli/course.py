@@ -7,6 +7,11 @@ directory is the notebook's folder) and written as ``OUT/NAME.html`` by nbconver
 running kernel show their last state, and the formulas, typeset by MathJax from its CDN, show as LaTeX
 offline. ``cofiviz serve`` links the pages from the landing page when
 :data:`~cofiviz.dashboards.catalog.COURSE_HTML` holds them.
+
+The notebooks are those of ``--notebooks DIR``; without it, those of ``notebooks/`` in the working directory when
+it holds some (the repository's), else the course cofiviz carries (:mod:`cofiviz.bundled`), copied first to
+:data:`COURSE_SOURCE` with the experiment files it reads, since nothing runs inside an installed package
+(:func:`course_notebooks`).
 """
 
 from __future__ import annotations
@@ -18,11 +23,20 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from ..bundled import copy_course
 from ..course.editions import write_editions
 from ..dashboards.catalog import COURSE_HTML, notebooks
 from ..errors import ParameterError
 
-__all__ = ["add_parser", "course", "execute", "to_html", "export", "editions", "katex_files", "OFFLINE_TEMPLATE"]
+__all__ = ["add_parser", "course", "execute", "to_html", "export", "editions", "katex_files", "OFFLINE_TEMPLATE",
+           "course_notebooks", "COURSE_SOURCE", "NOTEBOOKS"]
+
+#: the notebooks' folder the command reads, relative to the working directory, when it holds notebooks
+NOTEBOOKS = "notebooks"
+#: where the command copies the course cofiviz carries when the working directory has no notebooks: beside the
+#: pages it writes (:data:`~cofiviz.dashboards.catalog.COURSE_HTML`); the copy holds ``notebooks/`` and
+#: ``experiments/``
+COURSE_SOURCE = "cofiviz-results/course-source"
 
 #: nbconvert's JupyterLab page without its CDN scripts, with KaTeX (from ``resources``) typesetting the formulas
 OFFLINE_TEMPLATE = r"""{%- extends 'lab/index.html.j2' -%}
@@ -150,8 +164,8 @@ def export(directory: str | os.PathLike = "notebooks", out: str | os.PathLike = 
     """
     books = notebooks(directory)
     if not books:
-        raise ParameterError(f"no notebook (*.ipynb) in {str(directory)!r}; run this from the repository's folder "
-                             f"or give --notebooks DIR")
+        raise ParameterError(f"no notebook (*.ipynb) in {str(directory)!r}; give --notebooks DIR, a folder of "
+                             f"notebooks, or leave it out for the course cofiviz carries")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     pages = []
@@ -190,8 +204,8 @@ def editions(directory: str | os.PathLike = "notebooks", out: str | os.PathLike 
         ``directory`` holds no notebook.
     """
     if not notebooks(directory):
-        raise ParameterError(f"no notebook (*.ipynb) in {str(directory)!r}; run this from the repository's folder "
-                             f"or give --notebooks DIR")
+        raise ParameterError(f"no notebook (*.ipynb) in {str(directory)!r}; give --notebooks DIR, a folder of "
+                             f"notebooks, or leave it out for the course cofiviz carries")
     written = write_editions(directory, out)
     for edition in ("student", "teacher"):
         log(f"{edition} edition: {len(written[edition])} notebooks -> {Path(out) / edition}")
@@ -199,6 +213,19 @@ def editions(directory: str | os.PathLike = "notebooks", out: str | os.PathLike 
             written[f"{edition}-html"] = export(Path(out) / edition, Path(out) / f"{edition}-html", quick=quick,
                                                 log=log, title=f"the {edition} edition")
     return written
+
+
+def course_notebooks(given: str | os.PathLike | None, log=print) -> Path:
+    """The folder of the notebooks to run: ``given`` (``--notebooks DIR``) as it is; without it, :data:`NOTEBOOKS`
+    when it holds notebooks, else a copy of the course cofiviz carries in :data:`COURSE_SOURCE` (replacing an
+    earlier copy; ``log`` says so)."""
+    if given is not None:
+        return Path(given)
+    if notebooks(NOTEBOOKS):
+        return Path(NOTEBOOKS)
+    copied = copy_course(COURSE_SOURCE, overwrite=True)
+    log(f"no notebook in {NOTEBOOKS}/ here: the course cofiviz carries, copied to {copied}")
+    return copied
 
 
 def add_parser(sub) -> None:
@@ -210,7 +237,9 @@ def add_parser(sub) -> None:
                                    "followed by a check the student runs) and the teacher edition (the solutions "
                                    "shown) to DIR/student and DIR/teacher, and each run and exported to HTML in "
                                    "DIR/student-html and DIR/teacher-html (--no-html: the notebooks only).")
-    c.add_argument("--notebooks", default="notebooks", metavar="DIR", help="the notebooks' folder (default: notebooks)")
+    c.add_argument("--notebooks", default=None, metavar="DIR",
+                   help=f"the notebooks' folder (default: {NOTEBOOKS}/ when the working directory has one with "
+                        f"notebooks, else the course cofiviz carries, copied to {COURSE_SOURCE}/)")
     c.add_argument("--out", default=COURSE_HTML, metavar="DIR", help=f"where the pages go (default: {COURSE_HTML})")
     c.add_argument("--quick", action="store_true",
                    help="the notebooks' quick mode (smaller fits: what the test suite runs)")
@@ -223,11 +252,12 @@ def add_parser(sub) -> None:
 
 def course(args) -> int:
     log = lambda msg: print(msg, file=sys.stderr, flush=True)
+    books = course_notebooks(args.notebooks, log=log)
     if args.editions is not None:
-        written = editions(args.notebooks, args.editions, html=args.html, quick=args.quick, log=log)
+        written = editions(books, args.editions, html=args.html, quick=args.quick, log=log)
         for key in written:
             print(Path(args.editions) / key)
         return 0
-    pages = export(args.notebooks, args.out, quick=args.quick, log=log)
+    pages = export(books, args.out, quick=args.quick, log=log)
     print(pages[-1])
     return 0

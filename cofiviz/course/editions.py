@@ -142,6 +142,10 @@ def write_editions(directory: str | os.PathLike, out: str | os.PathLike) -> dict
     """Write ``out/student/NAME.ipynb`` and ``out/teacher/NAME.ipynb`` for every notebook of ``directory``, each
     folder with a copy of the run seconds the lesson plan reads (:data:`cofiviz.course.plan.SECONDS_FILE`).
 
+    The files of the ``experiments/`` folder beside ``directory``, when there is one, are copied to
+    ``out/experiments/``: a notebook reads them from a folder above its own (notebook 06 its
+    ``experiments/lcr_rank_local.yaml``), so each edition runs from its folder as the notebooks do from theirs.
+
     Returns
     -------
     dict
@@ -160,4 +164,10 @@ def write_editions(directory: str | os.PathLike, out: str | os.PathLike) -> dict
     if seconds.exists():
         for edition in written:
             shutil.copyfile(seconds, Path(out) / edition / SECONDS_FILE)
+    experiments = Path(directory).resolve().parent / "experiments"
+    if experiments.is_dir():
+        (Path(out) / "experiments").mkdir(parents=True, exist_ok=True)
+        for path in sorted(experiments.iterdir()):
+            if path.is_file() and not path.name.startswith("."):
+                shutil.copyfile(path, Path(out) / "experiments" / path.name)
     return written

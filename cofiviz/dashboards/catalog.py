@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..background.kernels import EVERY
+from ..bundled import MissingFiles, folder
 
 __all__ = ["App", "APPS", "Notebook", "notebooks", "INDEX_TEMPLATE", "THUMBNAILS", "app", "COURSE_HTML",
            "course_html", "EVERY", "first_kernels"]
@@ -87,7 +88,7 @@ def app(slug: str) -> App:
 
 @dataclass(frozen=True)
 class Notebook:
-    """One notebook of ``notebooks/``: its file name, its title and its opening sentence."""
+    """One notebook of the course (``notebooks/``): its file name, its title and its opening sentence."""
 
     name: str
     title: str
@@ -108,11 +109,17 @@ def _first_markdown(path: Path) -> tuple[str, str]:
     return title, re.sub(r"<[^>]+>", "", summary).replace("*", "").replace("`", "")   # marks and tags out
 
 
-def notebooks(directory: str | Path = "notebooks") -> list[Notebook]:
-    """The notebooks of ``directory`` (relative to the working directory), in file-name order.
+def notebooks(directory: str | Path | None = None) -> list[Notebook]:
+    """The notebooks of ``directory`` (relative to the working directory), in file-name order; by default the
+    course cofiviz carries (:func:`cofiviz.bundled.folder`), none when the installation carries no course.
 
     A notebook that cannot be read is listed under its file name with an empty summary.
     """
+    if directory is None:
+        try:
+            directory = folder("notebooks")
+        except MissingFiles:
+            return []
     out = []
     for path in sorted(Path(directory).glob("*.ipynb")):
         try:
