@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from cofiviz import datasets
-from cofiviz.metrics.scorer import per_user_metrics
+from cofiviz.metrics.scorer import PairScores, per_user_metrics
 from cofiviz.models import MMMF
 from cofiviz.protocols import cofirank_weak
 
@@ -111,10 +111,7 @@ def run_reference(code: Path, split, seed: int, maxiter: int, thresholds: str, w
 
 def ndcg_of_scores(split, scores: np.ndarray) -> float:
     """Mean NDCG@10 over the test users of a ranking given by one score per test pair."""
-    class _Fixed:
-        def score(self, users, items):
-            return scores
-    values = per_user_metrics(_Fixed(), split.test, [METRIC])[METRIC]
+    values = per_user_metrics(PairScores(split.test, scores), split.test, [METRIC])[METRIC]
     return float(np.nanmean(values))
 
 

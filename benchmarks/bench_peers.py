@@ -75,27 +75,16 @@ import numpy as np
 
 import cofiviz
 from cofiviz import datasets
-from cofiviz.metrics.scorer import per_user_metrics
+from cofiviz.metrics.scorer import PairScores, per_user_metrics
 from cofiviz.models import NMF, CofiRank, RegSVD, SVDpp
 from cofiviz.protocols import cofirank_weak, fixed_ratio
 
 METRIC = "ndcg@10"
 
 
-class _Scores:
-    """A ranking given by one prediction per test pair, for the shared evaluator."""
-
-    def __init__(self, scores: np.ndarray):
-        self.scores = scores
-
-    def score(self, users, items):
-        return self.scores
-
-
 def ndcg(split, scores: np.ndarray) -> float:
     """Mean NDCG@10 over the test users of the ranking of their test items by ``scores`` (one per test pair)."""
-    return float(np.nanmean(per_user_metrics(_Scores(np.asarray(scores, dtype=np.float64)), split.test,
-                                             [METRIC])[METRIC]))
+    return float(np.nanmean(per_user_metrics(PairScores(split.test, scores), split.test, [METRIC])[METRIC]))
 
 
 @dataclass

@@ -230,6 +230,16 @@ class ModelContract:
         with pytest.raises(ParameterError):
             fitted.recommend(user, k)
 
+    def test_recommend_leaves_out_the_items_it_is_told_to(self, fitted, split):
+        train = split.train
+        best, _ = fitted.recommend(3, k=5)
+        items, scores = fitted.recommend(3, k=5, exclude=best[:2])
+        assert not set(items.tolist()) & set(best[:2].tolist()) and items[0] == best[2]
+        np.testing.assert_array_equal(scores, fitted.score(3, items))
+        for bad in ([train.n_items], [-1], [0.5], ["a"]):
+            with pytest.raises(ParameterError, match="exclude"):
+                fitted.recommend(3, k=5, exclude=bad)
+
     # ------------------------------------------------------------------ save / load
     def test_save_load_round_trip_without_pickle(self, fitted, split, tmp_path):
         npz = fitted.save(tmp_path / "model")

@@ -16,7 +16,7 @@ from cofiviz.background.recommenders import (DATA, HEAVY_ITERATIONS, HEAVY_USERS
                                              QUICK_ITERATIONS, QUICK_PER_USER, TUNE_USERS, Recipe, RecommenderPool, cap_per_user,
                                              defaults_digest, ordered, quick_subset, recipe, recommenders_dir, train_one,
                                              user_sample)
-from cofiviz.dashboards.recommendations import Recommendations, list_overlap, popularity_lean, top_n
+from cofiviz.dashboards.recommendations import Recommendations, list_overlap, popularity_lean
 from cofiviz.metrics.scorer import per_user_metrics
 from cofiviz.models import available_models, get_model_class, make_model
 from cofiviz.protocols.validation import carve_validation
@@ -198,16 +198,17 @@ def test_the_em_on_a_sample_of_users_then_every_user_folded_in(tmp_path):
     # the lists leave out what the user rated in the whole data set, not only in the EM's sample
     u = int(np.flatnonzero(model.train_.user_counts() == 0)[0])
     rated = r.items[r.user_slice(u)]
-    items = top_n(model, u, 10, rated)
+    items = model.recommend(u, 10, exclude_seen=False, exclude=rated)[0]
     assert len(items) == 10 and not set(items.tolist()) & set(rated.tolist())
 
 
-def test_top_n_is_recommend_for_a_model_trained_on_all_ratings(tmp_path):
+def test_excluding_what_a_user_rated_is_excluding_the_seen_items_for_a_model_trained_on_all_ratings(tmp_path):
     r = load_dataset(DATA)
     train_one("itemmean", tmp_path, quick=True, ratings=r)
     model = get_model_class("itemmean").load(tmp_path / "itemmean" / "model")
     for u in (0, 5, 900):
-        np.testing.assert_array_equal(top_n(model, u, 12, r.items[r.user_slice(u)]), model.recommend(u, k=12)[0])
+        np.testing.assert_array_equal(model.recommend(u, 12, exclude_seen=False, exclude=r.items[r.user_slice(u)])[0],
+                                      model.recommend(u, k=12)[0])
 
 
 @pytest.fixture(scope="module")

@@ -211,3 +211,26 @@ def test_scoring_a_block_of_users_at_a_time_gives_every_users_values(split, bloc
     assert blocks[0][0] == 0 and blocks[-1][1] == split.test.n_users
     assert all(a[1] == b[0] for a, b in zip(blocks, blocks[1:]))
     assert all(sizes[u1] - sizes[u0] <= block or u1 == u0 + 1 for u0, u1 in blocks)
+
+
+@pytest.mark.parametrize("block", [1, 7, 10**12])
+def test_scores_given_beforehand_are_looked_up_by_pair_whatever_the_blocks(split, block):
+    """Another program's predictions, one per test pair, score as the model that made them would, block by block;
+    a pair without a score and a wrong number of scores are refused."""
+    from cofiviz.metrics import PairScores
+    from cofiviz.metrics.scorer import per_user_metrics
+    from cofiviz.models import RegSVD
+
+    model = RegSVD(rank=3, max_iter=3, seed=1).fit(split.train)
+    given = model.score(split.test.users, split.test.items)
+    want = per_user_metrics(model, split.test, ["ndcg@10", "ap"], block=10**12)
+    got = per_user_metrics(PairScores(split.test, given), split.test, ["ndcg@10", "ap"], block=block)
+    for m in want:
+        np.testing.assert_array_equal(got[m], want[m], err_msg=m)
+    fixed = PairScores(split.test, given)
+    np.testing.assert_array_equal(fixed.score(split.test.users[::-1], split.test.items[::-1]), given[::-1])
+    with pytest.raises(DataError, match="one score per pair"):
+        PairScores(split.test, given[:-1])
+    unscored = np.setdiff1d(np.arange(split.test.n_items), split.test.items[split.test.user_slice(0)])[0]
+    with pytest.raises(DataError, match=f"user 0, item {unscored}"):
+        fixed.score([0], [unscored])

@@ -34,7 +34,7 @@ from ..models.registry import get_model_class
 from ._shared import BoundedInput
 from .theme import HEADINGS_CSS, flow, side_by_side
 
-__all__ = ["Recommendations", "popularity_lean", "list_overlap", "top_n", "POLL_MS"]
+__all__ = ["Recommendations", "popularity_lean", "list_overlap", "POLL_MS"]
 
 #: how often the page looks for newly trained models (milliseconds)
 POLL_MS = 2000
@@ -66,19 +66,6 @@ def popularity_lean(model, user: int, items: np.ndarray, counts: np.ndarray,
     scores = model.score(np.full(len(to_full), user), np.arange(len(to_full)))
     rho = pd.Series(scores).corr(pd.Series(counts[to_full].astype(float)), method="spearman")
     return float(pct[to_full[items]].mean()) if len(items) else float("nan"), float(rho)
-
-
-def top_n(model, user: int, k: int, seen: np.ndarray) -> np.ndarray:
-    """The ``k`` best items of user index ``user`` by ``model``'s scores, leaving out the item indices ``seen``;
-    ties go to the lower index (as :meth:`cofiviz.models.Model.recommend`, which leaves out the items rated in
-    the model's own training table)."""
-    n_items = model.train_.n_items
-    items = np.arange(n_items)
-    scores = model.score(np.full(n_items, int(user)), items)
-    keep = np.ones(n_items, dtype=bool)
-    keep[np.asarray(seen, dtype=np.int64)] = False
-    items, scores = items[keep], scores[keep]
-    return items[np.lexsort((items, -scores))[: int(k)]]
 
 
 def _index_of(ids: np.ndarray, wanted) -> np.ndarray:
@@ -261,7 +248,7 @@ class Recommendations(pn.viewable.Viewer):
                                        f"{model.train_.n_users:,} users this model was trained on*"), None
         u = int(where[0])
         seen = rated if same else _index_of(model.train_.item_ids, r.item_ids[rated])
-        items = top_n(model, u, self.n, seen[seen >= 0])
+        items = model.recommend(u, self.n, exclude_seen=False, exclude=seen[seen >= 0])[0]
         pct, rho = popularity_lean(model, u, items, counts, to_full)
         full = to_full[items]
         seconds = meta.get("seconds", float("nan"))

@@ -21,7 +21,8 @@ Each family of list metrics is declared once in its module and listed in the tab
 names in :data:`METRIC_FORMS`, parsed by :func:`parse_metric`) and :func:`zero_one_lists`.
 :func:`rank_order` exposes the ranking itself. Metric names (:mod:`~cofiviz.metrics.names`):
 :func:`check_metrics`, :func:`lower_is_better`. A model's rankings of every user's list
-(:mod:`~cofiviz.metrics.scorer`): :func:`per_user_metrics`, :func:`mean_metrics`.
+(:mod:`~cofiviz.metrics.scorer`): :func:`per_user_metrics`, :func:`mean_metrics`, and :class:`PairScores` for
+scores given beforehand.
 
 Sources: NDCG from CofiRank (Weimer et al., NIPS 2007), AP from LCR (Lee et al., WWW 2014, §5.1),
 GAP / GP@n / GR@n from GAPfm (Shi et al., eqs 2-5 and appendix D), P@k from GAPfm §5.1, ERU / NERU
@@ -44,13 +45,13 @@ from .ndcg import ndcg
 from .pairs import zero_one, zero_one_lists
 from .precision import average_precision, mrr, precision_at_k
 from .ranking import TIE_RULE, rank_order
-from .scorer import default_threshold, mean_metrics, per_user_metrics, resolve_ymax
+from .scorer import PairScores, default_threshold, mean_metrics, per_user_metrics, resolve_ymax
 from .table import families, register, unregister
 
 __all__ = ["ndcg", "average_precision", "gap", "precision_at_k", "mrr", "eru", "neru", "err", "zero_one",
            "zero_one_lists", "graded_precision", "graded_recall", "score_lists", "parse_metric",
            "METRIC_FORMS", "MetricSpec", "rank_order", "TIE_RULE", "thresholding_probabilities", "warmup",
-           "ZERO_ONE", "check_metrics", "lower_is_better", "per_user_metrics", "mean_metrics", "default_threshold",
+           "ZERO_ONE", "check_metrics", "lower_is_better", "per_user_metrics", "mean_metrics", "PairScores", "default_threshold",
            "resolve_ymax", "satisfaction", "Family", "families", "register", "unregister", "metric_forms"]
 
 

@@ -19,7 +19,8 @@ from .batch import score_lists
 from .names import ZERO_ONE, check_metrics
 from .pairs import zero_one_lists
 
-__all__ = ["per_user_metrics", "mean_metrics", "default_threshold", "resolve_ymax", "user_blocks", "SCORE_BLOCK"]
+__all__ = ["per_user_metrics", "mean_metrics", "default_threshold", "resolve_ymax", "user_blocks", "SCORE_BLOCK",
+           "PairScores"]
 
 
 #: candidate pairs a model scores at once: the scores and what ``model.score`` makes to compute them (a gather of
@@ -39,6 +40,48 @@ def user_blocks(indptr: np.ndarray, size: int = SCORE_BLOCK) -> list[tuple[int, 
         out.append((u0, u1))
         u0 = u1
     return out
+
+
+class PairScores:
+    """Scores given beforehand, one per pair of a table (another program's predictions), as a model whose
+    ``score(users, items)`` returns those of the pairs asked, in the order asked: what :func:`per_user_metrics`
+    takes, whatever blocks of users it asks for.
+
+    Parameters
+    ----------
+    ratings : Ratings
+        The pairs scored.
+    scores : array of float
+        One score per pair of ``ratings``, in its order.
+
+    Raises
+    ------
+    DataError
+        ``scores`` has not one value per pair; ``score`` is asked for a pair ``ratings`` does not hold.
+    """
+
+    def __init__(self, ratings: Ratings, scores):
+        scores = np.asarray(scores, dtype=np.float64)
+        if scores.shape != (len(ratings),):
+            raise DataError(f"scores: expected one score per pair of the table ({len(ratings)}), got shape "
+                            f"{scores.shape}")
+        self._n_items = int(ratings.n_items)
+        keys = ratings.users.astype(np.int64) * self._n_items + ratings.items.astype(np.int64)
+        order = np.argsort(keys, kind="stable")
+        self._keys, self._scores = keys[order], scores[order]
+
+    def score(self, users, items) -> np.ndarray:
+        q = np.asarray(users, dtype=np.int64) * self._n_items + np.asarray(items, dtype=np.int64)
+        if len(self._keys) == 0:
+            bad, at = np.arange(len(q)), np.zeros(0, dtype=np.int64)
+        else:
+            at = np.minimum(np.searchsorted(self._keys, q), len(self._keys) - 1)
+            bad = np.flatnonzero(self._keys[at] != q)
+        if len(bad):
+            k = int(bad[0])
+            raise DataError(f"no score was given for the pair (user {int(np.asarray(users)[k])}, item "
+                            f"{int(np.asarray(items)[k])})")
+        return self._scores[at]
 
 
 def per_user_metrics(model, ratings: Ratings, metrics: Sequence[str] | str, *, train: Ratings | None = None,

@@ -489,17 +489,20 @@ class Model(param.Parameterized):
                            np.ascontiguousarray(items.ravel(), dtype=np.int32))
         return np.asarray(out, dtype=np.float64).reshape(shape)
 
-    def recommend(self, user: int, k: int = 10, exclude_seen: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    def recommend(self, user: int, k: int = 10, exclude_seen: bool = True,
+                  exclude=None) -> tuple[np.ndarray, np.ndarray]:
         """Top ``k`` item indices for user index ``user`` and their scores, best first.
 
-        Items the user rated in training are left out when ``exclude_seen`` is true. Ties are
-        broken by item index (lower first), so the result is deterministic. Fewer than ``k`` items
-        come back when fewer are left to recommend.
+        Items the user rated in training are left out when ``exclude_seen`` is true, and the item indices of
+        ``exclude`` too (the items the user rated elsewhere: a page that shows a model trained on part of the
+        data leaves out everything the user rated). Ties are broken by item index (lower first), so the result
+        is deterministic. Fewer than ``k`` items come back when fewer are left to recommend.
 
         Raises
         ------
         ParameterError
-            ``user`` is not a user index or ``k`` is not a positive integer.
+            ``user`` is not a user index, ``k`` is not a positive integer, or ``exclude`` holds something other
+            than item indices.
         """
         self._require_fitted()
         n_users, n_items = self.train_.n_users, self.train_.n_items
@@ -508,13 +511,17 @@ class Model(param.Parameterized):
             raise ParameterError(f"user {user!r} is not a user index, expected an integer 0 <= user < {n_users}")
         if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or int(k) < 1:
             raise ParameterError(f"k must be a positive integer number of items, got {k!r}")
+        keep = np.ones(n_items, dtype=bool)
+        if exclude is not None:
+            extra = np.asarray(exclude)
+            if extra.size and (extra.dtype.kind not in "iu" or extra.min() < 0 or extra.max() >= n_items):
+                raise ParameterError(f"exclude must hold item indices 0 <= i < {n_items}, got {exclude!r:.80}")
+            keep[extra.astype(np.int64)] = False
+        if exclude_seen:
+            keep[self.train_.items[self.train_.user_slice(int(user))]] = False
         items = np.arange(n_items)
         scores = self.score(np.full(n_items, int(user)), items)
-        if exclude_seen:
-            seen = self.train_.items[self.train_.user_slice(int(user))]
-            keep = np.ones(n_items, dtype=bool)
-            keep[seen] = False
-            items, scores = items[keep], scores[keep]
+        items, scores = items[keep], scores[keep]
         order = np.lexsort((items, -scores))[: int(k)]
         return items[order], scores[order]
 
