@@ -14,6 +14,7 @@ stopping rule and the leaderboards read only these, so a new kind of range is on
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -23,25 +24,25 @@ __all__ = ["Dimension", "Uniform", "LogUniform", "IntUniform", "IntLogUniform", 
            "size", "contains"]
 
 
-class Dimension:
+class Dimension(ABC):
     """The range of one tuned parameter. A subclass defines :meth:`sample`, :meth:`holds`, :meth:`optuna` and
     ``__str__``, and :meth:`count` when its values are finitely many."""
 
+    @abstractmethod
     def sample(self, rng: np.random.Generator) -> Any:
         """One value drawn with ``rng``."""
-        raise NotImplementedError
 
     def count(self) -> int | None:
         """The number of distinct values, None when endless (real-valued)."""
         return None
 
+    @abstractmethod
     def holds(self, value: Any) -> bool:
         """True when :meth:`sample` can draw ``value``."""
-        raise NotImplementedError
 
+    @abstractmethod
     def optuna(self):
         """The ``optuna.distributions`` object of the same values (Optuna is imported here, only when used)."""
-        raise NotImplementedError
 
 
 @dataclass(frozen=True)
