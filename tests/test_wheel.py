@@ -56,8 +56,9 @@ def wheel(tmp_path_factory) -> Path:
         else:
             shutil.copyfile(path, src / name)
     out = tmp_path_factory.mktemp("dist")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
-                    "--quiet", str(src), "--wheel-dir", str(out)], check=True, capture_output=True, text=True)
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
+                            "--quiet", str(src), "--wheel-dir", str(out)], capture_output=True, text=True)
+    assert built.returncode == 0, f"pip wheel failed:\n{built.stdout}\n{built.stderr}"
     (found,) = out.glob("cofiviz-*.whl")
     return found
 
