@@ -614,3 +614,59 @@ def test_a_combination_the_model_refuses_is_said_before_a_run_starts():
     assert "Cannot start" in m._error.object
     assert "nu0 must be >= rank (10)" in m._error.object and "nu0=5" in m._error.object
     assert m._error.visible and not m.training.busy
+
+
+@pytest.fixture(scope="module")
+def one_slot_server():
+    """A server that trains one run at a time (``--run-slots 1``), so that two Runs make a queue."""
+    srv = PanelServer(["apps/monitor.py"], env={"COFIVIZ_RUN_SLOTS": "1"})
+    yield srv
+    srv.close()
+
+
+@pytest.mark.browser
+def test_runs_pressed_together_wait_in_the_queue_the_page_shows(chromium, page_errors, one_slot_server):
+    """Three pages on a one-slot server: A trains, B's Run waits 1st and C's (a phone, 390 px) 2nd, each page says so;
+    when A stops, B trains and then C, each told how long it waited; B at 1440 px and C are kept as screenshots."""
+    a, b = (_open(chromium, page_errors, one_slot_server) for _ in range(2))
+    b.set_viewport_size({"width": 1440, "height": 900})
+    c = page_errors(chromium.new_page(viewport={"width": 390, "height": 844}))
+    pages = [a, b, c]
+    try:
+        c.goto(f"{one_slot_server.url}/monitor", wait_until="networkidle")
+        c.get_by_text("Ready.").first.wait_for(timeout=30_000)
+        _choose(a, "Synthetic: locally low-rank")
+        _set_long_run(a, 10_000)
+        a.get_by_role("button", name="Run").click()
+        assert _wait_points(a, 2) >= 2
+        for page, place in ((b, "1st"), (c, "2nd")):
+            if page is c:                                      # on a phone the form is in the drawer
+                c.locator("#sidebar-toggle").click()
+            _choose(page, QUICK["data"])
+            _fill(page, "Max iter", 5)
+            page.get_by_role("button", name="Run").click()
+            if page is c:
+                c.locator("#sidebar-toggle").click()
+            page.get_by_text(f"{place} in the queue").first.wait_for(timeout=60_000)
+            assert page.evaluate(POINTS_JS) == 0                   # nothing trains while it waits
+        assert b.get_by_text("This server trains 1 run at once; 1 is training.").count()
+        assert c.get_by_text("This server trains 1 run at once; 1 is training and 1 waits ahead of yours").count()
+        b.mouse.move(1000, 10)                                     # no tooltip in the picture
+        screenshot(b, "monitor-queue-1440")
+        c.wait_for_timeout(500)
+        assert c.evaluate(_SIDEBAR_OPEN_JS) is False               # the drawer closed again: the notice shows
+        screenshot(c, "monitor-queue-390")
+        a.get_by_role("button", name="Stop").click(timeout=120_000)
+        a.get_by_text(", as asked.").first.wait_for(timeout=60_000)
+        for page in (b, c):
+            page.get_by_text("in the queue first.").first.wait_for(timeout=120_000)   # Finished after …
+            assert _settled_points(page) >= 5
+            assert not page.locator(".cofiviz-monitor-queue").first.is_visible()
+        assert page_errors.errors == [], page_errors.errors
+    finally:
+        for page in pages:
+            page.close()
+
+
+#: whether the page's sidebar drawer is open
+_SIDEBAR_OPEN_JS = "() => document.getElementById('sidebar').classList.contains('show')"

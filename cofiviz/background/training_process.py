@@ -14,10 +14,17 @@ A child
   the rows in between carry the loss and the seconds with NaN metrics;
 - stops after the current iteration when asked (its fit callback returns True): :meth:`TrainingProcess.follow`
   sends ``"stop"`` down a second pipe, which a small thread of the child watches;
-- runs at a lower priority with one numba thread fewer than the machine has cores, so the server keeps a core;
+- runs at a lower priority with one numba thread fewer than the machine has cores, so the server keeps a core, or
+  fewer when the server's :class:`~.run_queue.RunQueue` runs others beside it (the threads its
+  :class:`~.run_queue.Place` allows, sent down the control pipe as they change and applied between iterations);
 - ends by itself when the server's ends of the pipes close (the server exited, even when killed), after the
   current iteration or at the latest :data:`ORPHAN_GRACE` seconds later. Children are daemonic, so a server
   that exits normally terminates the ones still running.
+
+A run asks the server's :class:`~.run_queue.RunQueue` for a slot before its process starts
+(:meth:`TrainingProcess.when_admitted`), and tells its place how far it is (iterations done / Max iter; a tuning
+run's search counts as its first half, by the budget's seconds), from which the runs waiting behind it learn when
+they are expected to start.
 
 Errors (data a protocol cannot split, a model whose fit fails) come back as messages for the page.
 As with every multiprocessing start method but fork, each worker imports the main script of the process
@@ -41,6 +48,7 @@ from ..models.tuning import tune
 from ..ratings import Ratings
 from ..training import train_and_evaluate
 from .offered import load_dataset
+from .run_queue import Place
 from .run_story import list_sizes, summarize
 
 __all__ = ["TrainingJob", "TrainingProcess", "start_forkserver", "worker_context", "leave_a_core", "METRICS", "PARTS",
@@ -112,43 +120,57 @@ class TrainingJob:
         return protocols.make(self.protocol, ratings, **self.protocol_params)
 
 
-def _watch_server(control, stop: threading.Event) -> None:
-    """Child side: set ``stop`` on ``"stop"``; when the server's end closes, stop, and exit after a grace."""
+def _watch_server(control, stop: threading.Event, threads: list) -> None:
+    """Child side: set ``stop`` on ``"stop"``, put ``n`` into ``threads[0]`` on ``("threads", n)``; when the
+    server's end closes, stop, and exit after a grace."""
     try:
         while True:
-            if control.recv() == "stop":
+            message = control.recv()
+            if message == "stop":
                 stop.set()
+            elif isinstance(message, tuple) and message[0] == "threads":
+                threads[0] = int(message[1])
     except (EOFError, OSError):
         stop.set()
         time.sleep(ORPHAN_GRACE)
         os._exit(0)
 
 
-def leave_a_core(spare: int = 1) -> None:
+def leave_a_core(spare: int = 1, at_most: int | None = None) -> None:
     """Child side: a lower priority (:data:`NICENESS`) and ``spare`` numba threads fewer than the cores this
-    process may use (at least one). With ``spare=0`` the child uses every core, only when the server's own
-    threads leave them idle (the kernel runs a niced process after the others)."""
+    process may use (at least one; at most ``at_most``). With ``spare=0`` the child uses every core, only when the
+    server's own threads leave them idle (the kernel runs a niced process after the others)."""
     try:
         os.nice(NICENESS)
     except OSError:
         pass
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 2)
+    _set_threads(min(cores - spare, at_most or cores))
+
+
+def _set_threads(n: int) -> None:
+    """Child side: use ``n`` numba threads from the next parallel kernel on (within numba's own limit, at least 1)."""
     import numba
 
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 2)
-    numba.set_num_threads(max(1, min(numba.config.NUMBA_NUM_THREADS, cores - spare)))
+    n = max(1, min(numba.config.NUMBA_NUM_THREADS, int(n)))
+    if numba.get_num_threads() != n:
+        numba.set_num_threads(n)
 
 
-def _child_main(rows, control, job: TrainingJob) -> None:
+def _child_main(rows, control, job: TrainingJob, threads: int | None = None) -> None:
     """The worker: fit ``job``'s model and send ``("sizes", dict)`` once the data is split (the lists'
     lengths, :func:`~.run_story.list_sizes`), ``("row", dict)`` per iteration, then ``("done", summary)``
     (:func:`~.run_story.summarize`) or ``("error", message)``. A tuning job first sends ``("trial", dict)``
     per trial of the search and ``("tuned", dict)`` with the setting it trains (``params``), the trial it
     comes from (``chosen``), whether that is the search's reference (``kept_reference``) or the item mean alone
-    (``item_mean``), and the search's verdict in plain words (``summary``, :meth:`~cofiviz.models.tuning.Tuning.summary`)."""
+    (``item_mean``), and the search's verdict in plain words (``summary``, :meth:`~cofiviz.models.tuning.Tuning.summary`).
+    ``threads`` caps its numba threads; the server may change the cap while it trains (applied between
+    iterations)."""
     stop = threading.Event()
-    threading.Thread(target=_watch_server, args=(control, stop), daemon=True, name="cofiviz-watch").start()
+    wanted = [threads]                  # the numba threads the server allows, updated by the watching thread
+    threading.Thread(target=_watch_server, args=(control, stop, wanted), daemon=True, name="cofiviz-watch").start()
     try:
-        leave_a_core()
+        leave_a_core(at_most=threads)
         split = job.split()
         model = make_model(job.model, **job.params)
         if job.tune_budget > 0:
@@ -167,6 +189,8 @@ def _child_main(rows, control, job: TrainingJob) -> None:
         asked = []                      # set when the stop callback ended the fit
 
         def stop_asked(info):
+            if wanted[0] is not None:
+                _set_threads(wanted[0])
             if stop.is_set():
                 asked.append(info.iteration)
                 return True
@@ -192,26 +216,68 @@ class TrainingProcess:
     ----------
     job : TrainingJob
         What to train. Its data travels to the child once (a label costs nothing; an upload is pickled).
+    place : Place, optional
+        Its place in the server's :class:`~.run_queue.RunQueue`, which holds a slot (:meth:`when_admitted`): the
+        run tells it its progress and uses the numba threads it allows.
     """
 
     #: seconds a run whose session closed may take to stop by itself before it is killed
     KILL_GRACE = 10.0
 
-    def __init__(self, job: TrainingJob):
+    def __init__(self, job: TrainingJob, place: Place | None = None):
         ctx = worker_context()
+        self.job, self.place = job, place
+        self._threads = place.threads() if place is not None else None
+        self._max_iter = job.params.get("max_iter")
+        self._t0 = time.monotonic()
         self._rows, child_rows = ctx.Pipe(duplex=False)
         child_control, self._control = ctx.Pipe(duplex=False)
-        self.process = ctx.Process(target=_child_main, args=(child_rows, child_control, job), daemon=True,
-                                   name=f"cofiviz-train-{job.model}")
+        self.process = ctx.Process(target=_child_main, args=(child_rows, child_control, job, self._threads),
+                                   daemon=True, name=f"cofiviz-train-{job.model}")
         try:
             self.process.start()
         finally:  # the child holds its ends now: their closing tells each side the other is gone
             child_rows.close()
             child_control.close()
 
+    @classmethod
+    def when_admitted(cls, job: TrainingJob, place: Place, cancelled, on_wait=None) -> "TrainingProcess | None":
+        """Ask ``place``'s queue for a slot, wait for it (``on_wait`` is told where the place stands, see
+        :meth:`~.run_queue.Place.wait`), then start ``job``; None when ``cancelled()`` came true first (the place
+        has then left the queue)."""
+        if not place.wait(cancelled, on_wait):
+            return None
+        return cls(job, place=place)
+
     @property
     def alive(self) -> bool:
         return self.process.is_alive()
+
+    def _progress(self, kind: str, payload) -> None:
+        """Tell the place how far the run is: iterations done / Max iter (the second half of a tuning run, whose
+        search is its first half, by the budget's seconds)."""
+        if self.place is None:
+            return
+        tuning = self.job.tune_budget > 0
+        if kind == "tuned":
+            self._max_iter = payload["params"].get("max_iter", self._max_iter)
+        if kind == "trial" and tuning:
+            self.place.progress(0.5 * min((time.monotonic() - self._t0) / self.job.tune_budget, 1.0))
+        elif kind == "row" and self._max_iter:
+            done = min(payload["iteration"] / self._max_iter, 1.0)
+            self.place.progress(0.5 + 0.5 * done if tuning else done)
+
+    def _share_threads(self) -> None:
+        """Send the child the numba threads its place allows now, when that changed."""
+        if self.place is None:
+            return
+        n = self.place.threads()
+        if n != self._threads:
+            self._threads = n
+            try:
+                self._control.send(("threads", n))
+            except OSError:
+                pass
 
     def request_stop(self) -> None:
         """Ask the child to stop after its current iteration."""
@@ -241,6 +307,7 @@ class TrainingProcess:
         stop_sent, kill_at = False, None
         try:
             while True:
+                self._share_threads()
                 if stop.is_set() and not stop_sent:
                     self.request_stop()
                     stop_sent = True
@@ -257,6 +324,7 @@ class TrainingProcess:
                     self.process.join(5)
                     return {"how": "failed", "text": "Failed."}, (f"the training process ended unexpectedly "
                                                                    f"(exit code {self.process.exitcode})")
+                self._progress(kind, payload)
                 if kind == "row":
                     on_row(payload)
                 elif kind in ("trial", "tuned", "sizes"):

@@ -8,9 +8,12 @@ session's event loop; the view watches them and draws: each batch of rows (at mo
 appended with ``ColumnDataSource.stream``, which sends only the new rows: NDCG@10, AP and GAP on train,
 validation and test, the loss and the seconds per iteration (where scoring outlasts training, as on
 MovieLens 1M, the metric curves join the iterations scored:
-:data:`~cofiviz.background.training_process.SCORE_THROTTLE`). Run is atomic (a double click starts one
-run); Stop takes effect after the current iteration; closing the tab stops the run and ends its process
-if it does not stop by itself (``pn.state.on_session_destroyed``).
+:data:`~cofiviz.background.training_process.SCORE_THROTTLE`). A run waits for a free worker in the server's
+queue (:mod:`cofiviz.background.run_queue`: as many runs at once as the server has cores); while it waits, the
+page says its position and when it is expected to start. Run is atomic (a double click starts one run); Run
+again with other choices replaces the session's queued or running run, which keeps its place; Stop takes effect
+after the current iteration (or leaves the queue); closing the tab stops the run and ends its process if it does
+not stop by itself, and gives its place up (``pn.state.on_session_destroyed``).
 
 Uploads (CSV, TSV or Parquet) arrive in one message through a file dropper, up to :data:`UPLOAD_LIMIT_MB`;
 the browser refuses a larger file with a message, and an empty or malformed file is reported. A value
@@ -41,7 +44,7 @@ from ..models.registry import get_model_class
 from ..protocols import OFFERED
 from ._shared import BoundedInput, model_names
 from .model_form import bounded_label, check_param, model_form_widgets
-from .monitor_run import SCORED, MonitorRun, empty_frame
+from .monitor_run import SCORED, MonitorRun, empty_frame, queue_text
 from .theme import flow, side_by_side
 from .upload import UPLOAD, UPLOAD_LIMIT_MB, read_upload, upload_widget
 
@@ -95,13 +98,17 @@ class TrainingMonitor(pn.viewable.Viewer):
         self._upload = None             # the file dropper, made when "Uploaded file" is first chosen
         self._upload_box = pn.Column(sizing_mode="stretch_width", visible=False)
         self._uploaded = None
-        self._run = pn.widgets.Button(label="Run", color="primary", width=100)
+        self._run = pn.widgets.Button(label="Run", color="primary", width=100,
+                                      description="Train the model; a run queued or going on is replaced by this one")
         self._tune = pn.widgets.Button(label="Tune", color="success", width=100,
                                        description="Search the model's settings on the validation part for the "
                                                    "budget's seconds, then train with the best")
         self._stop_btn = pn.widgets.Button(label="Stop", color="danger", width=100, disabled=True)
         self._during_run = pn.pane.Alert("", alert_type="info", visible=False, sizing_mode="stretch_width",
                                          css_classes=["cofiviz-monitor-during-run"])
+        # where the run waits for a free worker (the server's queue), above the plots: seen on a phone too
+        self._queue = pn.pane.Alert("", alert_type="warning", visible=False, sizing_mode="stretch_width",
+                                    css_classes=["cofiviz-monitor-queue"])
         self._run.on_click(self._on_run)
         self._tune.on_click(partial(self._on_run, tune=True))
         self._trials = pn.widgets.Tabulator(pd.DataFrame(), disabled=True, show_index=False, height=200,
@@ -124,6 +131,7 @@ class TrainingMonitor(pn.viewable.Viewer):
         watch = self.training.param.watch
         watch(lambda e: self._show_error(e.new), "error", onlychanged=False)
         watch(lambda e: setattr(self._status, "object", e.new), "status", onlychanged=False)
+        watch(self._show_queued, "queued")
         watch(lambda e: self._tell(e.new), "story")
         watch(self._show_running, "running")
         watch(self._show_trials, "trials")
@@ -239,20 +247,20 @@ class TrainingMonitor(pn.viewable.Viewer):
                            tune_budget=float(self.budget) if tune else 0.0)
 
     def _on_run(self, event=None, tune: bool = False):
-        if not self.training.claim():        # a run is on (or a second click of a double click): nothing to do
-            return
+        """Run (or Tune): start a run, or replace the session's queued or running one with it; the same choices
+        again within :data:`~.monitor_run.DOUBLE_CLICK` seconds are a double click's second click."""
         try:
             job = self._job(tune)
         except Exception as exc:
-            self.training.release()
             self._show_error(f"Cannot start: {exc}")
             return
         self._show_error(None)
-        self._trials.visible = tune
         n = f", N = {self.n}" if OFFERED[self.protocol].size else ""
         what = f"Tuning **{self.model}** for up to {self.budget} s, then training" if tune else \
             f"Training **{self.model}**"
-        self.training.start(job, f"{what} on {self.data} ({self.protocol}{n}) …")
+        if self.training.submit(job, f"{what} on {self.data} ({self.protocol}{n}) …") != "ignored":
+            self._trials.visible = tune
+            self._during_run.visible = False
 
     def _on_stop(self, event=None):
         self.training.stop()
@@ -281,13 +289,21 @@ class TrainingMonitor(pn.viewable.Viewer):
         self._table.value = empty_frame()
 
     def _show_running(self, event):
+        """Stop while a run is on; Run and Tune stay enabled (a new one replaces the run queued or running)."""
         running = event.new
-        self._run.disabled = self._tune.disabled = running
         self._stop_btn.disabled = not running
         if running:
             self._csv.disabled = self._parquet.disabled = True
         else:
             self._during_run.visible = False
+
+    def _show_queued(self, event):
+        """The run's place in the queue, while it waits; the status line says the same."""
+        if event.new is None:
+            self._queue.visible = False
+            return
+        self._queue.object = queue_text(event.new)
+        self._queue.visible = True
 
     def _show_trials(self, event):
         self._trials.value = pd.DataFrame(event.new)
@@ -335,7 +351,8 @@ class TrainingMonitor(pn.viewable.Viewer):
         """A choice made while a run trains: said what becomes of it (the run keeps what it started with)."""
         if self.training.busy:
             self._during_run.object = ("A run is in progress: it goes on with the data, protocol and model it "
-                                       "started with. What you choose now applies to the next Run.")
+                                       "started with. What you choose now applies to the next Run, which "
+                                       "replaces it.")
             self._during_run.visible = True
 
     def _tell(self, notes: list[str]):
@@ -401,7 +418,7 @@ class TrainingMonitor(pn.viewable.Viewer):
     def results(self) -> pn.Column:
         """Messages, status, the live plots, the table of iterations and the downloads."""
         plots = flow(*(pn.pane.Bokeh(f) for f in self._make_figures()))
-        return pn.Column(self._error, self._status, self._story, self._trials, plots,
+        return pn.Column(self._error, self._queue, self._status, self._story, self._trials, plots,
                          pn.pane.Markdown("#### Results"), self._table, pn.Row(self._csv, self._parquet),
                          sizing_mode="stretch_width")
 
