@@ -197,3 +197,17 @@ def test_serve_takes_the_slots_and_refuses_a_count_that_is_not_one(capsys):
     for bad in ("0", "two"):
         assert main(["serve", "--run-slots", bad]) == 2
         assert f"argument --run-slots: expected a whole number of runs (1 or more), not " in capsys.readouterr().err
+
+
+def test_a_closed_tab_frees_its_place_and_its_worker():
+    q = RunQueue(slots=1, cores=2)
+    first, second = MonitorRun(queue=q), MonitorRun(queue=q)
+    first.submit(_job(10_000), "first …")
+    second.submit(_job(3), "second …")
+    assert _until(lambda: second.queued is not None)
+    second._work._on_destroyed(None)                # what Bokeh calls when the tab's session is destroyed
+    assert second.join(30) and q.snapshot()["waiting"] == []
+    assert _until(lambda: len(first.history) + len(first._pending) >= 1)
+    first._work._on_destroyed(None)
+    assert first.join(60) and not first._process.alive
+    assert q.snapshot() == {"slots": 1, "running": [], "waiting": []}
