@@ -98,8 +98,9 @@ class TrainingMonitor(pn.viewable.Viewer):
         self._upload = None             # the file dropper, made when "Uploaded file" is first chosen
         self._upload_box = pn.Column(sizing_mode="stretch_width", visible=False)
         self._uploaded = None
-        self._run = pn.widgets.Button(label="Run", color="primary", width=100,
-                                      description="Train the model; a run queued or going on is replaced by this one")
+        # no tooltip on Run: shown after the click, it would lie over Tune and Stop (what a new Run does to the one
+        # going on is said by the notices above the plots)
+        self._run = pn.widgets.Button(label="Run", color="primary", width=100)
         self._tune = pn.widgets.Button(label="Tune", color="success", width=100,
                                        description="Search the model's settings on the validation part for the "
                                                    "budget's seconds, then train with the best")
