@@ -126,6 +126,28 @@ def test_the_controller_trains_and_keeps_its_results_without_a_page():
     assert run.csv_bytes().read().startswith(b"iteration,")
 
 
+def test_batches_come_further_apart_as_the_curves_grow():
+    """A browser redraws every point of a curve on each batch: the batches of a fast model's long run are spaced by
+    :meth:`MonitorRun.flush_interval` of the rows already drawn, which grows with them up to its cap."""
+    steps = [MonitorRun.flush_interval(n) for n in range(0, 10 * MonitorRun.DRAW_RATE, 50)]
+    assert steps[0] == MonitorRun.FLUSH_EVERY and steps[-1] == MonitorRun.FLUSH_AT_MOST
+    assert all(a <= b for a, b in zip(steps, steps[1:]))
+    run = MonitorRun()
+    batches = []                                   # (time, rows drawn before the batch, rows in it)
+    run.param.watch(lambda e: batches.append((time.monotonic(), sum(b[2] for b in batches), len(e.new))), "batch")
+    assert run.claim()
+    run.start(TrainingJob("regsvd", {"max_iter": 10_000, "tol": 0.0, "patience": 0}, "weak",
+                          {"n_train": 50, "n_valid": 5, "min_test": 5}, QUICK["data"]), "Training **regsvd** …")
+    assert _wait(lambda: sum(b[2] for b in batches) >= 1.5 * MonitorRun.DRAW_RATE, 240), "the run was too slow"
+    run.stop()
+    assert run.join(120)
+    # the follower hands a batch to the event loop when the interval has passed; the loop may run it later, never
+    # earlier (the last batch, the run's end, comes at once)
+    for (t0, _, _), (t1, drawn, _) in zip(batches[:-2], batches[1:-1]):
+        assert t1 - t0 >= 0.9 * MonitorRun.flush_interval(drawn), (t1 - t0, drawn)
+    assert any(MonitorRun.flush_interval(drawn) > MonitorRun.FLUSH_EVERY for _, drawn, _ in batches[1:-1])
+
+
 def test_monitor_trains_in_a_worker_process_and_validates_input():
     m = TrainingMonitor(max_iter=4, **QUICK)
     m._on_run()

@@ -11,7 +11,9 @@ takes its place over; the same job again within :data:`DOUBLE_CLICK` seconds is 
 click, and is ignored. It holds no widget and no Bokeh model: every change is a parameter, set on the session's
 event loop (``SessionWorker.schedule``), and :class:`~.monitor.TrainingMonitor` watches the parameters
 and draws them. Rows arrive in batches (:attr:`MonitorRun.batch`) at most every
-:attr:`MonitorRun.FLUSH_EVERY` seconds, so a fast model cannot flood the event loop.
+:attr:`MonitorRun.FLUSH_EVERY` seconds, and further apart as the curves grow (:meth:`MonitorRun.flush_interval`),
+so that a fast model floods neither the event loop nor the browser, which redraws every point of a curve on each
+batch.
 """
 
 from __future__ import annotations
@@ -122,7 +124,18 @@ class MonitorRun(param.Parameterized):
     finished = param.Event(doc="The run ended: :attr:`history` is complete.")
 
     #: the shortest time between two batches of rows (seconds)
-    FLUSH_EVERY = 0.5
+    FLUSH_EVERY = 1.0
+    #: the longest time between two batches of rows (seconds)
+    FLUSH_AT_MOST = 5.0
+    #: iterations a browser is asked to redraw per second, at most: a batch redraws every point of the curves
+    DRAW_RATE = 500
+
+    @classmethod
+    def flush_interval(cls, rows: int) -> float:
+        """Seconds between two batches once ``rows`` iterations are drawn: ``rows / DRAW_RATE``, kept between
+        :attr:`FLUSH_EVERY` and :attr:`FLUSH_AT_MOST`, so that a long run of a fast model keeps the page
+        responsive on a loaded machine."""
+        return min(max(cls.FLUSH_EVERY, rows / cls.DRAW_RATE), cls.FLUSH_AT_MOST)
 
     def __init__(self, queue=None, **params):
         super().__init__(**params)
@@ -139,6 +152,7 @@ class MonitorRun(param.Parameterized):
         self._pending: list[dict] = []
         self._pending_lock = threading.Lock()
         self._last_flush = 0.0
+        self._rows = 0                         # the rows handed to a batch so far
         self._frame = empty_frame()
         self._sizes: dict | None = None
         self._what = ""
@@ -207,7 +221,7 @@ class MonitorRun(param.Parameterized):
                     self._place = (self._queue or run_queue()).enter(owner=f"{id(self):x}", label=job.model)
             self._frame = empty_frame()
             with self._pending_lock:
-                self._pending, self._last_flush = [], 0.0
+                self._pending, self._last_flush, self._rows = [], 0.0, 0
             self._sizes = None
             self.param.update(error="", story=[], trials=[], tuned=None, restored=None, batch=None, queued=None,
                               tuning=job.tune_budget > 0, running=True, status=what)
@@ -294,15 +308,15 @@ class MonitorRun(param.Parameterized):
         self._schedule(generation, self._finish, summary, f"Training failed: {error}" if error else None)
 
     def _queue_row(self, generation: int, row: dict):
-        """Follower side: queue one iteration's row; schedule a flush at most every FLUSH_EVERY seconds."""
+        """Follower side: queue one iteration's row; schedule a flush once :meth:`flush_interval` has passed."""
         with self._pending_lock:
             if generation != self._generation:
                 return
             self._pending.append(row)
             now = time.monotonic()
-            due = now - self._last_flush >= self.FLUSH_EVERY
+            due = now - self._last_flush >= self.flush_interval(self._rows)
             if due:
-                self._last_flush = now
+                self._last_flush, self._rows = now, self._rows + len(self._pending)
         if due:
             self._schedule(generation, self._flush)
 
