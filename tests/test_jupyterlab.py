@@ -43,6 +43,10 @@ def lab(tmp_path_factory):
     nb.cells += [nbformat.v4.new_code_cell(code) for code in VIEWS.values()]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
     nbformat.write(nb, root / "views.ipynb")
+    from conftest import ROOT
+    from cofiviz.course.editions import write_editions
+
+    write_editions(ROOT / "notebooks", root / "course")     # what `cofiviz course` gives a class
     port = free_port()
     log_path = ARTIFACTS / f"jupyterlab-{port}.log"
     log = open(log_path, "w")
@@ -123,6 +127,72 @@ def test_every_dashboard_shows_inline_in_jupyterlab(lab, chromium, page_errors):
     others = [u for u in failed if not (u.startswith("https://cdn.holoviz.org/panel/") and ".css" in u)]
     assert others == [], others
     assert all("Failed to load resource" in e for e in page_errors.errors), page_errors.errors
+
+
+#: every cell of the open notebook: its source, tags, whether its source is hidden, its outputs (as JSON)
+_CELLS_JS = """() => window.jupyterapp.shell.currentWidget.content.widgets.map(c => ({
+    source: c.model.sharedModel.getSource(), tags: c.model.getMetadata('tags') || [], hidden: c.inputHidden,
+    type: c.model.type, outputs: c.model.type === 'code' ? c.model.outputs.toJSON() : [],
+    count: c.model.type === 'code' ? c.model.executionCount : 0}))"""
+_RAN_JS = """() => { const w = window.jupyterapp.shell.currentWidget;
+    return w.content.widgets.every(c => c.model.type !== 'code' || c.model.executionCount !== null)
+           && w.sessionContext.session.kernel.status === 'idle'; }"""
+
+
+def _text(outputs) -> str:
+    return "".join(o.get("text", "") if isinstance(o.get("text", ""), str) else "".join(o["text"])
+                   for o in outputs if o.get("output_type") == "stream")
+
+
+def test_the_student_edition_runs_in_jupyterlab_shows_no_solution_and_checks_an_answer(lab, chromium, page_errors):
+    """The student edition of the first notebook, as a student opens it: Run All goes through with no error, every
+    check says its exercise is not answered yet, no solution is anywhere in the notebook and every check's source
+    is folded away; the teacher's solution typed into the first answer cell is then checked right."""
+    from conftest import ROOT
+    from cofiviz.course.editions import exercises
+
+    name = "00-quickstart.ipynb"
+    source = nbformat.read(ROOT / "notebooks" / name, as_version=4)
+    solutions = [source.cells[e.solution].source for e in exercises(source)]
+    assert len(solutions) >= 3
+    page = page_errors(chromium.new_page(viewport={"width": 1400, "height": 1000}))
+    # ?reset: a workspace of its own (another test's notebooks are not reopened beside it)
+    page.goto(f"{lab}/lab/tree/course/student/{name}?reset", wait_until="domcontentloaded")
+    page.wait_for_function("""() => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+        return w && w.content && w.content.widgets.length > 0 && w.sessionContext && w.sessionContext.session
+               && w.sessionContext.session.kernel && w.sessionContext.session.kernel.status === 'idle'; }""",
+                           timeout=120_000)
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    page.wait_for_function(_RAN_JS, timeout=300_000)
+    cells = page.evaluate(_CELLS_JS)
+    errors = [(i, o.get("ename"), o.get("evalue")) for i, c in enumerate(cells) for o in c["outputs"]
+              if o.get("output_type") == "error"]
+    assert errors == []
+    checks = [c for c in cells if "check" in c["tags"]]
+    answers = [c for c in cells if "answer" in c["tags"]]
+    assert len(checks) == len(answers) == len(solutions)
+    assert all(c["hidden"] for c in checks)
+    assert all("not answered yet" in _text(c["outputs"]) for c in checks), [_text(c["outputs"]) for c in checks]
+    shown = "\n".join(c["source"] + _text(c["outputs"]) for c in cells)
+    for sol in solutions:                         # not one line of code that only a solution has
+        own = [ln for ln in sol.splitlines() if ln.strip() and not ln.lstrip().startswith("#") and ln not in shown]
+        assert own, f"a solution shows in the student edition: {sol!r}"
+    screenshot(page, "jupyterlab-student-edition")
+    # the student answers the first exercise (with the teacher's solution) and runs the notebook again
+    first = next(i for i, c in enumerate(cells) if "answer" in c["tags"])
+    page.evaluate(f"""() => window.jupyterapp.shell.currentWidget.content.widgets[{first}].model.sharedModel
+        .setSource({json.dumps(solutions[0])})""")
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    page.wait_for_function(f"""() => {{ const c = window.jupyterapp.shell.currentWidget.content.widgets[{first + 1}];
+        return c.model.outputs.toJSON().some(o => (o.text || '').toString().includes('right.')); }}""",
+                           timeout=300_000)
+    page.wait_for_function(_RAN_JS, timeout=300_000)
+    cells = page.evaluate(_CELLS_JS)
+    assert "right." in _text(cells[first + 1]["outputs"])
+    assert [i for i, c in enumerate(cells) for o in c["outputs"] if o.get("output_type") == "error"] == []
+    assert all("not answered yet" in _text(c["outputs"]) for c in cells[first + 2:] if "check" in c["tags"])
+    page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
+    page.close()
 
 
 def test_notebooks_load_panel_inline():

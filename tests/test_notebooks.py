@@ -26,8 +26,21 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 #: the course, in order; each is executed below like every other notebook
 COURSE = ["01-ranking-metrics", "02-cofirank", "03-local-collaborative-ranking", "04-gapfm",
           "05-reproducing-the-papers", "05b-the-tables-row-by-row", "06-scaling-out", "07-rank-functional-lab"]
+
+
+def _two_hour_path() -> list[str]:
+    """The notebooks of notebook 00's lesson plan (its ``CORE = {...}``, read from the cell, not run)."""
+    import ast
+
+    for cell in nbformat.read(ROOT / "notebooks" / "00-quickstart.ipynb", as_version=4).cells:
+        for node in ast.walk(ast.parse(cell.source)) if cell.cell_type == "code" else ():
+            if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["CORE"]:
+                return list(ast.literal_eval(node.value))
+    raise AssertionError("notebook 00 has no CORE = {...} lesson plan")
+
+
 #: the notebooks of the two-hour path, each with at least three exercises
-CORE = ["00-quickstart", "01-ranking-metrics", "02-cofirank", "03-local-collaborative-ranking", "04-gapfm"]
+CORE = _two_hour_path()
 #: the paper each course notebook takes its formulas from (named in its text)
 PAPERS = {"01-ranking-metrics": ["CofiRank", "GAPfm", "LCR"], "02-cofirank": ["CofiRank", "NIPS 2007"],
           "03-local-collaborative-ranking": ["Local Collaborative Ranking", "WWW 2014"],
@@ -78,6 +91,7 @@ PLANTED = {
     "4.3": "pair_share = 20 / 50",                                                 # items, not pairs
     "5.1": "paired = (paired[0], paired[2], paired[1])",                          # the p-values swapped
     "5.2": "adjusted = table['wilcoxon_p'].to_numpy(dtype=float)",                 # not corrected
+    "5.3": "within = int((published['cofiviz'] - published['paper'] <= 0.02).sum())",   # the signed difference
     "5b.1": "above_paper = 12",
     "6.1": "to_run = len(two_seeds)",                                              # the store ignored
     "7.1": "tie_losses = tie_losses[::-1]",                                        # Efron's first
