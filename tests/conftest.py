@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import socket
@@ -49,7 +50,7 @@ def wait_for_http(url: str, proc: subprocess.Popen, log: Path, timeout: float, w
             with urllib.request.urlopen(url, timeout=5) as resp:
                 if resp.status == 200:
                     return True
-        except OSError:
+        except (OSError, http.client.HTTPException):   # not up yet, or an answer cut short while it starts
             time.sleep(0.5)
     return False
 
@@ -60,7 +61,7 @@ def server_warm(url: str, pid: int) -> bool:
     try:
         with urllib.request.urlopen(f"{url}/{KERNELS_ROUTE}/{SERVER_STATUS}", timeout=5) as resp:
             said = json.loads(resp.read())
-    except (OSError, ValueError):
+    except (OSError, ValueError, http.client.HTTPException):
         return False
     return said.get("server_pid") == pid and said.get("state") == "warm"
 

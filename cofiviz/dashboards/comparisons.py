@@ -182,7 +182,9 @@ class Comparisons(pn.viewable.Viewer):
         with pn.io.hold():
             self._summary.object = f"### {rep.title}\nReading its results …"
             self._plots.objects = [hv.Div(f"<p>Reading the results of {rep.name} …</p>")]
-            self._table.value = pd.DataFrame(columns=_TABLE_COLUMNS)
+            # emptied with the columns it has: a browser's table handed new columns and, at once, the rows read
+            # next could keep its columns and drop the rows
+            self._table.value = self._table.value.iloc[0:0]
             self._table_title.object = ""
             self._notes.object = ""
             self._figure_widget.visible = rep.is_figures
