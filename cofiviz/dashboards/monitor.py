@@ -4,8 +4,9 @@ Each browser session owns one :class:`TrainingMonitor`, the view: the form, the 
 controller, a :class:`~.monitor_run.MonitorRun`, trains in a worker process
 (:mod:`~cofiviz.background.training_process`): the model's fit never runs in the server's process, so a
 session that trains costs the other sessions next to nothing. The controller's parameters change on the
-session's event loop; the view watches them and draws: each batch of rows (:meth:`~.monitor_run.MonitorRun.flush_interval` apart) is
-appended with ``ColumnDataSource.stream``, which sends only the new rows: NDCG@10, AP and GAP on train,
+session's event loop; the view watches them and draws: each batch of rows
+(:meth:`~.monitor_run.MonitorRun.flush_interval` apart) is appended with ``ColumnDataSource.stream``, which
+sends only the new rows: NDCG@10, AP and GAP on train,
 validation and test, the loss and the seconds per iteration (where scoring outlasts training, as on
 MovieLens 1M, the metric curves join the iterations scored:
 :data:`~cofiviz.background.training_process.SCORE_THROTTLE`). A run waits for a free worker in the server's
