@@ -4,8 +4,10 @@ Serves the monitor with its landing page by the command ``cofiviz serve`` runs (
 warmed up as a visitor finds it), and drives it with server-side clients: each student is a thread that fetches
 the landing page over HTTP and opens the monitor with Bokeh's client API (``bokeh.client.pull_session``: the
 session the browser would open, its document built by the server and sent over the websocket), so that no browser
-shares the server's cores. A student who presses Run sends the Run button's click event, as the browser does, at
-the first Run's defaults (LCR on MovieLens 100K), and follows the page's status line until the run has finished.
+shares the server's cores. The page is ready when its document has arrived; the client reads it as JSON and makes
+none of its models, which a browser makes with its own CPU. A student who presses Run sends the Run button's click
+event, as the browser does, at the first Run's defaults (LCR on MovieLens 100K), and follows the page's status line
+until the run has finished.
 
 The server serves every page, as ``cofiviz serve`` does. Phases:
 
@@ -16,7 +18,8 @@ The server serves every page, as ``cofiviz serve`` does. Phases:
    its workers, summed resident memory sampled every 0.2 s) is taken meanwhile.
 
 Bokeh's client is driven as a browser drives a page: its messages are read in a loop (:func:`_handle_messages`),
-and it waits for a page as long as a browser does.
+it waits for a page as long as a browser does, and Run is pressed by sending the button's click event by the
+button's id, as the browser sends it.
 
 Recorded: page-ready times (landing page fetched, monitor session opened; median and 95th percentile), each run's
 press order k, wait in the queue (press to the status saying it trains) and duration (to finished), errors (a
@@ -49,16 +52,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-import panel.models  # noqa: E402,F401  Panel's Bokeh models, so that the client can read a page's document
-import panel.models.location  # noqa: E402,F401
-import panel.models.tabulator  # noqa: E402,F401
 import psutil  # noqa: E402
 from bokeh.client import pull_session  # noqa: E402
 from bokeh.client import connection as bokeh_connection  # noqa: E402
 from bokeh.client.connection import ClientConnection  # noqa: E402
+from bokeh.client.session import ClientSession  # noqa: E402
 from bokeh.client.states import DISCONNECTED, ErrorReason  # noqa: E402
-from bokeh.events import ButtonClick  # noqa: E402
-from bokeh.models import Button  # noqa: E402
+from bokeh.protocol.messages.patch_doc import patch_doc  # noqa: E402
+from bokeh.protocol.messages.pull_doc_reply import pull_doc_reply  # noqa: E402
 
 from conftest import PanelServer  # noqa: E402
 
@@ -73,7 +74,7 @@ LOOK = 0.25
 async def _handle_messages(self) -> None:
     """Bokeh's client reads each message of a connection one ``await`` deeper than the last (``_handle_messages``
     awaits ``_next``, which awaits ``_handle_messages``), so that a page that streams its iterations overflows the
-    stack after a few hundred messages; this reads them in a loop, applying each patch to the session's document."""
+    stack after a few hundred messages; this reads them in a loop, handing each patch to the session."""
     while True:
         message = await self._pop_message()
         if message is None:
@@ -87,9 +88,45 @@ async def _handle_messages(self) -> None:
             return
 
 
+def _keep_document_json(self, document) -> None:
+    """The reply to a pull keeps the document as the server sent it (JSON), without making its models."""
+    document.sent_json = self.content["doc"]
+
+
+def _read_patch(self, message) -> None:
+    """A patch read as JSON: a change of a watched model's ``text`` is kept (the session's :attr:`texts`)."""
+    texts = getattr(self, "texts", None)
+    if texts is None:
+        return
+    for event in message.content.get("events", []):
+        if event.get("kind") == "ModelChanged" and event.get("attr") == "text":
+            ident = (event.get("model") or {}).get("id")
+            if ident in texts and isinstance(event.get("new"), str):
+                texts[ident] = event["new"]
+
+
+# A page is ready when the server has sent its document. A browser then makes its models and draws them with its
+# own CPU; Bokeh's client would make the models in this process, beside the server on the same cores (about 1 s of
+# CPU for the monitor's document), so the students read the document as JSON and follow only the status line.
 ClientConnection._handle_messages = _handle_messages
+pull_doc_reply.push_to_document = _keep_document_json
+ClientSession._handle_patch = _read_patch
 # a browser waits for a page as long as it takes; Bokeh's client gives up on a websocket after tornado's 20 s
 bokeh_connection.HTTPRequest = partial(bokeh_connection.HTTPRequest, connect_timeout=600, request_timeout=600)
+
+
+def objects(node):
+    """Every model object (``{"type": "object", "id": ..., "attributes": ...}``) in a document's JSON."""
+    if isinstance(node, dict):
+        if node.get("type") == "object" and "id" in node:
+            yield node
+        for value in node.values():
+            yield from objects(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from objects(value)
+
+
 #: what the status line says while a run waits, once it trains, when it ended well, and when it failed
 WAITING, FINISHED, FAILED = "Waiting for a free worker", "Finished after", ("Failed", "Training failed")
 
@@ -106,14 +143,14 @@ class Student:
     """One student's page: the landing page, then a monitor session; optionally a Run followed to its end.
 
     The session lives in a thread of its own that reads what the server sends (``loop_until_closed``: every patch
-    is applied to the session's document, as a browser applies it); the student reads the status line from the
-    document and presses Run by sending the button's click on the session's own loop.
+    is read, and the status line's new text kept); the student reads the status line and presses Run by sending the
+    button's click on the session's own loop.
     """
 
     def __init__(self, url: str, number: int, presses: bool):
         self.url, self.number, self.presses = url, number, presses
         self.session = None
-        self.status_model = None
+        self.status_id = self.run_id = None
         self.record: dict = {"student": number, "presses": presses}
         self._reader: threading.Thread | None = None
 
@@ -143,25 +180,32 @@ class Student:
         if failed:
             raise failed[0]
         t2 = time.monotonic()
-        self.status_model = next((m for m in self.session.document.models
-                                  if "Ready." in html.unescape(str(getattr(m, "text", "") or ""))), None)
-        if self.status_model is None:
+        models = list(objects(self.session.document.sent_json))
+        self.status_id = next((m["id"] for m in models
+                               if "Ready." in html.unescape(str(m.get("attributes", {}).get("text", "")))), None)
+        if self.status_id is None:
             raise RuntimeError("the monitor's status line does not say Ready.")
+        self.run_id = next(m["id"] for m in models if str(m.get("name")).split(".")[-1] == "Button"
+                           and m.get("attributes", {}).get("label") == "Run")
+        self.session.texts = {self.status_id: "Ready."}
         self.record.update(landing_s=t1 - t0, monitor_s=t2 - t1, ready_s=t2 - t0)
 
     def status(self) -> str:
         """The status line's text, without its paragraph tags."""
-        return re.sub(r"<[^>]+>", "", html.unescape(str(self.status_model.text))).strip()
+        return re.sub(r"<[^>]+>", "", html.unescape(self.session.texts[self.status_id])).strip()
 
     def press_run(self, pressed_at: list, lock: threading.Lock) -> None:
-        run = next(m for m in self.session.document.models if isinstance(m, Button) and m.label == "Run")
+        # the click a browser sends: a ``button_click`` event of the Run button, by its id
+        click = patch_doc(patch_doc.create_header(), {}, {"events": [{
+            "kind": "MessageSent", "msg_type": "bokeh_event",
+            "msg_data": {"type": "event", "name": "button_click",
+                         "values": {"type": "map", "entries": [["model", {"id": self.run_id}]]}}}]})
         with lock:
             self.record["k"] = len(pressed_at) + 1
             t = time.monotonic()
             pressed_at.append(t)
         self.record["pressed"] = t
-        click = lambda: self.session.document.callbacks.send_event(ButtonClick(run))  # noqa: E731
-        self.session._connection._loop.add_callback(click)
+        self.session._connection._loop.add_callback(self.session._connection.send_message, click)
 
     def follow_run(self, timeout: float) -> None:
         """Look at the status line until it says the run finished or failed; note when it left the queue (the

@@ -17,6 +17,8 @@ APPS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "apps").glob("*.py"))
 READY = {"overview": "text=100,000", "playground": ".cofiviz-metric-values td", "losses": ".cofiviz-fig4-table td",
          "monitor": "text=Ready.", "recommendations": ".cofiviz-recommenders-progress",
          "comparisons": "text=read in"}     # the summary once the results are read (not while they are)
+#: pages whose first view has no plot yet: the monitor draws its figures from the first Run on
+NO_PLOT_AT_FIRST = {"monitor"}
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +103,7 @@ def test_every_page_serves_and_fits_a_phone_a_projector_and_a_desktop(server, ch
             page.on("request", lambda req: requested.append(req.url))
             page.goto(f"{server.url}/{app}", wait_until="domcontentloaded")
             page.locator(READY.get(app, "body")).first.wait_for(timeout=120_000)
-            if app:
+            if app and app not in NO_PLOT_AT_FIRST:
                 wait_for_canvases(page, 1, timeout=60_000)
         else:
             page.set_viewport_size({"width": width, "height": height})

@@ -7,14 +7,15 @@ import threading
 import time
 
 import numpy as np
+import pandas as pd
 import panel as pn
 import psutil
 import pytest
 
-from conftest import WEBSOCKET_MAX_MESSAGE, PanelServer, screenshot, serve_command
+from conftest import WEBSOCKET_MAX_MESSAGE, PanelServer, count_canvases, screenshot, serve_command, wait_for_canvases
 from cofiviz.dashboards._shared import model_names
 from cofiviz.dashboards.monitor import UPLOAD, UPLOAD_LIMIT_MB, TrainingMonitor
-from cofiviz.background.training_process import TrainingJob, TrainingProcess
+from cofiviz.background.training_process import COLUMNS, TrainingJob, TrainingProcess
 from cofiviz.dashboards.monitor_run import MonitorRun
 from cofiviz.models import available_models, get_model_class
 from cofiviz.protocols import OFFERED, PROTOCOLS, parameters
@@ -87,6 +88,46 @@ def test_a_form_is_built_once_and_shown_again():
     m.model = "lcr"
     assert m._form_widgets["rank"].value == 7
     assert [f.visible for f in m._form.objects] == [False, True]
+
+
+def test_the_first_view_has_no_figure_and_the_figures_come_once_at_run():
+    """A page opens without figures or the table of iterations (a session's first document stays small); Run
+    puts them into every display of the monitor, once; a display made while there are curves gets them at once."""
+    from bokeh.document import Document
+    from bokeh.plotting import figure
+
+    m = TrainingMonitor()
+    doc = Document()
+    m.results().server_doc(doc)
+    assert not [x for x in doc.models if isinstance(x, figure)] and m._sources == []
+    assert m.NO_CURVES in str(m._plot_boxes[0].objects[0].object)
+    m._draw_figures()
+    box = m._plot_boxes[0]
+    flexbox = box.objects[0]
+    assert isinstance(flexbox, pn.FlexBox) and len(flexbox.objects) == 5 and m._table in box.objects
+    assert len([x for x in doc.models if isinstance(x, figure)]) == 5
+    m._draw_figures()                                      # a second Run keeps the figures it has
+    assert box.objects[0] is flexbox and len(m._sources) == 1
+    # a display made once a run has drawn curves (JupyterLab shows the monitor again) gets its figures at once
+    later = TrainingMonitor()
+    assert not isinstance(later.results().objects[-1].objects[0], pn.FlexBox)
+    later.training._frame = pd.DataFrame({c: [1.0] for c in COLUMNS})
+    assert isinstance(later.results().objects[-1].objects[0], pn.FlexBox)
+
+
+def test_the_table_of_iterations_shows_the_newest_first_and_the_last_rows_while_a_run_goes():
+    from types import SimpleNamespace
+
+    m = TrainingMonitor()
+    n = m.LIVE_TABLE_ROWS + 50
+    frame = pd.DataFrame({c: np.arange(1.0, n + 1) for c in COLUMNS})
+    m.training._frame = frame
+    m._show_batch(SimpleNamespace(new=frame.tail(10)))
+    shown = m._table.value
+    assert len(shown) == m.LIVE_TABLE_ROWS and list(shown["iteration"][:3]) == [n, n - 1, n - 2]
+    assert shown["iteration"].dtype.kind == "i"
+    m._show_history()
+    assert list(m._table.value["iteration"]) == list(range(n, 0, -1))
 
 
 def test_the_page_opens_on_a_ranking_model_on_movielens_100k():
@@ -392,7 +433,12 @@ def test_monitor_run_draws_points_and_stop_stops(open_page, page_errors):
     # the larger synthetic set and the most iterations allowed: the run is still going when Stop is pressed
     _choose(page, "Synthetic: locally low-rank")
     _set_long_run(page, 10_000)
+    # no figure before the first Run: the page says where the curves will be
+    assert count_canvases(page) == 0
+    assert page.locator(".cofiviz-monitor-no-curves").first.is_visible()
     page.get_by_role("button", name="Run").click()
+    assert wait_for_canvases(page, 5, timeout=60_000) >= 5        # NDCG, AP, GAP, loss, seconds
+    assert not page.locator(".cofiviz-monitor-no-curves").count()
     pts = _wait_points(page, 3)
     assert pts >= 3, f"only {pts} points drawn"
     # the page draws a fast model's iterations as they come: on a loaded machine it may take long to hand a click
@@ -685,11 +731,23 @@ def test_runs_pressed_together_wait_in_the_queue_the_page_shows(chromium, page_e
             page.get_by_text("in the queue first.").first.wait_for(timeout=120_000)   # Finished after …
             assert _settled_points(page) >= 5
             assert not page.locator(".cofiviz-monitor-queue").first.is_visible()
+        # the figures made at Run lie inside the phone's screen, one under the other, none narrower than 320 px
+        plots = c.evaluate(_PLOTS_JS)
+        assert len(plots) >= 5 and all(-1 <= left and right <= 391 and width >= 320
+                                       for left, right, width in plots), plots
         assert page_errors.errors == [], page_errors.errors
     finally:
         for page in pages:
             page.close()
 
+
+#: the left and right edges and the width of every plot canvas of the page (shadow roots included)
+_PLOTS_JS = """() => { const out = [];
+  const walk = root => root.querySelectorAll('*').forEach(el => {
+    if (el.tagName === 'CANVAS') { const r = el.getBoundingClientRect();
+      if (r.width > 60 && r.height > 0) out.push([r.left, r.right, r.width]); }
+    if (el.shadowRoot) walk(el.shadowRoot); });
+  walk(document); return out; }"""
 
 #: whether the page's sidebar drawer is open
 _SIDEBAR_OPEN_JS = "() => document.getElementById('sidebar').classList.contains('show')"

@@ -24,7 +24,9 @@ built the first time the model is chosen and kept: choosing it again only shows 
 It opens on a first Run that teaches: LCR on MovieLens 100K learns for about half a minute, then
 overfits, and early stopping puts back its best iterate. Beside the plots, sentences of
 :mod:`~cofiviz.background.run_story` say why validation and test curves differ in height, when the model
-overfits, and why the run ended; the table of iterations fills as the run goes.
+overfits, and why the run ended; the table of iterations fills as the run goes, the newest first. The page
+opens without its figures and that table, which are most of its document: the first Run (or Tune) makes them, so
+that a class opening the page together waits for no figure that has nothing to show yet.
 
 ``panel serve apps/monitor.py`` serves it; in JupyterLab, ``TrainingMonitor()`` shows it inline
 (updates are then applied directly; uploading there needs ``pn.extension("filedropper")``).
@@ -121,6 +123,7 @@ class TrainingMonitor(pn.viewable.Viewer):
         self._form_widgets: dict = {}
         self._sources: list = []  # per display: the Bokeh data sources of every row and of the scored rows
         self._marks: list = []    # per display: the source of the dashed line at the iterate put back
+        self._plot_boxes: list[pn.Column] = []  # per display: where its figures go once there is a curve to draw
         self._table = pn.widgets.Tabulator(empty_frame(), disabled=True, show_index=False, height=260,
                                            sizing_mode="stretch_width", pagination=None)
         #: the controller: the runs, and what they produced
@@ -257,6 +260,7 @@ class TrainingMonitor(pn.viewable.Viewer):
             self._show_error(f"Cannot start: {exc}")
             return
         self._show_error(None)
+        self._draw_figures()
         n = f", N = {self.n}" if OFFERED[self.protocol].size else ""
         what = f"Tuning **{self.model}** for up to {self.budget} s, then training" if tune else \
             f"Training **{self.model}**"
@@ -277,8 +281,8 @@ class TrainingMonitor(pn.viewable.Viewer):
         return self.training.history
 
     # ------------------------------------------------------------------ drawing the controller's parameters
-    #: rows the table keeps while a run goes (a fast model would otherwise keep the browser busy redrawing
-    #: thousands of rows); the whole run replaces them when it ends
+    #: rows the table shows while a run goes, the newest first (a fast model would otherwise keep the browser busy
+    #: redrawing thousands of rows); the whole run replaces them when it ends
     LIVE_TABLE_ROWS = 100
 
     def _clear(self, event=None):
@@ -288,7 +292,7 @@ class TrainingMonitor(pn.viewable.Viewer):
                 source.data = {c: np.array([], dtype=float) for c in COLUMNS}
         for marks in self._marks:
             marks.data = {"x": []}
-        self._table.value = empty_frame()
+        self._set_table(empty_frame())
 
     def _show_running(self, event):
         """Stop while a run is on; Run and Tune stay enabled (a new one replaces the run queued or running)."""
@@ -341,11 +345,28 @@ class TrainingMonitor(pn.viewable.Viewer):
             every.stream(new)
             if len(scored):
                 only_scored.stream(new_scored)
-        self._table.stream(df.round(5).astype({"iteration": int}), rollover=self.LIVE_TABLE_ROWS, follow=True)
+        self._set_table(self._table_rows(self.training.history.tail(self.LIVE_TABLE_ROWS)))
+
+    def _set_table(self, frame: pd.DataFrame) -> None:
+        """Show ``frame`` in the table of iterations, unless it shows it already.
+
+        The same rows set again still reach the browser's table model, and Panel then takes that change for an edit
+        made in the browser: read a moment later, after newer rows came, the "edit" no longer fits the table and
+        fails. A frame that changes nothing is not set.
+        """
+        current = self._table.value
+        if current is not None and current.shape == frame.shape and current.equals(frame):
+            return
+        self._table.value = frame
+
+    @staticmethod
+    def _table_rows(frame: pd.DataFrame) -> pd.DataFrame:
+        """What the table of iterations shows of ``frame``: rounded, whole iteration numbers, the newest first."""
+        return frame.round(5).astype({"iteration": int}).iloc[::-1].reset_index(drop=True)
 
     def _show_history(self, event=None):
         frame = self.training.history
-        self._table.value = frame.round(5).astype({"iteration": int})
+        self._set_table(self._table_rows(frame))
         self._csv.disabled = self._parquet.disabled = len(frame) == 0
 
     @param.depends("data", "protocol", "n", "model", watch=True)
@@ -364,6 +385,36 @@ class TrainingMonitor(pn.viewable.Viewer):
         self._story.visible = bool(notes)
 
     # ------------------------------------------------------------------ plots
+    #: what a page shows where its curves will be, until a run starts
+    NO_CURVES = ("Press **Run** (on a narrow screen, under the menu button at the top left): the curves are drawn "
+                 "here once a run starts, NDCG@10, AP and GAP on the train, validation and test parts, the training "
+                 "loss and the seconds per iteration.")
+
+    def _plot_box(self) -> pn.Column:
+        """Where one display's figures go: made at once when there are curves to draw, otherwise at Run or Tune.
+
+        The five figures and the table of iterations are most of a page's Bokeh models, and a server builds and
+        sends a new session's whole document on its one event loop: a page without curves yet opens without them,
+        so that a class arriving together does not queue behind figures that have nothing to show.
+        """
+        box = pn.Column(pn.pane.Markdown(self.NO_CURVES, css_classes=["cofiviz-monitor-no-curves"],
+                                         sizing_mode="stretch_width"), sizing_mode="stretch_width")
+        self._plot_boxes.append(box)
+        if len(self.training.history) or self.training.busy:
+            self._draw_figures()
+        return box
+
+    def _draw_figures(self) -> None:
+        """Put the figures, the table of iterations and the downloads into every display that has none yet."""
+        for box in self._plot_boxes:
+            if not box.objects or not isinstance(box.objects[0], pn.FlexBox):
+                # made without the session's design, as at the page's first render, so that the template styles
+                # them as the rest of the page (made under the design, a pane would bring its whole stylesheet:
+                # Bootstrap's larger headings)
+                with pn.config.set(design=None):
+                    box.objects = [flow(*(pn.pane.Bokeh(f) for f in self._make_figures())),
+                                   pn.pane.Markdown("#### Results"), self._table, pn.Row(self._csv, self._parquet)]
+
     def _make_figures(self) -> list:
         """Five Bokeh figures drawing from two new ColumnDataSources that every flush streams into: every
         iteration (loss, seconds) and the iterations scored (metrics).
@@ -419,9 +470,7 @@ class TrainingMonitor(pn.viewable.Viewer):
 
     def results(self) -> pn.Column:
         """Messages, status, the live plots, the table of iterations and the downloads."""
-        plots = flow(*(pn.pane.Bokeh(f) for f in self._make_figures()))
-        return pn.Column(self._error, self._queue, self._status, self._story, self._trials, plots,
-                         pn.pane.Markdown("#### Results"), self._table, pn.Row(self._csv, self._parquet),
+        return pn.Column(self._error, self._queue, self._status, self._story, self._trials, self._plot_box(),
                          sizing_mode="stretch_width")
 
     def __panel__(self):
