@@ -108,6 +108,15 @@ def test_the_first_view_has_no_figure_and_the_figures_come_once_at_run():
     assert len([x for x in doc.models if isinstance(x, figure)]) == 5
     m._draw_figures()                                      # a second Run keeps the figures it has
     assert box.objects[0] is flexbox and len(m._sources) == 1
+    # the two clicks of a double click, handled in two threads, make the figures of a new page once
+    twice = TrainingMonitor()
+    twice.results()
+    clicks = [threading.Thread(target=twice._draw_figures) for _ in range(2)]
+    for click in clicks:
+        click.start()
+    for click in clicks:
+        click.join()
+    assert len(twice._sources) == 1
     # a display made once a run has drawn curves (JupyterLab shows the monitor again) gets its figures at once
     later = TrainingMonitor()
     assert not isinstance(later.results().objects[-1].objects[0], pn.FlexBox)

@@ -34,6 +34,7 @@ that a class opening the page together waits for no figure that has nothing to s
 
 from __future__ import annotations
 
+import threading
 from functools import partial
 
 import numpy as np
@@ -124,6 +125,7 @@ class TrainingMonitor(pn.viewable.Viewer):
         self._sources: list = []  # per display: the Bokeh data sources of every row and of the scored rows
         self._marks: list = []    # per display: the source of the dashed line at the iterate put back
         self._plot_boxes: list[pn.Column] = []  # per display: where its figures go once there is a curve to draw
+        self._figures_lock = threading.Lock()    # the two clicks of a double click make the figures once
         self._table = pn.widgets.Tabulator(empty_frame(), disabled=True, show_index=False, height=260,
                                            sizing_mode="stretch_width", pagination=None)
         #: the controller: the runs, and what they produced
@@ -405,15 +407,22 @@ class TrainingMonitor(pn.viewable.Viewer):
         return box
 
     def _draw_figures(self) -> None:
-        """Put the figures, the table of iterations and the downloads into every display that has none yet."""
-        for box in self._plot_boxes:
-            if not box.objects or not isinstance(box.objects[0], pn.FlexBox):
-                # made without the session's design, as at the page's first render, so that the template styles
-                # them as the rest of the page (made under the design, a pane would bring its whole stylesheet:
-                # Bootstrap's larger headings)
-                with pn.config.set(design=None):
-                    box.objects = [flow(*(pn.pane.Bokeh(f) for f in self._make_figures())),
-                                   pn.pane.Markdown("#### Results"), self._table, pn.Row(self._csv, self._parquet)]
+        """Put the figures, the table of iterations and the downloads into every display that has none yet.
+
+        Once per display, under a lock: a server handles the two clicks of a double click in two threads, and a
+        widget put into the same page twice, its first copy then replaced, would no longer reach the browser (the
+        downloads would stay disabled).
+        """
+        with self._figures_lock:
+            for box in self._plot_boxes:
+                if not box.objects or not isinstance(box.objects[0], pn.FlexBox):
+                    # made without the session's design, as at the page's first render, so that the template styles
+                    # them as the rest of the page (made under the design, a pane would bring its whole
+                    # stylesheet: Bootstrap's larger headings)
+                    with pn.config.set(design=None):
+                        box.objects = [flow(*(pn.pane.Bokeh(f) for f in self._make_figures())),
+                                       pn.pane.Markdown("#### Results"), self._table,
+                                       pn.Row(self._csv, self._parquet)]
 
     def _make_figures(self) -> list:
         """Five Bokeh figures drawing from two new ColumnDataSources that every flush streams into: every
