@@ -279,6 +279,14 @@ class ModelContract:
             got = np.asarray(state[key]).shape
             assert len(got) == len(shape) and all(w is None or g == w for g, w in zip(got, shape)), (key, got, shape)
 
+    def test_state_size_counts_the_fitted_arrays_of_a_declared_shape(self, fitted, split):
+        sizes = fitted.state_size(split.train.n_users, split.train.n_items)
+        spec = fitted._state_spec(split.train.n_users, split.train.n_items)
+        state = fitted._state()
+        assert set(sizes) == {k for k, shape in spec.items() if None not in shape}
+        for key, n in sizes.items():
+            assert np.asarray(state[key]).size == n, key
+
     def test_load_refuses_an_npz_from_another_save(self, fitted, split, tmp_path):
         from cofiviz.models import ItemMean
 

@@ -567,6 +567,19 @@ class Model(param.Parameterized):
     def _set_extra_meta(self, extra: dict) -> None:
         pass
 
+    def state_size(self, n_users: int, n_items: int) -> dict[str, int]:
+        """The values each array of the fitted state holds, at these parameters, for a training table of
+        ``n_users`` x ``n_items``: what a fit keeps whatever the number of ratings (arrays whose length is
+        only known after a fit, and the fit's temporaries, are not counted).
+
+        >>> from cofiviz.models import get_model_class
+        >>> get_model_class("itemmean")().state_size(3, 4)
+        {'item_scores': 4, 'item_counts': 4}
+        """
+        spec = self._state_spec(int(n_users), int(n_items)) or {}
+        return {name: int(np.prod(shape, dtype=np.int64)) for name, shape in spec.items()
+                if None not in shape}
+
     # ------------------------------------------------------------------ subclass hooks
     def _setup(self, train: Ratings, rng: np.random.Generator) -> None:
         raise TypeError(f"{type(self).__name__} does not define _setup()")  # pragma: no cover
