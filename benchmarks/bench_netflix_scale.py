@@ -52,7 +52,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -61,7 +60,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_scale import _peak_rss_mb, fit_params, unit_of, work_counts, work_of  # noqa: E402
+import bench_scale  # noqa: E402
+from bench_scale import fit_params, peak_rss_mb, rss_mb, unit_of, work_counts, work_of  # noqa: E402
 
 SIZES = {"1M": 1_000_000, "10M": 10_000_000, "100M": 100_000_000}
 PROTOCOL = ("cofirank-weak", {"n_train": 10})
@@ -137,17 +137,12 @@ def child(spec: dict, out: str) -> None:
         save_split(split, directory)
     else:
         split = load_split(directory)
-        rec["rss_after_load_mb"] = _rss_mb()
+        rec["rss_after_load_mb"] = rss_mb()
         if spec["kind"] == "fit":
             rec.update(fit_and_evaluate(spec, split))
-    rec["peak_mb"] = _peak_rss_mb()
+    rec["peak_mb"] = peak_rss_mb()
     with open(out, "w") as fh:
         json.dump(rec, fh)
-
-
-def _rss_mb() -> float:
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
 def fit_and_evaluate(spec: dict, split) -> dict:
@@ -165,7 +160,7 @@ def fit_and_evaluate(spec: dict, split) -> dict:
     budget = spec["budget"]
     model.fit(split.train, callbacks=[lambda info: info.elapsed > budget])
     secs = [h["seconds"] for h in model.history_]
-    fit_peak = _peak_rss_mb()
+    fit_peak = peak_rss_mb()
     t0 = time.perf_counter()
     ev = evaluate(model, split, METRIC)
     eval_s = time.perf_counter() - t0
@@ -179,32 +174,8 @@ def fit_and_evaluate(spec: dict, split) -> dict:
 
 
 def run_child(spec: dict, timeout: float) -> dict:
-    """``spec`` run in a child process: its record and wall seconds, or ``error``."""
-    with tempfile.TemporaryDirectory() as d:
-        out, log = os.path.join(d, "out.json"), os.path.join(d, "log.txt")
-        t0 = time.monotonic()
-        with open(log, "w") as logfh:
-            proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--child", json.dumps(spec), out],
-                                    stdout=logfh, stderr=subprocess.STDOUT)
-        try:
-            proc.wait(timeout=timeout)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            timed_out = True
-        res: dict = {}
-        if proc.returncode == 0 and os.path.exists(out):
-            with open(out) as fh:
-                res = json.load(fh)
-        elif timed_out:
-            res["error"] = f"ended after {timeout:.0f} s (timeout)"
-        else:
-            with open(log) as fh:
-                tail = [line for line in fh.read().strip().splitlines() if line.strip()][-1:]
-            res["error"] = f"exit code {proc.returncode}: {tail[0] if tail else 'no output'}"
-        res["child_seconds"] = time.monotonic() - t0
-    return res
+    """``spec`` run in a child process of this benchmark (:func:`bench_scale.run_child`)."""
+    return bench_scale.run_child(spec, timeout, script=__file__)
 
 
 # ---------------------------------------------------------------------------------------------- parent

@@ -188,12 +188,13 @@ def _split(ratings, split: str):
     return protocols.make(name, ratings, seed=0, **params)
 
 
-def _rss_mb() -> float:
+def rss_mb() -> float:
+    """This process's resident set size now, in MB."""
     with open("/proc/self/statm") as fh:
         return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def _peak_rss_mb() -> float:
+def peak_rss_mb() -> float:
     """This process's peak resident set size (``VmHWM``), in MB."""
     with open("/proc/self/status") as fh:
         for line in fh:
@@ -211,7 +212,7 @@ def child(spec: dict, out: str) -> None:
     from cofiviz import models
 
     split = _split(_load(spec["dataset"]), spec["split"])
-    rec = {"threads": numba.get_num_threads(), "rss_after_split_mb": _rss_mb()}
+    rec = {"threads": numba.get_num_threads(), "rss_after_split_mb": rss_mb()}
     if spec["kind"] == "fit":
         klass = models.get_model_class(spec["model"])
         warm = getattr(sys.modules[klass.__module__], "warmup", None)
@@ -219,7 +220,7 @@ def child(spec: dict, out: str) -> None:
         if callable(warm):
             warm()
         rec["warmup_seconds"] = time.perf_counter() - t0
-        rec["rss_before_fit_mb"] = _rss_mb()
+        rec["rss_before_fit_mb"] = rss_mb()
         params = fit_params(klass, spec["params"], spec["iterations"], split.train)
         model = klass(**params)
         budget = spec["budget"]
@@ -240,7 +241,7 @@ def child(spec: dict, out: str) -> None:
             rec["seconds_per_pass"] = statistics.median(per_pass[1:]) if len(secs) > 1 else per_pass[0]
         if getattr(model, "reg_effective_", None) is not None:  # CofiRank: its λ, scaled with the users or not
             rec["reg"] = float(model.reg_effective_)
-    rec["peak_mb"] = _peak_rss_mb()
+    rec["peak_mb"] = peak_rss_mb()
     with open(out, "w") as fh:
         json.dump(rec, fh)
 
@@ -259,14 +260,15 @@ def run_repeated(spec: dict, timeout: float, repeats: int) -> dict:
     return quickest(runs)
 
 
-def run_child(spec: dict, timeout: float) -> dict:
-    """Run ``spec`` in a child process; its result (with its peak resident set size, ``peak_mb``) and
-    its wall time, or ``error`` when it failed or was ended at ``timeout`` seconds."""
+def run_child(spec: dict, timeout: float, script: str = __file__) -> dict:
+    """Run ``spec`` in a child process (``script --child SPEC OUT``, this benchmark by default); its result
+    (with its peak resident set size, ``peak_mb``) and its wall time, or ``error`` when it failed or was ended
+    at ``timeout`` seconds."""
     with tempfile.TemporaryDirectory() as d:
         out, log = os.path.join(d, "out.json"), os.path.join(d, "log.txt")
         t0 = time.monotonic()
         with open(log, "w") as logfh:
-            proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--child", json.dumps(spec), out],
+            proc = subprocess.Popen([sys.executable, os.path.abspath(script), "--child", json.dumps(spec), out],
                                     stdout=logfh, stderr=subprocess.STDOUT)
         timed_out = False
         try:
