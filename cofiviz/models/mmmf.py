@@ -96,13 +96,19 @@ class _Problem:
         return float(f), g
 
 
-def _dot(a: np.ndarray, b: np.ndarray) -> float:
-    """``a · b`` by NumPy's pairwise sum, not BLAS: the same bits whatever the BLAS thread count."""
-    return float(np.sum(a * b))
+def _dot(a: np.ndarray, b: np.ndarray, scratch: np.ndarray | None = None) -> float:
+    """``a · b`` by NumPy's pairwise sum, not BLAS: the same bits whatever the BLAS thread count. The products go
+    into ``scratch`` when given (the same values, so the same sum), instead of a new array."""
+    return float(np.sum(np.multiply(a, b, out=scratch)))
 
 
 class _ConjugateGradient:
-    """Polak–Ribière (PR+) conjugate gradients with a backtracking line search, one step per call."""
+    """Polak–Ribière (PR+) conjugate gradients with a backtracking line search, one step per call.
+
+    A step computes its trial points and the products of its dot products into two buffers of its own, so that
+    on a long parameter vector it holds a fixed few copies of it (the point, the gradient, the direction, the
+    trial point and its gradient, the products), which it frees when it returns; each value is the one the plain
+    expressions give (``w + t·d``, ``β·d − g``, ``Σ a·b``)."""
 
     def __init__(self, problem: _Problem, w: np.ndarray):
         self.problem = problem
@@ -115,20 +121,22 @@ class _ConjugateGradient:
     def step(self) -> float:
         """One iteration; when the line search finds no decrease along the conjugate direction it restarts
         along the negative gradient, and when that fails too the point is (numerically) stationary."""
+        scratch, w_new = np.empty_like(self.w), np.empty_like(self.w)
         for attempt in range(2):
-            if attempt == 1 or _dot(self.g, self.d) >= 0:  # restart: steepest descent
+            if attempt == 1 or _dot(self.g, self.d, scratch) >= 0:  # restart: steepest descent
                 self.d = -self.g
-            slope = _dot(self.g, self.d)
+            slope = _dot(self.g, self.d, scratch)
             if slope == 0.0:
                 return self.f
             t = 2.0 * self.t  # first trial: twice the last accepted step, halved until Armijo's condition holds
             for _ in range(_MAX_HALVINGS):
-                w_new = self.w + t * self.d
+                np.add(self.w, np.multiply(self.d, t, out=w_new), out=w_new)
                 f_new, g_new = self.problem(w_new)
                 if np.isfinite(f_new) and f_new <= self.f + _ARMIJO * t * slope:
-                    beta = max(0.0, _dot(g_new, g_new - self.g) / _dot(self.g, self.g))
+                    beta = max(0.0, _dot(g_new, np.subtract(g_new, self.g, out=scratch), scratch)
+                               / _dot(self.g, self.g, scratch))
                     self.w, self.f, self.g, self.t = w_new, f_new, g_new, t
-                    self.d = -g_new + beta * self.d
+                    np.subtract(np.multiply(self.d, beta, out=self.d), g_new, out=self.d)
                     return self.f
                 t *= 0.5
         return self.f
