@@ -163,6 +163,23 @@ _CANVASES_JS = """() => {
     return walk(document); }"""
 
 
+#: every plot (a Bokeh canvas wider than a toolbar icon) and table of the page, shadow roots included, with the
+#: page's own scroll width and whether the sidebar is open
+PAGE_BOXES_JS = """() => {
+  const out = {plots: [], tables: [], scroll: document.scrollingElement.scrollWidth,
+               sidebar: (document.getElementById('sidebar') || {classList: {contains: () => false}}).classList.contains('show')};
+  const walk = root => root.querySelectorAll('*').forEach(el => {
+    if (el.tagName === 'CANVAS' || el.tagName === 'TABLE') {
+      const r = el.getBoundingClientRect();
+      if (r.width > 60 && r.height > 0 && getComputedStyle(el).visibility !== 'hidden')
+        (el.tagName === 'CANVAS' ? out.plots : out.tables).push([r.left, r.right, r.width]);
+    }
+    if (el.shadowRoot) walk(el.shadowRoot);
+  });
+  walk(document);
+  return out; }"""
+
+
 def count_canvases(page) -> int:
     """Canvases in the page, shadow roots included (every Bokeh plot draws into one)."""
     return page.evaluate(_CANVASES_JS)

@@ -8,7 +8,7 @@ import pytest
 
 from cofiviz.dashboards.catalog import APPS as CATALOG
 from cofiviz.dashboards.catalog import notebooks
-from conftest import ROOT, PanelServer, screenshot, wait_for_canvases
+from conftest import PAGE_BOXES_JS, ROOT, PanelServer, screenshot, wait_for_canvases
 
 pytestmark = pytest.mark.browser
 
@@ -67,21 +67,6 @@ def test_landing_page_lists_every_app_and_notebook_and_loads_nothing_from_elsewh
 #: a phone, a classroom projector, a small laptop and a desktop
 SIZES = [(390, 844), (1024, 768), (1280, 720), (1440, 900)]
 
-#: every plot (a Bokeh canvas wider than a toolbar icon) and table of the page, shadow roots included, with the
-#: page's own scroll width and whether the sidebar is open
-_BOXES_JS = """() => {
-  const out = {plots: [], tables: [], scroll: document.scrollingElement.scrollWidth,
-               sidebar: (document.getElementById('sidebar') || {classList: {contains: () => false}}).classList.contains('show')};
-  const walk = root => root.querySelectorAll('*').forEach(el => {
-    if (el.tagName === 'CANVAS' || el.tagName === 'TABLE') {
-      const r = el.getBoundingClientRect();
-      if (r.width > 60 && r.height > 0 && getComputedStyle(el).visibility !== 'hidden')
-        (el.tagName === 'CANVAS' ? out.plots : out.tables).push([r.left, r.right, r.width]);
-    }
-    if (el.shadowRoot) walk(el.shadowRoot);
-  });
-  walk(document);
-  return out; }"""
 
 
 @pytest.mark.parametrize("app", [""] + [Path(a).stem for a in APPS])
@@ -108,7 +93,7 @@ def test_every_page_serves_and_fits_a_phone_a_projector_and_a_desktop(server, ch
         else:
             page.set_viewport_size({"width": width, "height": height})
         page.wait_for_timeout(1500)    # the layout settles once every plot has its size
-        boxes = page.evaluate(_BOXES_JS)
+        boxes = page.evaluate(PAGE_BOXES_JS)
         screenshot(page, f"width-{name}-{width}")
         assert boxes["scroll"] <= width, f"{name} scrolls sideways at {width} px: {boxes['scroll']} px wide"
         outside = [b for b in boxes["plots"] + boxes["tables"] if b[0] < -1 or b[1] > width + 1]
@@ -128,5 +113,5 @@ def test_the_monitor_s_sidebar_starts_open_on_a_wide_screen_and_closed_on_a_phon
     page = chromium.new_page(viewport={"width": width, "height": 800})
     page.goto(f"{server.url}/monitor", wait_until="domcontentloaded")
     page.locator(READY["monitor"]).first.wait_for(timeout=120_000)
-    assert page.evaluate(_BOXES_JS)["sidebar"] is opened
+    assert page.evaluate(PAGE_BOXES_JS)["sidebar"] is opened
     page.close()

@@ -12,7 +12,7 @@ import panel as pn
 import psutil
 import pytest
 
-from conftest import WEBSOCKET_MAX_MESSAGE, PanelServer, count_canvases, screenshot, serve_command, wait_for_canvases
+from conftest import PAGE_BOXES_JS, WEBSOCKET_MAX_MESSAGE, PanelServer, count_canvases, screenshot, serve_command, wait_for_canvases
 from cofiviz.dashboards._shared import model_names
 from cofiviz.dashboards.monitor import UPLOAD, UPLOAD_LIMIT_MB, TrainingMonitor
 from cofiviz.background.training_process import COLUMNS, TrainingJob, TrainingProcess
@@ -732,7 +732,7 @@ def test_runs_pressed_together_wait_in_the_queue_the_page_shows(chromium, page_e
         b.mouse.move(1000, 10)                                     # no tooltip in the picture
         screenshot(b, "monitor-queue-1440")
         c.wait_for_timeout(500)
-        assert c.evaluate(_SIDEBAR_OPEN_JS) is False               # the drawer closed again: the notice shows
+        assert c.evaluate(PAGE_BOXES_JS)["sidebar"] is False               # the drawer closed again: the notice shows
         screenshot(c, "monitor-queue-390")
         a.get_by_role("button", name="Stop").click(timeout=120_000)
         a.get_by_text(", as asked.").first.wait_for(timeout=60_000)
@@ -741,7 +741,7 @@ def test_runs_pressed_together_wait_in_the_queue_the_page_shows(chromium, page_e
             assert _settled_points(page) >= 5
             assert not page.locator(".cofiviz-monitor-queue").first.is_visible()
         # the figures made at Run lie inside the phone's screen, one under the other, none narrower than 320 px
-        plots = c.evaluate(_PLOTS_JS)
+        plots = c.evaluate(PAGE_BOXES_JS)["plots"]
         assert len(plots) >= 5 and all(-1 <= left and right <= 391 and width >= 320
                                        for left, right, width in plots), plots
         assert page_errors.errors == [], page_errors.errors
@@ -750,13 +750,3 @@ def test_runs_pressed_together_wait_in_the_queue_the_page_shows(chromium, page_e
             page.close()
 
 
-#: the left and right edges and the width of every plot canvas of the page (shadow roots included)
-_PLOTS_JS = """() => { const out = [];
-  const walk = root => root.querySelectorAll('*').forEach(el => {
-    if (el.tagName === 'CANVAS') { const r = el.getBoundingClientRect();
-      if (r.width > 60 && r.height > 0) out.push([r.left, r.right, r.width]); }
-    if (el.shadowRoot) walk(el.shadowRoot); });
-  walk(document); return out; }"""
-
-#: whether the page's sidebar drawer is open
-_SIDEBAR_OPEN_JS = "() => document.getElementById('sidebar').classList.contains('show')"
