@@ -345,6 +345,7 @@ def main(argv=None) -> dict:
                         previous[model] = None
                         print(f"{model:<10} FAILED: {res['error']}", flush=True)
                     else:
+                        row["baseline_mb"] = b["peak_mb"]
                         row["delta_mb"] = res["peak_mb"] - b["peak_mb"]
                         previous[model] = row
                         print(f"{model:<10} {res['iterations']:>2} {res['seconds_per_iteration']:>9.3f} "
