@@ -5,9 +5,9 @@
                                                 [--ns 10 20 50] [--seeds 0 1 2] [--budget 120] [--json OUT]
 
 For each split (``lcr-weak``: N training ratings per user, 10 for validation, the rest test) and model:
-``Model.tune(train, valid, budget=B, seed=seed)`` (the model's search space, a seeded random search, the refit
-with the chosen setting: the best drawn trial, or the reference, the best of the configured model and its anchors,
-when the cross-check of :mod:`cofiviz.models.tuning` finds no gain on both halves; the row says which), then
+``cofiviz.search.tune(model, train, valid, budget=B, seed=seed)`` (the model's search space, a seeded random
+search, the refit with the chosen setting: the best drawn trial, or the reference, the best of the configured model and its anchors,
+when the cross-check of :mod:`cofiviz.search.tuning` finds no gain on both halves; the row says which), then
 NDCG@10 per test user beside ItemMean's (damping tuned on the same validation part with the same method), the
 mean per-user difference and its p-values (scipy's paired t-test and Wilcoxon signed-rank test). Prints one row
 per (model, N, seed) and the means over seeds; ``--json`` keeps every row.
@@ -27,6 +27,7 @@ from cofiviz import datasets
 from cofiviz.evaluation import evaluate
 from cofiviz.models import get_model_class, ranking_models
 from cofiviz.protocols import lcr_weak
+from cofiviz.search import tune
 from cofiviz.significance import paired_test
 
 METRIC = "ndcg@10"
@@ -60,12 +61,12 @@ def main(argv=None) -> int:
         for seed in args.seeds:
             split = lcr_weak(ratings, n_train=n, seed=seed)
             base = get_model_class("itemmean")()
-            base.tune(split.train, split.valid, budget=args.budget, trials=60, seed=seed)
+            tune(base, split.train, split.valid, budget=args.budget, trials=60, seed=seed)
             base_pu = per_user(base, split)
             for name in args.models:
                 model = get_model_class(name)()
                 t0 = time.perf_counter()
-                model.tune(split.train, split.valid, budget=args.budget, seed=seed)
+                tune(model, split.train, split.valid, budget=args.budget, seed=seed)
                 seconds = time.perf_counter() - t0
                 pu = per_user(model, split)
                 t = model.tuning_

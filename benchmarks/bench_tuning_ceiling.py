@@ -5,9 +5,9 @@
         [--ns 10 20 50] [--seeds 0 1 2] [--draws 40] [--json OUT]
 
 For each split (``lcr-weak``: N training ratings per user, 10 for validation, the rest test) and model: the
-configured model, its anchors (:func:`cofiviz.models.tuning.anchors`: ``tune_anchors`` and the item mean alone)
+configured model, its anchors (:func:`cofiviz.search.tuning.anchors`: ``tune_anchors`` and the item mean alone)
 and ``--draws`` settings drawn from its ``search_space`` (seeded by the split's seed), each fitted as a trial of
-:func:`cofiviz.models.tuning.tune` is (early stopping on the validation part), then scored on validation (NDCG@10, NDCG@5, AP) and on test (NDCG@10). Beside ItemMean with
+:func:`cofiviz.search.tuning.tune` is (early stopping on the validation part), then scored on validation (NDCG@10, NDCG@5, AP) and on test (NDCG@10). Beside ItemMean with
 its damping tuned on the same validation part, per (model, N), as means over the seeds:
 
 ``picked``     the test NDCG@10 of the setting with the best validation NDCG@10, minus the item mean's;
@@ -41,9 +41,9 @@ from cofiviz import datasets
 from cofiviz.errors import ModelFitError
 from cofiviz.metrics.scorer import per_user_metrics
 from cofiviz.models import get_model_class, ranking_models
-from cofiviz.models.space import sample
-from cofiviz.models.tuning import anchors, trial_params
 from cofiviz.protocols import lcr_weak
+from cofiviz.search import anchors, trial_params, tune
+from cofiviz.search.space import sample
 from cofiviz.significance import paired_test
 
 METRIC = "ndcg@10"
@@ -101,7 +101,7 @@ def main(argv=None) -> list[dict]:
         for seed in args.seeds:
             split = lcr_weak(ratings, n_train=n, seed=seed)
             base = get_model_class("itemmean")()
-            base.tune(split.train, split.valid, budget=60, trials=60, seed=seed)
+            tune(base, split.train, split.valid, budget=60, trials=60, seed=seed)
             im_users = per_user_metrics(base, split.test, [METRIC])[METRIC]
             im_test = float(np.nanmean(im_users))
             for name in args.models:

@@ -9,7 +9,7 @@ rest test; seeded) the damped item mean is tuned on the validation part (its dam
 ``cofiviz run itemmean --tune`` does), and each model is
 
 ``tune``      searched as ``cofiviz run MODEL --tune --budget B [--searcher S]`` does
-              (:func:`cofiviz.models.tuning.tune` on the validation part, seeded by the split's seed, then refitted
+              (:func:`cofiviz.search.tuning.tune` on the validation part, seeded by the split's seed, then refitted
               with the chosen setting; ``--searcher optuna``: Optuna's TPE with median pruning), or
 ``defaults``  fitted with its defaults, with the validation part for its early stopping.
 
@@ -40,7 +40,7 @@ import cofiviz
 from cofiviz import datasets
 from cofiviz.metrics.scorer import per_user_metrics
 from cofiviz.models import get_model_class, ranking_models
-from cofiviz.models.tuning import tune
+from cofiviz.search.tuning import tune
 from cofiviz.protocols import lcr_weak
 from cofiviz.significance import paired_test
 

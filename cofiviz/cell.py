@@ -150,7 +150,7 @@ def run_cell(cell: Cell, key: str | None = None, expected_version: str | None = 
 
     A fit that diverges (:class:`~cofiviz.errors.ModelFitError`) is an outcome of its setting, not a failure:
     :meth:`Results.diverged`, stored like any other cell, so that a grid with diverging settings completes (a
-    setting with a NaN validation value is never chosen, :func:`cofiviz.selection.choose_setting`).
+    setting with a NaN validation value is never chosen, :func:`cofiviz.search.selection.choose_setting`).
 
     Parameters
     ----------

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from cofiviz.models import GCR, ItemMean
-from cofiviz.models.tuning import ITEM_MEAN_DAMPINGS
+from cofiviz.search.tuning import ITEM_MEAN_DAMPINGS
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(BENCH))

@@ -221,7 +221,7 @@ def test_a_diverging_cell_is_a_stored_result_that_is_never_chosen(monkeypatch, t
 
 
 def test_a_setting_with_a_diverged_seed_is_never_chosen():
-    from cofiviz.selection import choose_setting
+    from cofiviz.search.selection import choose_setting
 
     rows = []
     for setting, valid in (("a", [0.5, 0.6]), ("b", [0.9, float("nan")]), ("c", [0.55, 0.56])):

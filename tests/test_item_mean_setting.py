@@ -1,6 +1,6 @@
 """Every ranking model can be reduced to the damped item mean (``item_mean_setting``), so that a search can
 always fall back on the baseline: at that setting it ranks each user's items as :class:`ItemMean` does, saved
-and loaded too, and :func:`cofiviz.models.tuning.tune` tries it and says in plain words when it wins."""
+and loaded too, and :func:`cofiviz.search.tuning.tune` tries it and says in plain words when it wins."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from cofiviz import Ratings
 from cofiviz.models import ItemMean, available_models, get_model_class
 from cofiviz.models.popularity import damped_item_mean
-from cofiviz.models.tuning import ITEM_MEAN_DAMPINGS, anchors, tune
+from cofiviz.search.tuning import ITEM_MEAN_DAMPINGS, anchors, tune
 
 from contract import planted
 
@@ -108,7 +108,7 @@ def test_the_gain_over_the_item_mean_and_its_noise_are_the_out_of_selection_diff
     """By hand: users of half A take the best of B minus the reference (0.2, 0.2, 0.2), users of half B the best
     of A minus it (0.1, 0.3, NaN left out): mean 0.2, noise z·sd/√n of those five; signs flip for a
     lower-is-better metric."""
-    from cofiviz.models.tuning import ITEM_MEAN_Z, cross_checked_noise
+    from cofiviz.search import ITEM_MEAN_Z, cross_checked_noise
 
     in_a = np.array([True, True, True, False, False, False])
     ref = np.zeros(6)

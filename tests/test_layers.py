@@ -28,7 +28,7 @@ LAYERS = [
     (5, ["cofiviz.metrics", "cofiviz.losses", "cofiviz.solvers", "cofiviz.search"]),
     (6, ["cofiviz.models"]),
     (7, ["cofiviz.evaluation", "cofiviz.significance"]),
-    (8, ["cofiviz.results", "cofiviz.experiment", "cofiviz.trace", "cofiviz.selection", "cofiviz.store",
+    (8, ["cofiviz.results", "cofiviz.experiment", "cofiviz.trace", "cofiviz.store",
          "cofiviz.sweep", "cofiviz.warmup", "cofiviz.training", "cofiviz.cell", "cofiviz.loading",
          "cofiviz.result_keys"]),
     (9, ["cofiviz.reproductions", "cofiviz.reproduce", "cofiviz.background"]),

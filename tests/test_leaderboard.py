@@ -7,7 +7,7 @@ import pytest
 
 from cofiviz import reproductions as R
 from cofiviz.models import available_models, baseline_models, get_model_class
-from cofiviz.models.space import contains
+from cofiviz.search.space import contains
 from cofiviz.reproductions.leaderboard import N_SETTINGS, PATIENCE, settings
 
 DATA = {"name": "synthetic", "kind": "popularity", "n_users": 120, "n_items": 80, "density": 0.5}

@@ -15,7 +15,7 @@ import cofiviz.warmup  # noqa: F401 - ``cofiviz.warmup`` the function shadows th
 from cofiviz.models import MODEL_REGISTRY, available_models
 from cofiviz.models.base import Model
 from cofiviz.models.scale import Scale
-from cofiviz.models.space import LogUniform
+from cofiviz.search.space import LogUniform
 
 
 def _item_bias_class(heavy: bool = False) -> type[Model]:

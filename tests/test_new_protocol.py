@@ -15,9 +15,9 @@ import cofiviz.protocols as P
 from cofiviz.cli import main
 from cofiviz.dashboards.monitor import TrainingMonitor
 from cofiviz.models import get_model_class
-from cofiviz.models import space as S
-from cofiviz.models.searchers import _distributions
-from cofiviz.models.tuning import tune
+from cofiviz.search import space as S
+from cofiviz.search.searchers import _distributions
+from cofiviz.search.tuning import tune
 from cofiviz.protocols.weak import weak_generalization
 from cofiviz.reproductions.leaderboard import settings
 

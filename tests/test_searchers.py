@@ -8,8 +8,8 @@ import pytest
 
 from cofiviz.errors import ParameterError
 from cofiviz.models import get_model_class
-from cofiviz.models.searchers import PRUNE_MIN_TRIALS, PRUNE_WARMUP_ITERATIONS
-from cofiviz.models.tuning import tune
+from cofiviz.search.searchers import PRUNE_MIN_TRIALS, PRUNE_WARMUP_ITERATIONS
+from cofiviz.search.tuning import tune
 
 from contract import planted
 

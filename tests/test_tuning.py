@@ -12,8 +12,8 @@ from cofiviz import datasets
 from cofiviz.cli import main
 from cofiviz.errors import ModelFitError, ParameterError
 from cofiviz.models import available_models, get_model_class
-from cofiviz.models import space as S
-from cofiviz.models.tuning import ITEM_MEAN_DAMPINGS, tune
+from cofiviz.search import space as S
+from cofiviz.search.tuning import ITEM_MEAN_DAMPINGS, tune
 from cofiviz.protocols.validation import carve_validation
 
 DATA = dict(kind="local_low_rank", n_users=120, n_items=80, n_ratings=3000, seed=0)
@@ -68,7 +68,7 @@ def test_a_seeded_search_repeats_and_refits_the_chosen_setting(parts):
     runs = []
     for _ in range(2):
         model = klass(max_iter=15)
-        model.tune(train, valid, budget=600, trials=4, seed=1)
+        tune(model, train, valid, budget=600, trials=4, seed=1)
         runs.append(model)
     a, b = (m.tuning_ for m in runs)
     assert [t["params"] for t in a.trials] == [t["params"] for t in b.trials]
@@ -95,7 +95,7 @@ def test_a_seeded_search_repeats_and_refits_the_chosen_setting(parts):
 def test_without_validation_a_tenth_of_train_is_carved_and_the_refit_uses_all_of_train(parts):
     train, _ = parts
     model = get_model_class("gcr")(max_iter=8)
-    model.tune(train, budget=600, trials=2, seed=0)
+    tune(model, train, budget=600, trials=2, seed=0)
     t = model.tuning_
     assert t.validation == "carved"
     assert model.max_iter == max(1, t.trials[t.chosen]["iterations"]) and model.patience == 0
@@ -132,10 +132,10 @@ def test_a_finite_space_is_searched_without_repeats_and_ends_once_every_setting_
 def test_fixed_parameters_are_not_searched(parts):
     train, valid = parts
     model = get_model_class("gcr")(max_iter=3, rank=4)
-    model.tune(train, valid, budget=600, trials=3, seed=0, fixed={"rank"})
+    tune(model, train, valid, budget=600, trials=3, seed=0, fixed={"rank"})
     assert all("rank" not in t["params"] for t in model.tuning_.trials) and model.rank == 4
     with pytest.raises(ParameterError, match="no parameter"):
-        model.tune(train, valid, trials=1, fixed={"nope"})
+        tune(model, train, valid, trials=1, fixed={"nope"})
 
 
 def test_a_diverging_setting_is_a_failed_trial(parts, monkeypatch):
@@ -145,13 +145,13 @@ def test_a_diverging_setting_is_a_failed_trial(parts, monkeypatch):
     monkeypatch.setattr(klass, "tune_anchors", ())  # every trial after the first is a diverging draw
     monkeypatch.setattr(klass, "item_mean_setting", None)
     model = klass(max_iter=20, tol=0.0)
-    model.tune(train, valid, budget=600, trials=3, seed=0)
+    tune(model, train, valid, budget=600, trials=3, seed=0)
     t = model.tuning_
     assert t.chosen == 0 and all(tr["error"] and np.isnan(tr["score"]) for tr in t.trials[1:])
     assert "lr" in t.trials[1]["error"]
     # a search whose every setting diverges says so
     with pytest.raises(ModelFitError, match="every trial"):
-        klass(max_iter=20, tol=0.0, lr=1e7).tune(train, valid, budget=600, trials=2, seed=0)
+        tune(klass(max_iter=20, tol=0.0, lr=1e7), train, valid, budget=600, trials=2, seed=0)
 
 
 def test_bad_budget_and_trials_are_parameter_errors(parts):
@@ -159,7 +159,7 @@ def test_bad_budget_and_trials_are_parameter_errors(parts):
     model = get_model_class("itemmean")()
     for kwargs in ({"budget": 0}, {"budget": -1.0}, {"trials": 0}):
         with pytest.raises(ParameterError):
-            model.tune(train, valid, **kwargs)
+            tune(model, train, valid, **kwargs)
 
 
 def _cli(*args, cwd):
@@ -198,7 +198,7 @@ def test_cli_tune_and_preset(tmp_path, parts, monkeypatch, capsys):
 def test_the_cross_check_estimates_the_gain_on_the_half_the_selection_did_not_see():
     """Half A's best is judged on B and B's best on A: a setting better only on the users it was picked on
     gains nothing, one better on both halves gains its mean difference, NaN users are left out."""
-    from cofiviz.models.tuning import cross_checked_gain, cross_checked_gains
+    from cofiviz.search import cross_checked_gain, cross_checked_gains
 
     in_a = np.array([True, True, False, False])
     configured = np.array([0.5, 0.5, 0.5, 0.5])

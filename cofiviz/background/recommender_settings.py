@@ -1,7 +1,7 @@
 """MovieLens 100K's settings of every model for the recommendations page, chosen once by a search and shipped.
 
 :func:`ship_settings` (``python -m cofiviz.background.recommender_settings --ship``) tunes each model as the page's
-pool would (:func:`cofiviz.models.tuning.tune`, :data:`BUDGET` seconds, seed 0, a seeded tenth of each user's
+pool would (:func:`cofiviz.search.tuning.tune`, :data:`BUDGET` seconds, seed 0, a seeded tenth of each user's
 ratings held out), fits the choice on all the ratings to time it, and writes :data:`SETTINGS_FILE` (package data).
 :func:`shipped_settings` reads it for :mod:`.recommenders`, whose fresh server then spends on each model only its
 fit. The trials a budget allows depend on the machine; the choice of a given number of trials does not
@@ -21,7 +21,7 @@ from pathlib import Path
 from .._version import __version__
 from ..jsonable import jsonable
 from ..models import available_models, make_model
-from ..models.tuning import tune
+from ..search.tuning import tune
 from .offered import load_dataset
 
 __all__ = ["DATA", "BUDGET", "SETTINGS_FILE", "shipped_settings", "settings_digest", "ship_settings"]
@@ -64,7 +64,7 @@ def ship_settings(names=None, budget: float = BUDGET, path: str | Path = SETTING
     """Search each model's settings on MovieLens 100K and write the choices to ``path`` (:data:`SETTINGS_FILE`).
 
     Each model of ``names`` (default: every registered one) is tuned as :func:`.recommenders.train_one` would tune it
-    (:func:`cofiviz.models.tuning.tune`, ``budget`` seconds, seed 0, a held-out tenth of each user's ratings),
+    (:func:`cofiviz.search.tuning.tune`, ``budget`` seconds, seed 0, a held-out tenth of each user's ratings),
     then fitted on all the ratings with the choice, whose seconds order the pool's training (:func:`.recommenders.ordered`).
     The entries of other models already in ``path`` are kept. The trials a budget allows depend on the machine;
     the choice of a given number of trials does not (``tune(..., trials=...)`` repeats it to the last bit), and

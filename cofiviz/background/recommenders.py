@@ -10,7 +10,7 @@ from there instead of training again.
 How a model is trained is its :class:`Recipe` (:func:`recipe`):
 
 MovieLens 100K
-    fitted on all the ratings with the settings that :func:`cofiviz.models.tuning.tune` chose for it on a
+    fitted on all the ratings with the settings that :func:`cofiviz.search.tuning.tune` chose for it on a
     seeded tenth of the ratings held out (a search of :data:`BUDGET` seconds), a search made once and shipped
     with cofiviz (:mod:`.recommender_settings`). A fresh server then spends on each model only its fit, not its
     search. A model the file does not hold is tuned here (a budget of :data:`BUDGET` seconds,
@@ -59,7 +59,7 @@ from .._version import __version__
 from ..datasets import default_cache_dir
 from ..jsonable import jsonable
 from ..models import available_models, get_model_class, make_model
-from ..models.tuning import tune
+from ..search.tuning import tune
 from .offered import load_dataset
 from .recommender_settings import BUDGET, DATA, SETTINGS_FILE, settings_digest, shipped_settings
 from .training_process import leave_a_core, worker_context
@@ -97,7 +97,7 @@ class Recipe:
     Attributes
     ----------
     search : bool
-        Tune the model's settings (:func:`cofiviz.models.tuning.tune`) before the fit; else its defaults.
+        Tune the model's settings (:func:`cofiviz.search.tuning.tune`) before the fit; else its defaults.
     tune_users : int, optional
         Tune on a seeded sample of this many users (all their ratings) instead of every user; the model is
         then refitted on all the ratings.
@@ -274,7 +274,7 @@ def _fit(name: str, ratings, budget: float, quick: bool, data: str, how: Recipe 
     ratings = ratings if how.per_user is None else cap_per_user(ratings, how.per_user)
     model = make_model(name, **how.params)
     if how.search and how.tune_users is None and how.fit_users is None:
-        model.tune(ratings, None, budget=budget, seed=0)
+        tune(model, ratings, None, budget=budget, seed=0)
         return model, len(model.tuning_.trials), ratings, how
     trials = None
     if how.search:

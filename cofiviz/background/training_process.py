@@ -44,7 +44,7 @@ from multiprocessing import forkserver
 
 from .. import protocols
 from ..models import make_model
-from ..models.tuning import tune
+from ..search.tuning import tune
 from ..ratings import Ratings
 from ..training import train_and_evaluate
 from .offered import load_dataset
@@ -101,7 +101,7 @@ class TrainingJob:
         A dashboard data set's label (the worker has it loaded) or the ratings themselves (an upload).
     tune_budget : float
         When positive, first tune the model on the split's validation part for that many seconds
-        (:meth:`cofiviz.models.Model.tune`), then train with the chosen setting.
+        (:func:`cofiviz.search.tune`), then train with the chosen setting.
     score_throttle : float, optional
         The curves' :class:`~cofiviz.trace.Trace` ``throttle`` (default :data:`SCORE_THROTTLE`); None scores
         every iteration.
@@ -163,7 +163,7 @@ def _child_main(rows, control, job: TrainingJob, threads: int | None = None) -> 
     (:func:`~.run_story.summarize`) or ``("error", message)``. A tuning job first sends ``("trial", dict)``
     per trial of the search and ``("tuned", dict)`` with the setting it trains (``params``), the trial it
     comes from (``chosen``), whether that is the search's reference (``kept_reference``) or the item mean alone
-    (``item_mean``), and the search's verdict in plain words (``summary``, :meth:`~cofiviz.models.tuning.Tuning.summary`).
+    (``item_mean``), and the search's verdict in plain words (``summary``, :meth:`~cofiviz.search.tuning.Tuning.summary`).
     ``threads`` caps its numba threads; the server may change the cap while it trains (applied between
     iterations)."""
     stop = threading.Event()

@@ -11,10 +11,10 @@ from typing import Any
 from ..metrics.names import check_metrics
 from ..metrics.scorer import default_threshold
 from ..models import get_model_class
-from ..models.searchers import SEARCHERS
-from ..models.tuning import tune as tune_model
+from ..search.searchers import SEARCHERS
+from ..search.tuning import tune as tune_model
 from ..protocols import carve_validation
-from ..selection import grid_search
+from ..search.selection import grid_search
 from ..split import Split
 from ..training import train_and_evaluate
 from .options import (UsageError, add_reading_arguments, convert_model_sets, parse_sets, print_table, reading,
@@ -54,7 +54,7 @@ def add_parser(sub) -> None:
                    help="start from a named setting of the model (paper: the paper's own settings); --set overrides")
     r.add_argument("--tune", action="store_true",
                    help="search the model's search space on the validation part (--valid, else a seeded tenth of "
-                        "train), then refit with the chosen setting (see cofiviz.models.tuning); --set values stay fixed")
+                        "train), then refit with the chosen setting (see cofiviz.search.tuning); --set values stay fixed")
     r.add_argument("--budget", type=float, default=60.0, metavar="SECONDS", help="time the --tune search may take")
     r.add_argument("--trials", type=int, default=None, metavar="N",
                    help="at most N --tune trials (a repeatable search)")
@@ -160,8 +160,7 @@ def run(args) -> int:
             if not args.quiet:
                 shown = ", ".join(f"{k}={v}" for k, v in cand.items() if k in values)
                 print(f"search {shown}: {first} = {score:.4f}", file=sys.stderr)
-        found = grid_search(klass, candidates, s_train, s_valid, first, threshold=threshold, ymax=args.ymax, on=on,
-                            log=log)
+        found = grid_search(klass, candidates, s_train, s_valid, first, threshold=threshold, ymax=args.ymax, log=log)
         chosen = found.best
         search = {"chosen": {k: chosen[k] for k in values},
                   "candidates": [{"params": c, "score": s} for c, s in zip(found.candidates, found.scores)],

@@ -48,7 +48,6 @@ from .divergence import DivergenceWatch, check_divergence
 # the registry's functions are re-exported here, where the model contract is looked for
 from .registry import MODEL_REGISTRY, available_models, get_model_class, make_model
 from .scale import Scale
-from .tuning import tune as tune_model
 
 __all__ = ["Model", "IterationInfo", "NotFittedError", "MODEL_REGISTRY", "get_model_class", "available_models",
            "make_model"]
@@ -145,7 +144,7 @@ class Model(param.Parameterized):
                              doc="Early stopping: iterations without validation improvement (0: off).")
     valid_metric = param.String(default="ndcg@10", doc="Metric watched by early stopping.")
 
-    #: What :meth:`tune` searches: parameter name -> a distribution of :mod:`cofiviz.models.space`, ranges drawn
+    #: What :func:`cofiviz.search.tune` searches: parameter name -> a distribution of :mod:`cofiviz.search.space`, ranges drawn
     #: from the settings the reproductions found to matter. Empty: tuning fits the model as configured.
     search_space: ClassVar[dict] = {}
     #: The parameters under which :attr:`search_space`'s values mean what they say, where a default differs: a
@@ -154,13 +153,13 @@ class Model(param.Parameterized):
     #: The parameters that count iterations, besides ``max_iter``: an inner loop of the fit (a hyper-parameter
     #: ascent, say) that a quick fit caps as it caps ``max_iter``.
     inner_iterations: ClassVar[tuple[str, ...]] = ()
-    #: Settings :meth:`tune` tries right after the configured model, before its random draws, each over the
+    #: Settings :func:`cofiviz.search.tune` tries right after the configured model, before its random draws, each over the
     #: configured values (the configured model on the damped item-mean offset, say): safe starting points that a
     #: drawn setting must beat on both halves of the validation users to be chosen instead.
     tune_anchors: ClassVar[tuple[dict, ...]] = ()
     #: The parameters that make the model rank as the damped item mean alone (no factors, or factors held at 0 by
     #: a large penalty, and the fixed item offset of :mod:`cofiviz.models.prior` on), its damping left out.
-    #: :meth:`tune` tries it at each damping of :data:`cofiviz.models.tuning.ITEM_MEAN_DAMPINGS` among its
+    #: :func:`cofiviz.search.tune` tries it at each damping of :data:`cofiviz.search.tuning.ITEM_MEAN_DAMPINGS` among its
     #: anchors, so that a search can always fall back on the baseline. None: the model has no such setting.
     item_mean_setting: ClassVar[dict | None] = None
     #: Named settings for :meth:`from_preset`; ``"paper"`` holds the paper's own settings.
@@ -218,22 +217,6 @@ class Model(param.Parameterized):
             raise ParameterError(f"{cls.model_name()} has no preset {name!r}; its presets: "
                                  f"{', '.join(cls.presets) or 'none'}")
         return cls(**{**cls.presets[name], **params})
-
-    def tune(self, train: Ratings, valid: Ratings | None = None, *, budget: float = 60.0, trials: int | None = None,
-             metric: str | None = None, seed: int = 0, fixed=(), log: Callable[[dict], Any] | None = None
-             ) -> "Model":
-        """Search :attr:`search_space` on validation ratings for at most ``budget`` seconds, keep the best
-        setting and refit with it; the search is in ``tuning_`` (:class:`~cofiviz.models.tuning.Tuning`).
-
-        Without ``valid`` a seeded tenth of each user's training ratings is held out for the search. See
-        :func:`cofiviz.models.tuning.tune` for the method and the parameters.
-
-        Returns
-        -------
-        self
-        """
-        tune_model(self, train, valid, budget=budget, trials=trials, metric=metric, seed=seed, fixed=fixed, log=log)
-        return self
 
     def _check_params(self) -> None:
         """Refuse a combination of parameter values that no fit can run, with a :class:`ParameterError` naming them

@@ -65,7 +65,7 @@ from . import _local_kernels as lk
 from ._local_kernels import apply_adagrad
 from .base import Model
 from .prior import ItemPriorParams
-from .space import Choice, IntLogUniform, LogUniform
+from ..search.space import Choice, IntLogUniform, LogUniform
 
 __all__ = ["Bilinear", "encode_features", "BILINEAR_LOSSES", "warmup"]
 
@@ -205,7 +205,7 @@ class Bilinear(Model, ItemPriorParams):
     ``user_feature_names_``, ``item_feature_names_``; ``sides_``: what each side uses.
     """
 
-    #: what :meth:`tune` searches (see :mod:`cofiviz.models.space`); ``presets``: named settings
+    #: what :func:`cofiviz.search.tune` searches (see :mod:`cofiviz.search.space`); ``presets``: named settings
     search_space = {"loss": Choice(("plackett_luce", "log_a", "rao_kupper", "smoothed_rank")),
                     "rank": IntLogUniform(5, 50), "lr": LogUniform(0.01, 0.5), "reg": LogUniform(0.01, 1.0),
                     "gamma": LogUniform(0.3, 10.0), "features": Choice(("both", "latent")),

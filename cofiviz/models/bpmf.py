@@ -41,7 +41,7 @@ from ..ratings import Ratings
 from ..solvers import dense
 from .base import Model
 from .nmf import item_csr
-from .space import IntLogUniform, LogUniform
+from ..search.space import IntLogUniform, LogUniform
 
 __all__ = ["BPMF", "warmup", "sample_wishart"]
 
@@ -147,7 +147,7 @@ class BPMF(Model):
     over the samples drawn up to the best sweep.
     """
 
-    #: what :meth:`tune` searches (see :mod:`cofiviz.models.space`); ``presets``: named settings
+    #: what :func:`cofiviz.search.tune` searches (see :mod:`cofiviz.search.space`); ``presets``: named settings
     search_space = {"rank": IntLogUniform(2, 30), "alpha": LogUniform(0.3, 4.0)}
     presets = {"paper": {"alpha": 2.0, "beta0": 2.0, "burn_in": 10}}
 

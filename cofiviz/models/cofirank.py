@@ -91,7 +91,7 @@ from ..solvers.bmrm import warmup as bmrm_warmup
 from .base import Model
 from .scale import Scale
 from .popularity import damped_item_mean
-from .space import Choice, IntLogUniform, LogUniform
+from ..search.space import Choice, IntLogUniform, LogUniform
 
 __all__ = ["CofiRank", "warmup"]
 
@@ -197,7 +197,7 @@ class CofiRank(Model):
         ‖U‖ and ‖M‖.
     """
 
-    #: what :meth:`tune` searches (see :mod:`cofiviz.models.space`); ``presets``: named settings
+    #: what :func:`cofiviz.search.tune` searches (see :mod:`cofiviz.search.space`); ``presets``: named settings
     #: (``max_iter``: one alternation after the regression warm start was best on validation; from uniform
     #: factors the ranking settles within ten or so)
     search_space = {"rank": IntLogUniform(10, 100), "reg": LogUniform(1.0, 30.0), "offsets": Choice((False, True)),

@@ -52,7 +52,7 @@ from . import _gapfm_kernels as K
 from .base import Model
 from .scale import Scale
 from .prior import ItemPriorParams
-from .space import Choice, IntLogUniform, LogUniform
+from ..search.space import Choice, IntLogUniform, LogUniform
 
 __all__ = ["GAPfm", "warmup"]
 
@@ -152,7 +152,7 @@ class GAPfm(Model, ItemPriorParams):
     count.
     """
 
-    #: what :meth:`tune` searches (see :mod:`cofiviz.models.space`); ``presets``: named settings
+    #: what :func:`cofiviz.search.tune` searches (see :mod:`cofiviz.search.space`); ``presets``: named settings
     search_space = {"rank": IntLogUniform(5, 30), "reg": LogUniform(0.001, 0.3), "learning_rate": LogUniform(0.02, 2.0),
                     "init_scale": LogUniform(0.01, 0.3), "item_reg": Choice((0.0, 0.01, 0.03, 0.1, 0.3)),
                     "item_prior": Choice((8.0, 16.0, 32.0)), "prior_damping": Choice((5.0, 10.0, 25.0, 50.0))}

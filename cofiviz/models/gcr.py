@@ -22,7 +22,7 @@ from . import _local_kernels as lk
 from ._local import PairwiseFactorModel
 from .regsvd import warmup as svd_warmup
 from .scale import Scale
-from .space import Choice, IntLogUniform, LogUniform
+from ..search.space import Choice, IntLogUniform, LogUniform
 
 __all__ = ["GCR", "warmup"]
 
@@ -65,7 +65,7 @@ class GCR(PairwiseFactorModel):
         Early stopping on validation data (``fit(train, valid)``), restoring the best iterate.
     """
 
-    #: what :meth:`tune` searches (see :mod:`cofiviz.models.space`); ``presets``: named settings
+    #: what :func:`cofiviz.search.tune` searches (see :mod:`cofiviz.search.space`); ``presets``: named settings
     search_space = {"loss": Choice(("log_m", "log_a", "hinge_a")), "rank": IntLogUniform(5, 50),
                     "lr": LogUniform(0.01, 1.0), "reg": LogUniform(0.03, 3.0),
                     "item_prior": Choice((0.0, 1.0, 2.0))}

@@ -60,7 +60,7 @@ from . import _gp_evidence as ge
 from . import _gp_kernels as gk
 from .base import Model
 from .scale import Scale
-from .space import LogUniform
+from ..search.space import LogUniform
 
 __all__ = ["GPR", "GPOR", "CGPR", "CGPOR", "item_features", "warmup"]
 

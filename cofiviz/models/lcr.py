@@ -36,7 +36,7 @@ from ._local import LocalParams, PairwiseFactorModel, local_kernels
 from .gcr import warmup as gcr_warmup
 from .regsvd import warmup as svd_warmup
 from .scale import Scale
-from .space import Choice, IntLogUniform, LogUniform, Uniform
+from ..search.space import Choice, IntLogUniform, LogUniform, Uniform
 
 __all__ = ["LCR", "warmup"]
 
@@ -93,7 +93,7 @@ class LCR(PairwiseFactorModel, LocalParams):
     steps per iteration).
     """
 
-    #: what :meth:`tune` searches (see :mod:`cofiviz.models.space`); ``presets``: named settings
+    #: what :func:`cofiviz.search.tune` searches (see :mod:`cofiviz.search.space`); ``presets``: named settings
     search_space = {"loss": Choice(("log_m", "log_a", "hinge_a")), "rank": IntLogUniform(5, 20),
                     "lr": LogUniform(0.05, 1.0), "reg": LogUniform(0.03, 1.0), "bandwidth": Uniform(0.6, 1.2),
                     "n_local": IntLogUniform(8, 50),

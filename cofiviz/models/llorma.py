@@ -40,7 +40,7 @@ from .base import Model
 from .convergence import StopsOnRMSE
 from .prior import ItemPriorParams
 from .regsvd import warmup as svd_warmup
-from .space import IntLogUniform, LogUniform
+from ..search.space import IntLogUniform, LogUniform
 
 __all__ = ["LLORMA", "warmup"]
 
@@ -75,7 +75,7 @@ class LLORMA(StopsOnRMSE, Model, LocalParams, ItemPriorParams):
         Early stopping on validation data (``fit(train, valid)``), restoring the best iterate.
     """
 
-    #: what :meth:`tune` searches (see :mod:`cofiviz.models.space`); ``presets``: named settings
+    #: what :func:`cofiviz.search.tune` searches (see :mod:`cofiviz.search.space`); ``presets``: named settings
     search_space = {"rank": IntLogUniform(3, 30), "reg": LogUniform(1.0, 50.0), "n_local": IntLogUniform(8, 50)}
     item_mean_setting = {"rank": 0, "biased": False, "item_prior": 1.0}
     presets = {"paper": {"n_local": 50, "bandwidth": 0.8, "kernel": "epanechnikov"}}

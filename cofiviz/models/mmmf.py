@@ -48,7 +48,7 @@ from ..ratings import Ratings
 from . import _mmmf_kernels as mk
 from .base import Model
 from .prior import ItemPriorParams
-from .space import IntLogUniform, LogUniform
+from ..search.space import IntLogUniform, LogUniform
 
 __all__ = ["MMMF", "warmup"]
 

@@ -27,7 +27,7 @@ from ..errors import DataError, ParameterError
 from ..ratings import Ratings
 from ..solvers import dense
 from .base import Model
-from .space import IntLogUniform, LogUniform
+from ..search.space import IntLogUniform, LogUniform
 
 __all__ = ["NMF", "warmup", "item_csr"]
 
@@ -121,7 +121,7 @@ class NMF(Model):
     data; every MovieLens rating is).
     """
 
-    #: what :meth:`tune` searches (see :mod:`cofiviz.models.space`); ``presets``: named settings
+    #: what :func:`cofiviz.search.tune` searches (see :mod:`cofiviz.search.space`); ``presets``: named settings
     search_space = {"rank": IntLogUniform(5, 50), "reg": LogUniform(0.01, 30.0)}
     presets = {"paper": {"missing": "ignore"}}
 

@@ -17,7 +17,7 @@ import param
 
 from ..ratings import Ratings
 from .base import Model
-from .space import Choice, Uniform
+from ..search.space import Choice, Uniform
 
 __all__ = ["PopRec", "ItemMean", "DEFAULT_DAMPING", "damped_item_mean"]
 
@@ -108,7 +108,7 @@ class PopRec(_ItemModel):
     much-disliked item ranks high: the rank-1 problem of the blog post in its purest form.
     """
 
-    #: what :meth:`tune` searches (see :mod:`cofiviz.models.space`); ``presets``: named settings
+    #: what :func:`cofiviz.search.tune` searches (see :mod:`cofiviz.search.space`); ``presets``: named settings
     search_space = {"tie_break": Choice(("mean", "none"))}
 
     tie_break = param.Selector(default="mean", objects=["mean", "none"],
@@ -139,7 +139,7 @@ class ItemMean(_ItemModel):
         (10) was chosen on validation data on MovieLens 100K (see :data:`DEFAULT_DAMPING`).
     """
 
-    #: what :meth:`tune` searches (see :mod:`cofiviz.models.space`); ``presets``: named settings
+    #: what :func:`cofiviz.search.tune` searches (see :mod:`cofiviz.search.space`); ``presets``: named settings
     search_space = {"damping": Uniform(0.0, 50.0)}
 
     damping = param.Number(default=DEFAULT_DAMPING, bounds=(0.0, None), inclusive_bounds=(True, True),

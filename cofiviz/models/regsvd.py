@@ -60,7 +60,7 @@ from . import _wals_kernels as wk
 from . import _mf_kernels as mk
 from .base import Model
 from .convergence import StopsOnRMSE
-from .space import IntLogUniform, LogUniform
+from ..search.space import IntLogUniform, LogUniform
 
 __all__ = ["RegSVD", "regsvd_factors", "warmup"]
 
@@ -109,7 +109,7 @@ class RegSVD(StopsOnRMSE, Model):
         Epochs (SGD) or sweeps (ALS) at most.
     """
 
-    #: what :meth:`tune` searches (see :mod:`cofiviz.models.space`); ``presets``: named settings
+    #: what :func:`cofiviz.search.tune` searches (see :mod:`cofiviz.search.space`); ``presets``: named settings
     search_space = {"rank": IntLogUniform(5, 100), "reg": LogUniform(0.005, 0.5), "reg_bias": LogUniform(0.005, 0.5),
                     "lr": LogUniform(0.002, 0.05)}
     presets = {"paper": {"solver": "sgd", "biased": True, "center": True}}

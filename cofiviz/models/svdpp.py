@@ -46,7 +46,7 @@ from ..ratings import Ratings
 from . import _svdpp_kernels as K
 from .base import Model
 from .convergence import StopsOnRMSE
-from .space import IntLogUniform, LogUniform
+from ..search.space import IntLogUniform, LogUniform
 
 __all__ = ["SVDpp", "warmup"]
 
@@ -80,7 +80,7 @@ class SVDpp(StopsOnRMSE, Model):
     """
 
     display = "SVD++"
-    #: what :meth:`tune` searches (see :mod:`cofiviz.models.space`); ``presets``: named settings
+    #: what :func:`cofiviz.search.tune` searches (see :mod:`cofiviz.search.space`); ``presets``: named settings
     search_space = {"rank": IntLogUniform(5, 50), "reg": LogUniform(0.005, 0.5), "reg_bias": LogUniform(0.005, 0.5),
                     "lr": LogUniform(0.002, 0.05)}
     presets = {"paper": {"rank": 10}}

@@ -61,7 +61,7 @@ from . import _neighbour_preferences as NP
 from ._lambdarank import LinearLambdaRank
 from .prior import ItemPriorParams
 from .scale import Scale
-from .space import Choice
+from ..search.space import Choice
 
 __all__ = ["WLT", "FEATURE_NAMES", "warmup"]
 

@@ -17,14 +17,11 @@ per-user test values (tens of megabytes) do not ship; the table's paired tests d
 
 from __future__ import annotations
 
-import math
 import zlib
 
-import numpy as np
-
 from ..models import available_models, baseline_models, get_model_class
-from ..models.space import sample, size
 from ..protocols import OFFERED
+from ..search.space import draw_settings
 from .spec import Method, Reproduction, register
 
 __all__ = ["N_SETTINGS", "PATIENCE", "MAX_ITER", "HEAVY_MAX_ITER", "settings", "leaderboard_methods"]
@@ -40,16 +37,6 @@ MAX_ITER = 30
 #: defaults only: each EM iteration on MovieLens 1M multiplies 3,706 × 3,706 matrices and factors one in
 #: fixed-order numba kernels (minutes on one core), so that three settings at 30 iterations would take days
 HEAVY_MAX_ITER = 5
-
-
-def _rounded(value):
-    """A drawn value as a setting shows it: floats to three significant digits, integers and choices as drawn."""
-    if isinstance(value, (float, np.floating)):
-        v = float(value)
-        return v if v == 0 or not math.isfinite(v) else float(f"{v:.3g}")
-    if isinstance(value, np.integer):
-        return int(value)
-    return value
 
 
 def settings(model: str, n: int = N_SETTINGS) -> list[dict]:
@@ -72,9 +59,7 @@ def settings(model: str, n: int = N_SETTINGS) -> list[dict]:
     """
     klass = get_model_class(model)
     space = dict(getattr(klass, "search_space", {}) or {})
-    out: list[dict] = [{}]
-    if not space:
-        return out
+    return draw_settings(space, {k: klass.param[k].default for k in space}, n, zlib.crc32(model.encode()))
     defaults = {k: klass.param[k].default for k in space}
     seen = {repr(sorted(defaults.items()))}
     finite = size(space)

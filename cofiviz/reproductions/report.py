@@ -14,7 +14,7 @@ import pandas as pd
 
 from ..metrics.names import lower_is_better
 from ..results import Results
-from ..selection import choose_setting
+from ..search.selection import choose_setting
 from ..significance import best_against_others, holm
 from .lcr import figure_summary, short_labels
 from .spec import REPRODUCTIONS, Reproduction, paper_frame

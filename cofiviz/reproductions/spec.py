@@ -203,7 +203,7 @@ class Reproduction:
         the table's metrics.
     methods : list of Method
     selection : {"per_metric", "mean", "none"}
-        How a method's setting is chosen on validation (see :func:`cofiviz.selection.choose_setting`).
+        How a method's setting is chosen on validation (see :func:`cofiviz.search.selection.choose_setting`).
     threshold : float, optional
         Relevance threshold of the binary metrics.
     protocol_params, trace : dict

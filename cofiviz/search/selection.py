@@ -1,4 +1,4 @@
-"""Fit a grid of settings and choose one on validation data, with the one rule of :mod:`cofiviz.search`.
+"""Fit a grid of settings and choose one on validation data, with the one rule of :mod:`cofiviz.search.rule`.
 
 Two shapes of the same search:
 
@@ -18,10 +18,9 @@ from typing import Any, Callable, Sequence
 
 import pandas as pd
 
-from .evaluation import evaluate
-from .ratings import Ratings
-from .search import best_index
-from .split import Split
+from ..ratings import Ratings
+from .rule import best_index
+from .trials import fit_and_score
 
 __all__ = ["choose_setting", "grid_search", "GridSearch"]
 
@@ -77,19 +76,18 @@ class GridSearch:
 
 
 def grid_search(klass, candidates: Sequence[dict], train: Ratings, valid: Ratings, metric: str, *,
-                threshold: float = 4.0, ymax: float | None = None, on: str = "valid",
+                threshold: float = 4.0, ymax: float | None = None,
                 log: Callable[[dict, float], Any] | None = None) -> GridSearch:
     """Fit ``klass(**candidate)`` on ``train`` for every candidate, score ``metric`` on ``valid``, choose.
 
-    Each fit early-stops on ``valid`` when its ``patience`` asks for it; the score is the mean of
-    ``metric`` over the users of ``valid`` (:func:`cofiviz.evaluate`); the chosen candidate is the one
-    :func:`cofiviz.search.best_index` picks. ``log(candidate, score)`` is called after each fit.
+    Each candidate is fitted and scored by :func:`~cofiviz.search.trials.fit_and_score`, as a tuning run's trials
+    are: early stopping on ``valid`` when its ``patience`` asks for it, the mean of ``metric`` over the users of
+    ``valid``; the chosen candidate is the one :func:`~cofiviz.search.rule.best_index` picks. ``log(candidate,
+    score)`` is called after each fit.
     """
-    inner = Split(train=train, test=valid, protocol={"name": f"search on {on}"})
     scores = []
     for cand in candidates:
-        model = klass(**cand).fit(train, valid=valid)
-        score = evaluate(model, inner, metrics=[metric], part="test", threshold=threshold, ymax=ymax).means[metric]
+        score = fit_and_score(klass, cand, train, valid, metric, threshold=threshold, ymax=ymax).score
         scores.append(score)
         if log is not None:
             log(cand, score)

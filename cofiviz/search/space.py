@@ -21,7 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 
 __all__ = ["Dimension", "Uniform", "LogUniform", "IntUniform", "IntLogUniform", "Choice", "sample", "describe",
-           "size", "contains"]
+           "size", "contains", "draw_settings"]
 
 
 class Dimension(ABC):
@@ -174,3 +174,44 @@ def contains(space: dict, params: dict) -> bool:
 def describe(space: dict) -> str:
     """The space as text, one parameter a line."""
     return "\n".join(f"{name}: {dist}" for name, dist in space.items())
+
+
+def _rounded(value):
+    """A drawn value as a setting shows it: floats to three significant digits, integers and choices as drawn."""
+    if isinstance(value, (float, np.floating)):
+        v = float(value)
+        return v if v == 0 or not math.isfinite(v) else float(f"{v:.3g}")
+    if isinstance(value, np.integer):
+        return int(value)
+    return value
+
+
+def draw_settings(space: dict, defaults: dict, n: int, seed: int) -> list[dict]:
+    """``{}`` (the defaults), then up to ``n - 1`` settings drawn from ``space``: a fixed grid of it.
+
+    The draws come from ``numpy.random.default_rng(seed)``, rounded to three significant digits; a draw equal to
+    the defaults (``defaults``: the space's parameters at their defaults) or to an earlier draw is skipped (at most
+    100 draws are made), and a space with fewer than ``n`` settings gives all it has. The leaderboards fit each
+    model at these settings.
+
+    Returns
+    -------
+    list of dict
+        Parameter dicts, the first one empty.
+    """
+    out: list[dict] = [{}]
+    if not space:
+        return out
+    seen = {repr(sorted(defaults.items()))}
+    finite = size(space)
+    rng = np.random.default_rng(seed)
+    attempts = 0
+    while len(out) < n and attempts < 100 and (finite is None or len(seen) < finite):
+        attempts += 1
+        draw = {k: _rounded(v) for k, v in sample(space, rng).items()}
+        key = repr(sorted(draw.items()))
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(draw)
+    return out

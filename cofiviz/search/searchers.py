@@ -1,6 +1,6 @@
 """Where a search's next setting comes from: seeded random draws, or Optuna's TPE with pruning and a stored study.
 
-:func:`cofiviz.models.tuning.tune` runs the trials, keeps their per-user validation values and applies its
+:func:`cofiviz.search.tune` runs the trials, keeps their per-user validation values and applies its
 selection rule; a searcher only proposes the settings of the drawn trials (after the configured model and the
 anchors), may stop a drawn trial early, and learns each trial's outcome.
 
@@ -30,7 +30,7 @@ from .space import contains, sample
 __all__ = ["SEARCHERS", "RandomSearcher", "OptunaSearcher", "make_searcher", "PRUNE_MIN_TRIALS",
            "PRUNE_WARMUP_ITERATIONS"]
 
-#: the searchers :func:`~cofiviz.models.tuning.tune` accepts
+#: the searchers :func:`~cofiviz.search.tuning.tune` accepts
 SEARCHERS = ("random", "optuna")
 #: how many earlier drawn trials must have reached an iteration before the pruner may stop a trial there
 PRUNE_MIN_TRIALS = 5
@@ -85,7 +85,7 @@ class OptunaSearcher:
     Parameters
     ----------
     space : dict
-        The search space (:mod:`cofiviz.models.space` distributions).
+        The search space (:mod:`cofiviz.search.space` distributions).
     seed : int
         Seed of the sampler.
     direction : {"maximize", "minimize"}

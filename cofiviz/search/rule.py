@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from .metrics.names import lower_is_better
+from ..metrics.names import lower_is_better
 
 __all__ = ["best_index"]
 

@@ -52,22 +52,18 @@ import pandas as pd
 
 from ..errors import ModelFitError, ParameterError
 from ..metrics.names import check_metrics, lower_is_better
-from ..metrics.scorer import per_user_metrics
 from ..protocols.validation import carve_validation
 from ..ratings import Ratings
-from ..search import best_index
+from .crosscheck import best_on, cross_check, cross_checked_gains, cross_checked_noise
+from .rule import best_index
 from .searchers import make_searcher
 from .space import contains, size
+from .trials import fit_and_score
 
-__all__ = ["Tuning", "tune", "trial_params", "cross_checked_gain", "cross_checked_gains", "anchors",
-           "cross_checked_noise", "EARLY_STOP_PATIENCE", "ITEM_MEAN_DAMPINGS", "ITEM_MEAN_Z"]
+__all__ = ["Tuning", "tune", "choose", "trial_params", "anchors", "EARLY_STOP_PATIENCE", "ITEM_MEAN_DAMPINGS"]
 
 #: the patience a trial early-stops with when the model's own ``patience`` is 0
 EARLY_STOP_PATIENCE = 10
-#: how many standard errors its mean a search's gain over the item mean must reach, the per-user differences taken on
-#: the half of the validation users each best trial was not chosen on: a one-sided paired test at the 5 % level
-#: (normal approximation)
-ITEM_MEAN_Z = 1.645
 #: the dampings (pseudo-ratings at the global mean) the item-mean anchors are tried at: the range of
 #: :class:`~cofiviz.models.ItemMean`'s own search space, 0 to 50
 ITEM_MEAN_DAMPINGS = (0.0, 5.0, 10.0, 25.0, 50.0)
@@ -167,37 +163,6 @@ class Tuning:
                 "trials": [dict(t) for t in self.trials]}
 
 
-def cross_checked_gains(reference: np.ndarray, best_a: np.ndarray, best_b: np.ndarray, in_a: np.ndarray,
-                        lower_is_better: bool = False) -> tuple[float, float]:
-    """What a search gains over the reference on each half it did not select on (module docstring).
-
-    Parameters
-    ----------
-    reference, best_a, best_b : float arrays (one value per user, NaN where not scored)
-        Per-user validation values of the reference (the configured model or an anchor), of the trial best
-        on the users of half A and of the trial best on half B.
-    in_a : bool array
-        The users of half A (the others are half B).
-    lower_is_better : bool
-        The metric's direction.
-
-    Returns
-    -------
-    (float, float)
-        ``mean_B(best_a) − mean_B(reference)`` and ``mean_A(best_b) − mean_A(reference)``, their signs flipped
-        for a lower-is-better metric so that a positive gain is an improvement; NaN where a half has no scored
-        user.
-    """
-    in_b, mean, sign = ~in_a, _scored_mean, -1.0 if lower_is_better else 1.0
-    return (sign * (mean(best_a, in_b) - mean(reference, in_b)), sign * (mean(best_b, in_a) - mean(reference, in_a)))
-
-
-def cross_checked_gain(reference: np.ndarray, best_a: np.ndarray, best_b: np.ndarray, in_a: np.ndarray,
-                       lower_is_better: bool = False) -> float:
-    """The mean of :func:`cross_checked_gains`: the two-fold estimate of what a search gains over the reference."""
-    return float(np.mean(cross_checked_gains(reference, best_a, best_b, in_a, lower_is_better)))
-
-
 def anchors(klass, fixed=()) -> list[dict]:
     """The settings a search of ``klass`` tries after the configured model, before its draws: ``tune_anchors``,
     then ``item_mean_setting`` at each of :data:`ITEM_MEAN_DAMPINGS` (as ``prior_damping``); those that set a
@@ -217,54 +182,6 @@ def trial_params(klass, base: dict, drawn: dict, metric: str) -> dict:
     if klass.iterative and params.get("patience", 0) == 0:
         params["patience"] = EARLY_STOP_PATIENCE
     return params
-
-
-def _scored_mean(values: np.ndarray, mask: np.ndarray) -> float:
-    """The mean of ``values[mask]`` over its scored (non-NaN) users; NaN when there is none."""
-    v = values[mask]
-    v = v[~np.isnan(v)]
-    return float(v.mean()) if len(v) else float("nan")
-
-
-def _best_on(values: dict, among, mask: np.ndarray, sign: float) -> int:
-    """The trial of ``among`` whose per-user ``values`` have the best mean on the users of ``mask`` (ties: the
-    earlier trial; a half without scored users counts as the worst)."""
-    def score(i):
-        mean = _scored_mean(values[i], mask)
-        return -np.inf if np.isnan(mean) else sign * mean
-    return max(sorted(among), key=lambda i: (score(i), -i))
-
-
-def _cross_check(values: dict, reference: int, among, in_a: np.ndarray, sign: float) -> tuple[float, float]:
-    """What the trials of ``among`` gain over ``reference`` on the half of the validation users each best one was
-    not chosen on (:func:`cross_checked_gains`)."""
-    best_a, best_b = _best_on(values, among, in_a, sign), _best_on(values, among, ~in_a, sign)
-    return cross_checked_gains(values[reference], values[best_a], values[best_b], in_a, sign < 0)
-
-
-def cross_checked_noise(reference: np.ndarray, best_a: np.ndarray, best_b: np.ndarray, in_a: np.ndarray,
-                        lower_is_better: bool = False) -> tuple[float, float]:
-    """The out-of-selection gain over the reference on all the validation users, and its noise.
-
-    Each user contributes one difference: a user of half B ``best_a − reference``, a user of half A
-    ``best_b − reference`` (sign flipped for a lower-is-better metric; users not scored on both sides left out).
-
-    Returns
-    -------
-    (float, float)
-        The mean of these differences, and ``ITEM_MEAN_Z`` standard errors of it (``ITEM_MEAN_Z · sd / √n``);
-        NaN below two users.
-    """
-    sign = -1.0 if lower_is_better else 1.0
-    d = sign * np.where(in_a, best_b - reference, best_a - reference)
-    d = d[~np.isnan(d)]
-    if len(d) < 2:
-        return float("nan"), float("nan")
-    return float(d.mean()), float(ITEM_MEAN_Z * d.std(ddof=1) / np.sqrt(len(d)))
-
-
-class _Pruned(Exception):
-    """A trial the searcher's pruner stopped."""
 
 
 def _identity(klass, base: dict, metric: str, fixed, seed: int, train: Ratings, valid: Ratings) -> dict:
@@ -313,7 +230,7 @@ def tune(model, train: Ratings, valid: Ratings | None = None, *, budget: float =
         Polled after every iteration of a trial; once it returns True the running trial ends at that iteration
         and no other starts (the search then chooses among the trials it has).
     searcher : {"random", "optuna"}
-        Where the drawn trials' settings come from (:mod:`cofiviz.models.searchers`): seeded random draws, or
+        Where the drawn trials' settings come from (:mod:`cofiviz.search.searchers`): seeded random draws, or
         Optuna's seeded TPE sampler, whose median pruner also stops a drawn trial that falls behind the earlier
         ones at the same iteration. The configured trial, the anchors and the selection rule are the same.
     storage : str or Path, optional
@@ -326,6 +243,43 @@ def tune(model, train: Ratings, valid: Ratings | None = None, *, budget: float =
     Tuning
     """
     klass = type(model)
+    metric, fixed = _checked(klass, model, budget, trials, metric, fixed)
+    base = model.get_params()
+    search_train, search_valid, carved = train, valid, valid is None or len(valid) == 0
+    if carved:
+        search_train, search_valid = carve_validation(train, seed=seed)
+    space = {k: v for k, v in (getattr(klass, "search_space", {}) or {}).items() if k not in fixed}
+    draws = make_searcher(searcher, space, np.random.default_rng(seed), seed,
+                          "minimize" if lower_is_better(metric) else "maximize",
+                          _identity(klass, base, metric, fixed, seed, search_train, search_valid), storage)
+    out = Tuning(metric, budget=float(budget), validation="carved" if carved else "given")
+    start = time.perf_counter()
+    run = _Trials(klass, base, metric, fixed, space, draws, search_train, search_valid)
+    run.resume(out)
+    limit = trials if trials is not None else (1 if not space else None)
+    run.run(out, limit, deadline=start + budget, hard_stop=start + 1.5 * budget,
+            stopped=stop if stop is not None else (lambda: False), log=log)
+    if all(np.isnan(t["score"]) for t in out.trials):
+        raise ModelFitError(f"every trial of the search diverged; the first: {out.trials[0]['error']}")
+    # the cross-check's halves, from their own stream (the draws of the settings do not depend on them)
+    in_a = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0]).random(search_valid.n_users) < 0.5
+    out.chosen, out.check = choose([t["score"] for t in out.trials], run.values_of, run.item_mean_trials,
+                                   run.ref_trials, in_a, metric)
+    best = dict(run.fitted[out.chosen])
+    out.best_params = {**best, "patience": base.get("patience", 0), "valid_metric": base.get("valid_metric", metric)}
+    out.refit_params = dict(best)
+    if carved and klass.iterative:
+        out.refit_params.update(max_iter=max(1, out.trials[out.chosen]["iterations"]), patience=0)
+    model.set_params(**out.refit_params)
+    if refit:
+        model.fit(train, valid=None if carved else valid)
+    out.seconds = time.perf_counter() - start
+    model.tuning_ = out
+    return out
+
+
+def _checked(klass, model, budget, trials, metric, fixed) -> tuple[str, set]:
+    """The canonical validation metric and the set of fixed parameters, after checking a search's arguments."""
     if not isinstance(budget, (int, float)) or not budget > 0:
         raise ParameterError(f"budget must be a positive number of seconds, got {budget!r}")
     if trials is not None and (not isinstance(trials, (int, np.integer)) or trials < 1):
@@ -335,107 +289,145 @@ def tune(model, train: Ratings, valid: Ratings | None = None, *, budget: float =
     unknown = sorted(fixed - set(klass.param_names()))
     if unknown:
         raise ParameterError(f"{klass.model_name()} has no parameter(s) {', '.join(unknown)} to fix")
-    space = {k: v for k, v in (getattr(klass, "search_space", {}) or {}).items() if k not in fixed}
-    starts = anchors(klass, fixed)
-    # the item-mean anchors come last among them
-    first_item_mean = 1 + len([a for a in getattr(klass, "tune_anchors", ()) if not set(a) & fixed])
-    item_mean_trials: set = set()
-    shown = list(space) + sorted({k for a in starts for k in a} - set(space))  # what a trial's params show
-    base = model.get_params()
-    search_valid, search_train, carved = valid, train, valid is None or len(valid) == 0
-    if carved:
-        search_train, search_valid = carve_validation(train, seed=seed)
-    rng = np.random.default_rng(seed)
-    draws = make_searcher(searcher, space, rng, seed, "minimize" if lower_is_better(metric) else "maximize",
-                          _identity(klass, base, metric, fixed, seed, search_train, search_valid), storage)
-    # the cross-check's halves, from their own stream (the draws of the settings do not depend on them)
-    in_a = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0]).random(search_valid.n_users) < 0.5
-    sign = -1.0 if lower_is_better(metric) else 1.0
-    values_of: dict = {}  # per-user validation values of each trial that did not diverge
-    ref_trials: set = set()  # the configured trial and the anchors
-    out = Tuning(metric, budget=float(budget), validation="carved" if carved else "given")
-    start = time.perf_counter()
-    deadline = start + budget
-    hard_stop = start + 1.5 * budget
-    limit = trials if trials is not None else (1 if not space else None)
-    fitted = []
-    stopped = stop if stop is not None else (lambda: False)
-    n_settings = size(space) if space else None
-    tried: dict = {}  # the settings tried, as text, and their scores
-    tried_in_space = 0
+    return metric, fixed
 
-    def key(params: dict) -> str:
-        return repr([params[k] for k in shown])
 
-    def exhausted() -> bool:
-        return n_settings is not None and tried_in_space >= n_settings
+class _Trials:
+    """The trials of one search as they run: the configured model, the anchors, then the searcher's draws.
 
-    for old in draws.resumed():  # a stored study's trials, as they ended
-        trial, params = old["trial"], trial_params(klass, base, old["trial"]["params"], metric)
-        index = len(out.trials)
-        if old["values"] is not None and not trial.get("pruned"):
-            values_of[index] = old["values"]
-            if old["kind"] != "drawn":
-                ref_trials.add(index)
-        if old["kind"] == "item_mean":
-            item_mean_trials.add(index)
-        tried[key(params)] = trial["score"]
-        tried_in_space += contains(space, params)
-        out.trials.append(trial)
-        fitted.append(params)
-    out.resumed = len(out.trials)
-    while ((limit is None or len(out.trials) < limit) and (not out.trials or time.perf_counter() < deadline)
-           and not (out.trials and (stopped() or exhausted()))):
-        drawn, reference = {}, len(out.trials) <= len(starts)
-        kind = "configured" if not out.trials else "anchor"
-        if starts and 0 < len(out.trials) <= len(starts):
-            drawn = starts[len(out.trials) - 1]
-            if key({**base, **drawn}) in tried:  # an anchor the configured model already is: one more draw
+    Keeps what the choice needs: every trial's fitted parameters (``fitted``), the per-user validation values of
+    each trial that did not diverge (``values_of``), the reference trials (the configured one and the anchors) and
+    the item-mean anchors among them.
+    """
+
+    def __init__(self, klass, base: dict, metric: str, fixed: set, space: dict, draws, train: Ratings,
+                 valid: Ratings):
+        self.klass, self.base, self.metric, self.space, self.draws = klass, base, metric, space, draws
+        self.train, self.valid = train, valid
+        self.starts = anchors(klass, fixed)
+        # the item-mean anchors come last among them
+        self.first_item_mean = 1 + len([a for a in getattr(klass, "tune_anchors", ()) if not set(a) & fixed])
+        self.shown = list(space) + sorted({k for a in self.starts for k in a} - set(space))  # what a trial shows
+        self.n_settings = size(space) if space else None
+        self.tried: dict = {}  # the settings tried, as text, and their scores
+        self.tried_in_space = 0
+        self.fitted: list[dict] = []
+        self.values_of: dict = {}
+        self.ref_trials: set = set()
+        self.item_mean_trials: set = set()
+
+    def key(self, params: dict) -> str:
+        return repr([params[k] for k in self.shown])
+
+    def exhausted(self) -> bool:
+        return self.n_settings is not None and self.tried_in_space >= self.n_settings
+
+    def resume(self, out: Tuning) -> None:
+        """Take a stored study's trials, as they ended, as the search's first ones."""
+        for old in self.draws.resumed():
+            trial, params = old["trial"], trial_params(self.klass, self.base, old["trial"]["params"], self.metric)
+            index = len(out.trials)
+            if old["values"] is not None and not trial.get("pruned"):
+                self.values_of[index] = old["values"]
+                if old["kind"] != "drawn":
+                    self.ref_trials.add(index)
+            if old["kind"] == "item_mean":
+                self.item_mean_trials.add(index)
+            self.tried[self.key(params)] = trial["score"]
+            self.tried_in_space += contains(self.space, params)
+            out.trials.append(trial)
+            self.fitted.append(params)
+        out.resumed = len(out.trials)
+
+    def next_setting(self, n: int) -> tuple[dict, bool, str]:
+        """``(drawn parameters, whether a reference trial, kind)`` of trial ``n``."""
+        drawn, reference = {}, n <= len(self.starts)
+        kind = "configured" if not n else "anchor"
+        if self.starts and 0 < n <= len(self.starts):
+            drawn = self.starts[n - 1]
+            if self.key({**self.base, **drawn}) in self.tried:  # an anchor the configured model is: one more draw
                 drawn, reference = {}, False
-            elif len(out.trials) >= first_item_mean:
-                item_mean_trials.add(len(out.trials))
+            elif n >= self.first_item_mean:
+                self.item_mean_trials.add(n)
                 kind = "item_mean"
-        if out.trials and not drawn:
-            drawn, reference, kind = draws.propose(lambda d: tried.get(key({**base, **d}))), False, "drawn"
-        params = trial_params(klass, base, drawn, metric)
-        tried[key(params)] = float("nan")
-        tried_in_space += contains(space, params)
+        if n and not drawn:
+            drawn, reference, kind = self.draws.propose(lambda d: self.tried.get(self.key({**self.base, **d}))), \
+                False, "drawn"
+        return drawn, reference, kind
+
+    def run(self, out: Tuning, limit, *, deadline: float, hard_stop: float, stopped, log) -> None:
+        """Trials while the budget lasts (``limit`` at most), each appended to ``out.trials``."""
+        while ((limit is None or len(out.trials) < limit) and (not out.trials or time.perf_counter() < deadline)
+               and not (out.trials and (stopped() or self.exhausted()))):
+            n = len(out.trials)
+            drawn, reference, kind = self.next_setting(n)
+            params = trial_params(self.klass, self.base, drawn, self.metric)
+            self.tried[self.key(params)] = float("nan")
+            self.tried_in_space += contains(self.space, params)
+            trial, values = self.one(n, params, kind, hard_stop, stopped)
+            if values is not None:
+                self.values_of[n] = values
+                if reference:
+                    self.ref_trials.add(n)
+            self.tried[self.key(params)] = trial["score"]
+            self.draws.record(trial, values, kind)
+            out.trials.append(trial)
+            self.fitted.append(params)
+            if log is not None:
+                log(trial)
+
+    def one(self, n: int, params: dict, kind: str, hard_stop: float, stopped) -> tuple[dict, np.ndarray | None]:
+        """Trial ``n`` fitted and scored (:func:`~.trials.fit_and_score`): its record and its per-user values (None
+        for a diverged or pruned trial)."""
         t0 = time.perf_counter()
-        trial = {"trial": len(out.trials), "params": {k: params[k] for k in shown},
+        trial = {"trial": n, "params": {k: params[k] for k in self.shown},
                  "score": float("nan"), "iterations": 0, "seconds": 0.0, "error": ""}
         pruned = []
 
         def callback(info):
-            if kind == "drawn" and draws.prune(info.metrics.get(f"valid_{metric}", float("nan")), info.iteration):
+            if kind == "drawn" and self.draws.prune(info.metrics.get(f"valid_{self.metric}", float("nan")),
+                                                    info.iteration):
                 pruned.append(info.iteration)
             return bool(pruned) or time.perf_counter() > hard_stop or stopped()
 
         values = None
         try:
-            candidate = klass(**params).fit(search_train, valid=search_valid, callbacks=callback)
-            if pruned:
-                raise _Pruned
-            values = per_user_metrics(candidate, search_valid, [metric], train=candidate.train_)[metric]
-            scored = values[~np.isnan(values)]
-            trial["score"] = float(scored.mean()) if len(scored) else float("nan")
-            trial["iterations"] = int(candidate.best_iteration_ or len(candidate.history_))
-            values_of[len(out.trials)] = values
-            if reference:
-                ref_trials.add(len(out.trials))
+            found = fit_and_score(self.klass, params, self.train, self.valid, self.metric, callbacks=callback,
+                                  score_if=lambda _: not pruned)
+            if pruned:  # a drawn trial the pruner stopped: not a candidate
+                trial["pruned"], trial["iterations"] = pruned[0], pruned[0]
+            else:
+                values = found.values
+                trial["score"] = found.score
+                trial["iterations"] = int(found.model.best_iteration_ or len(found.model.history_))
         except ModelFitError as exc:  # a diverging setting is a failed trial, not a failed search
             trial["error"] = str(exc)
-        except _Pruned:  # a drawn trial the pruner stopped: not a candidate
-            trial["pruned"], trial["iterations"] = pruned[0], pruned[0]
         trial["seconds"] = time.perf_counter() - t0
-        tried[key(params)] = trial["score"]
-        draws.record(trial, values, kind)
-        out.trials.append(trial)
-        fitted.append(params)
-        if log is not None:
-            log(trial)
-    scores = [t["score"] for t in out.trials]
-    if all(np.isnan(s) for s in scores):
-        raise ModelFitError(f"every trial of the search diverged; the first: {out.trials[0]['error']}")
+        return trial, values
+
+
+def choose(scores: list, values_of: dict, item_mean_trials: set, ref_trials: set, in_a: np.ndarray,
+           metric: str) -> tuple[int, dict]:
+    """The search's selection rule (module docstring): the chosen trial and the record of its cross-checks.
+
+    Parameters
+    ----------
+    scores : list of float
+        Every trial's validation score (NaN: diverged or pruned).
+    values_of : dict
+        Trial -> per-user validation values, for the trials that are candidates.
+    item_mean_trials, ref_trials : set
+        The item-mean anchors; the reference trials (the configured one and the anchors).
+    in_a : bool array
+        The validation users of half A.
+    metric : str
+
+    Returns
+    -------
+    (int, dict)
+        The chosen trial and :attr:`Tuning.check`.
+    """
+    sign = -1.0 if lower_is_better(metric) else 1.0
     nan2 = (float("nan"), float("nan"))
 
     def best_of(trials) -> int:
@@ -448,7 +440,7 @@ def tune(model, train: Ratings, valid: Ratings | None = None, *, budget: float =
     item_mean_gains, item_mean_gain, item_mean_noise, item_mean = nan2, float("nan"), float("nan"), False
     if means and others:
         ref_mean = best_of(means)
-        best_a, best_b = _best_on(values_of, others, in_a, sign), _best_on(values_of, others, ~in_a, sign)
+        best_a, best_b = best_on(values_of, others, in_a, sign), best_on(values_of, others, ~in_a, sign)
         item_mean_gains = cross_checked_gains(values_of[ref_mean], values_of[best_a], values_of[best_b], in_a,
                                               sign < 0)
         item_mean_gain, item_mean_noise = cross_checked_noise(values_of[ref_mean], values_of[best_a],
@@ -458,28 +450,16 @@ def tune(model, train: Ratings, valid: Ratings | None = None, *, budget: float =
         item_mean = True
     # then among the other settings: a drawn one must beat the best of the configured trial and the anchors
     pool = set(means) if item_mean else others
-    out.chosen = best_of(pool)
+    chosen = best_of(pool)
     refs = sorted(ref_trials & pool)
     reference = best_of(refs) if refs else 0
     gains = nan2
-    if out.chosen not in refs and refs:
-        gains = _cross_check(values_of, reference, pool, in_a, sign)
-    kept_reference = bool(refs) and (out.chosen in refs or not (gains[0] > 0 and gains[1] > 0))
-    out.check = {"reference": reference, "best": out.chosen, "gains": list(gains), "gain": float(np.mean(gains)),
-                 "kept_reference": kept_reference, "item_mean": item_mean,
-                 "item_mean_trial": best_of(means) if means else None, "item_mean_gains": list(item_mean_gains),
-                 "item_mean_gain": item_mean_gain, "item_mean_noise": item_mean_noise,
-                 "users": [int(np.sum(in_a)), int(search_valid.n_users - np.sum(in_a))]}
-    if kept_reference:
-        out.chosen = reference
-    best = dict(fitted[out.chosen])
-    out.best_params = {**best, "patience": base.get("patience", 0), "valid_metric": base.get("valid_metric", metric)}
-    out.refit_params = dict(best)
-    if carved and klass.iterative:
-        out.refit_params.update(max_iter=max(1, out.trials[out.chosen]["iterations"]), patience=0)
-    model.set_params(**out.refit_params)
-    if refit:
-        model.fit(train, valid=None if carved else valid)
-    out.seconds = time.perf_counter() - start
-    model.tuning_ = out
-    return out
+    if chosen not in refs and refs:
+        gains = cross_check(values_of, reference, pool, in_a, sign)
+    kept_reference = bool(refs) and (chosen in refs or not (gains[0] > 0 and gains[1] > 0))
+    check = {"reference": reference, "best": chosen, "gains": list(gains), "gain": float(np.mean(gains)),
+             "kept_reference": kept_reference, "item_mean": item_mean,
+             "item_mean_trial": best_of(means) if means else None, "item_mean_gains": list(item_mean_gains),
+             "item_mean_gain": item_mean_gain, "item_mean_noise": item_mean_noise,
+             "users": [int(np.sum(in_a)), int(len(in_a) - np.sum(in_a))]}
+    return (reference if kept_reference else chosen), check
