@@ -481,7 +481,7 @@ def test_docstring_examples():
     import importlib
 
     failed = 0
-    for name in ("ranking", "ndcg", "precision", "gap", "eru", "pairs", "batch"):
+    for name in ("ranking", "ndcg", "precision", "gap", "eru", "pairs", "batch", "terms"):
         mod = importlib.import_module(f"cofiviz.metrics.{name}")
         failed += doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE).failed
     assert failed == 0

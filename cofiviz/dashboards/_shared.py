@@ -13,18 +13,13 @@ import param
 
 from ..models import available_models
 
-__all__ = ["model_names", "KERNEL_LOCK", "use_thread_safe_numba", "SessionWorker", "clamp", "BoundedInput"]
-
-#: Serialises numba-parallel work from several threads when the threading layer is not thread-safe
-#: (numba's ``workqueue`` layer crashes on concurrent parallel kernels; ``omp`` and ``tbb`` do not).
-KERNEL_LOCK = threading.RLock()
-
+__all__ = ["model_names", "use_thread_safe_numba", "SessionWorker", "clamp", "BoundedInput"]
 
 def use_thread_safe_numba() -> str:
     """Ask numba for the thread-safe ``omp`` layer (effective only before the first parallel kernel runs).
 
-    Returns the configured layer name. :func:`kernels_need_lock` tells whether the layer actually in
-    use still needs :data:`KERNEL_LOCK`.
+    Returns the configured layer name. :func:`cofiviz.background.cells.kernels_need_lock` tells whether the layer
+    actually in use still needs :data:`~cofiviz.background.cells.KERNEL_LOCK`.
     """
     # idle OpenMP threads sleep instead of spinning: on a small machine spinning workers starve the
     # server's event loop (read by libgomp when it loads, so set before the first parallel kernel)
@@ -32,14 +27,6 @@ def use_thread_safe_numba() -> str:
     if numba.config.THREADING_LAYER in ("default", "workqueue"):
         numba.config.THREADING_LAYER = "omp"
     return numba.config.THREADING_LAYER
-
-
-def kernels_need_lock() -> bool:
-    """True when concurrent parallel kernels from several threads are unsafe (workqueue) or unknown."""
-    try:
-        return numba.threading_layer() == "workqueue"
-    except ValueError:  # no parallel kernel launched yet: the layer is not chosen, be careful
-        return numba.config.THREADING_LAYER not in ("omp", "tbb", "threadsafe")
 
 
 def model_names() -> list[str]:

@@ -10,8 +10,9 @@ store (written by ``cofiviz reproduce NAME`` or by a sweep), so cached results s
 data sets read from the user's files (EachMovie, the Netflix Prize, Yelp) shows, in its Data choice, each run of
 them the store holds (found from the cells' manifests, the data not read again); the rows not run yet show their
 published numbers, and the page says which files they need and the command that runs them. The cells
-still missing are listed; "Compute" runs the chosen one (or all, one after another) in a worker thread
-of the visitor's session, writes it into the store and redraws. Stop takes effect after the current
+still missing are listed; "Compute" asks :func:`cofiviz.background.cells.compute_cells` for the chosen one (or
+all, one after another), in a worker thread of the visitor's session, which writes it into the store; the page
+redraws after each. Stop takes effect after the current
 cell; closing the tab stops the worker. ``panel serve apps/comparisons.py`` serves it;
 ``Comparisons()`` shows it inline in JupyterLab.
 """
@@ -24,18 +25,18 @@ import threading
 import time
 from functools import partial
 
-import numba
 import pandas as pd
 import panel as pn
 import param
 
+from ..background.cells import compute_cells, describe_cell
 from ..errors import ParameterError
-from ..reproductions import REPRODUCTIONS, compute_cell, figure_trends, short_labels
+from ..reproductions import REPRODUCTIONS, figure_trends, short_labels
 from ..reproductions.report import p_text
 from ..reproductions.run import files_needed, shipped_note, views
 from ..reproductions.spec import data_label
 from ..store import default_store
-from ._shared import KERNEL_LOCK, SessionWorker, kernels_need_lock
+from ._shared import SessionWorker
 from .theme import HEADINGS_CSS, PlotFlow, side_by_side
 
 __all__ = ["Comparisons", "default_store", "read_all"]
@@ -44,11 +45,6 @@ _FIGURES = ("Figure 1", "Figure 2", "Figure 3", "Figure 5")
 #: p_holm: the Wilcoxon test against the best method of the same N, Holm-corrected across the table
 _TABLE_COLUMNS = ["N", "method", "paper", "original", "cofiviz", "cofiviz_std", "diff", "vs_best", "p_holm", "seeds",
                   "status", "setting"]
-
-
-def _describe(cell) -> str:
-    text = cell.describe()
-    return text if len(text) < 150 else text[:147] + "…"
 
 
 def _horizontal_group_labels(plot, element):
@@ -279,7 +275,7 @@ class Comparisons(pn.viewable.Viewer):
             notes += figure_trends(st.table)      # the trends the paper states, against the stored runs
         self._notes.object = "\n".join(f"- {x}" for x in notes)
         pending = st.pending
-        self._pending_select.options = {f"{i + 1}. {_describe(c)}": i for i, (c, _) in enumerate(pending[:500])}
+        self._pending_select.options = {f"{i + 1}. {describe_cell(c)}": i for i, (c, _) in enumerate(pending[:500])}
         self._compute.disabled = self._compute_all.disabled = self._work.busy or not pending
         self._draw()
 
@@ -422,23 +418,8 @@ class Comparisons(pn.viewable.Viewer):
         return self._work.join(timeout)
 
     def _run_cells(self, todo, version):
-        numba.set_num_threads(max(1, numba.config.NUMBA_NUM_THREADS - 1))  # a core for the event loop
-        error, ran = None, 0
-        for cell, key in todo:
-            if self._work.stop.is_set():
-                break
-            t0 = time.perf_counter()
-            try:
-                if kernels_need_lock():
-                    with KERNEL_LOCK:
-                        compute_cell(cell, key, self.store, version)
-                else:
-                    compute_cell(cell, key, self.store, version)
-            except Exception as exc:  # shown in the page; the other cells still run
-                error = f"Cell {_describe(cell)} failed: {exc}"
-                continue
-            ran += 1
-            self._work.schedule(self._cell_done, ran, len(todo), _describe(cell), time.perf_counter() - t0)
+        ran, error = compute_cells(todo, self.store, version, self._work.stop,
+                                   on_cell=lambda *done: self._work.schedule(self._cell_done, *done))
         self._work.schedule(self._finish, ran, len(todo), error)
 
     def _cell_done(self, ran, total, what, seconds):

@@ -4,7 +4,8 @@ Eight items with true grades 0..5 are ranked by scores. The visitor moves an ite
 buttons swap its place with its neighbour), edits the grades or the scores as text (equal scores make
 ties, which are highlighted and broken by :data:`cofiviz.metrics.TIE_RULE`), and sees NDCG@k, AP,
 GAP, P@k, ERU, MRR and ERR recomputed with the library's own functions, each position's contribution to
-each metric, and the formulas with the current numbers. ``panel serve apps/playground.py`` serves it;
+each metric (the terms each metric family declares, :func:`cofiviz.metrics.position_terms`), and the formulas
+with the current numbers. ``panel serve apps/playground.py`` serves it;
 in JupyterLab, ``MetricPlayground()`` shows it inline.
 
 Cascade vs non-cascade: NDCG, P@k and ERU add up one term per position that depends only on the item
@@ -79,16 +80,25 @@ def parse_numbers(text: str, n: int, name: str, *, integers: bool = False, low=N
     return tuple(out)
 
 
+def _names(k: int) -> dict:
+    """The library's metric name of each metric of :data:`METRICS` at cutoff ``k``."""
+    return {"NDCG@k": f"ndcg@{k}", "AP": "ap", "GAP": "gap", "P@k": f"p@{k}", "ERU": "eru", "MRR": "mrr",
+            "ERR": "err"}
+
+
+def _all_terms(grades, scores, k, threshold, d, alpha) -> dict:
+    """:func:`cofiviz.metrics.position_terms` of each metric of :data:`METRICS` on one list."""
+    return {m: M.position_terms(grades, scores, name, threshold=threshold, ymax=YMAX, d=d, alpha=alpha)
+            for m, name in _names(k).items()}
+
+
 def metric_values(grades, scores, k: int = 5, threshold: float = 4, d: float = 3, alpha: float = 5) -> dict:
     """The seven metrics of :data:`METRICS` of one list, then one per metric family registered beyond cofiviz's own
     (:func:`cofiviz.metrics.register`, at cutoff ``k`` when it takes one), computed by :mod:`cofiviz.metrics` (NaN
     when a metric skips the list)."""
     y = np.asarray(grades, dtype=np.float64)
     s = np.asarray(scores, dtype=np.float64)
-    values = {"NDCG@k": M.ndcg(y, s, k=k), "AP": M.average_precision(y, s, threshold=threshold),
-              "GAP": M.gap(y, s, ymax=YMAX), "P@k": M.precision_at_k(y, s, k=k, threshold=threshold),
-              "ERU": M.eru(y, s, d=d, alpha=alpha), "MRR": M.mrr(y, s, threshold=threshold),
-              "ERR": M.err(y, s, ymax=YMAX)}
+    values = {m: t.value for m, t in _all_terms(y, s, k, threshold, d, alpha).items()}
     for fam in M.families():
         if fam in BUILT_IN:
             continue
@@ -99,7 +109,8 @@ def metric_values(grades, scores, k: int = 5, threshold: float = 4, d: float = 3
 
 
 def contributions(grades, scores, k: int = 5, threshold: float = 4, d: float = 3, alpha: float = 5):
-    """Each position's term of each metric; the terms of a metric add up to its value.
+    """Each position's term of each metric, as the metric families declare them
+    (:func:`cofiviz.metrics.position_terms`); the terms of a metric add up to its value.
 
     Returns
     -------
@@ -108,51 +119,19 @@ def contributions(grades, scores, k: int = 5, threshold: float = 4, d: float = 3
     terms : dict of str to numpy.ndarray
         Per-position contribution of each metric in :data:`METRICS`.
     parts : dict
-        Intermediate numbers for the formulas (DCG, IDCG, |R|, Z, ...).
+        The numbers the formulas show, from the families' own parts: ``ranked_grades``, NDCG's ``dcg_terms``,
+        ``dcg``, ``idcg`` and cutoff ``k``, AP's running precision ``prec`` and ``n_rel``, GAP's ``Z`` and
+        ``S``, ERR's ``reach``.
     """
     y = np.asarray(grades, dtype=np.float64)
     s = np.asarray(scores, dtype=np.float64)
-    n = len(y)
-    order = M.rank_order(y, s)
-    yr = y[order]
-    pos = np.arange(1, n + 1)
-    kk = min(k, n)
-    disc = 1.0 / np.log2(1.0 + pos)
-    gain = 2.0 ** yr - 1.0
-    ideal = np.sort(y)[::-1]
-    idcg = float(np.sum((2.0 ** ideal[:kk] - 1.0) * disc[:kk]))
-    dcg_terms = np.where(pos <= kk, gain * disc, 0.0)
-    ndcg_terms = dcg_terms / idcg if idcg > 0 else np.full(n, np.nan)
-    rel = yr >= threshold
-    n_rel = int(rel.sum())
-    prec = np.cumsum(rel) / pos
-    ap_terms = np.where(rel, prec, 0.0) / n_rel if n_rel else np.full(n, np.nan)
-    S = np.concatenate([[0.0], np.cumsum(2.0 ** np.arange(1, YMAX + 1) - 1.0)])  # unscaled, cancels in GAP
-    yi = yr.astype(int)
-    rated = yi >= 1
-    Z = float(sum(S[g] for g in yi if g >= 1))
-    gap_terms = np.zeros(n)
-    for p in range(n):
-        if rated[p]:
-            inner = sum(S[min(yi[p], yi[q])] for q in range(p + 1) if rated[q])
-            gap_terms[p] = inner / (p + 1)
-    gap_terms = gap_terms / Z if Z > 0 else np.full(n, np.nan)
-    p_terms = np.where((pos <= k) & rel, 1.0 / k, 0.0)
-    eru_terms = np.maximum(yr - d, 0.0) / 2.0 ** ((pos - 1) / (alpha - 1.0))
-    rr_terms = np.zeros(n)
-    if n_rel:
-        first = int(np.argmax(rel))
-        rr_terms[first] = 1.0 / (first + 1)
-    else:
-        rr_terms[:] = np.nan
-    sat = M.satisfaction(yr, YMAX)
-    reach = np.concatenate([[1.0], np.cumprod(1.0 - sat)[:-1]]) if n else np.zeros(0)
-    err_terms = reach * sat / pos
-    terms = {"NDCG@k": ndcg_terms, "AP": ap_terms, "GAP": gap_terms, "P@k": p_terms, "ERU": eru_terms,
-             "MRR": rr_terms, "ERR": err_terms}
-    parts = {"dcg_terms": dcg_terms, "dcg": float(dcg_terms.sum()), "idcg": float(idcg), "n_rel": n_rel,
-             "prec": prec, "Z": Z, "S": S, "k": kk, "ranked_grades": yr, "reach": reach}
-    return order, terms, parts
+    found = _all_terms(y, s, k, threshold, d, alpha)
+    order = found["NDCG@k"].order
+    ndcg, ap, gap = found["NDCG@k"].parts, found["AP"].parts, found["GAP"].parts
+    parts = {"dcg_terms": ndcg["dcg_terms"], "dcg": ndcg["dcg"], "idcg": ndcg["idcg"], "k": ndcg["k"],
+             "n_rel": ap["n_relevant"], "prec": ap["precision"], "Z": gap["z"], "S": gap["S"],
+             "ranked_grades": y[order], "reach": found["ERR"].parts["reach"]}
+    return order, {m: t.terms for m, t in found.items()}, parts
 
 
 def _fmt(v: float, digits: int = 3) -> str:

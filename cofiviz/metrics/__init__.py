@@ -47,8 +47,9 @@ from .precision import average_precision, mrr, precision_at_k
 from .ranking import TIE_RULE, rank_order
 from .scorer import PairScores, default_threshold, mean_metrics, per_user_metrics, resolve_ymax
 from .table import families, register, unregister
+from .terms import PositionTerms, position_terms
 
-__all__ = ["ndcg", "average_precision", "gap", "precision_at_k", "mrr", "eru", "neru", "err", "zero_one",
+__all__ = ["position_terms", "PositionTerms", "ndcg", "average_precision", "gap", "precision_at_k", "mrr", "eru", "neru", "err", "zero_one",
            "zero_one_lists", "graded_precision", "graded_recall", "score_lists", "parse_metric",
            "METRIC_FORMS", "MetricSpec", "rank_order", "TIE_RULE", "thresholding_probabilities", "warmup",
            "ZERO_ONE", "check_metrics", "lower_is_better", "per_user_metrics", "mean_metrics", "PairScores", "default_threshold",

@@ -121,10 +121,23 @@ def _err_lists(offsets, ranked_, ideal, gmax, k, n_blocks, top, out):
             out[u] = np.nan if n == 0 else _err_user(ranked_[lo:lo + n], k, top)
 
 
+def err_terms(yr: np.ndarray, yi: np.ndarray, k: int, options) -> tuple[np.ndarray, dict]:
+    """ERR's term of each position: ``reach_p · R(y_p) / p`` for p <= k, with ``R`` = :func:`satisfaction` and
+    ``reach_p = Π_{i<p} (1 - R(y_i))`` the chance the user reads on to position p. ``parts``: ``satisfaction``,
+    ``reach``, ``top`` (the grade ``R`` is taken against)."""
+    n = yr.shape[0]
+    kk = n if (k <= 0 or k > n) else k
+    top = resolve_top(yr, options.ymax)
+    r = 2.0 ** (yr - top) - 2.0 ** (-top)
+    reach = np.concatenate([[1.0], np.cumprod(1.0 - r)[:-1]]) if n else np.zeros(0)
+    terms = np.where(np.arange(n) < kk, reach * r / np.arange(1.0, n + 1.0), 0.0)
+    return terms, {"satisfaction": r, "reach": reach, "top": top}
+
+
 def _top(bt, o):
     """A non-finite rating gives no top: ranking the lists reports it by index and user."""
     return (resolve_top(bt.ratings, o.ymax) if np.isfinite(bt.ratings).all() else 1.0,)
 
 
 ERR = Family("err", "optional", _err_lists, _top, warm=lambda y, s: err(y, s, k=3),
-             summary="expected reciprocal rank (Chapelle et al. 2009, eq 4)")
+             summary="expected reciprocal rank (Chapelle et al. 2009, eq 4)", terms=err_terms)

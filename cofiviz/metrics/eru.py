@@ -142,11 +142,34 @@ def _neru_lists(offsets, ranked_, ideal, gmax, k, n_blocks, d, w, out):
             out[u] = np.nan if n == 0 else _neru_user(ranked_[lo:lo + n], ideal[lo:lo + n], k, d, w)
 
 
+def _cut(n: int, k: int) -> int:
+    return n if (k <= 0 or k > n) else k
+
+
+def eru_terms(yr: np.ndarray, yi: np.ndarray, k: int, options) -> tuple[np.ndarray, dict]:
+    """ERU's term of each position: ``max(y_p - d, 0) / 2^((p - 1) / (α - 1))`` for p <= k, 0 below; NaN for an
+    empty list. ``parts``: ``weights`` (the position weights), ``k`` (the cutoff used)."""
+    n = yr.shape[0]
+    kk = _cut(n, k)
+    w = eru_weights(n, options.alpha)
+    terms = np.where(np.arange(n) < kk, np.maximum(yr - options.d, 0.0) * w, 0.0)
+    return terms, {"weights": w, "k": kk}
+
+
+def neru_terms(yr: np.ndarray, yi: np.ndarray, k: int, options) -> tuple[np.ndarray, dict]:
+    """NERU's term of each position: ERU's (:func:`eru_terms`) divided by the ideal order's ERU; all NaN when that
+    is 0. ``parts``: those of :func:`eru_terms` and ``ideal``."""
+    terms, parts = eru_terms(yr, yi, k, options)
+    ideal, _ = eru_terms(yi, yi, k, options)
+    ideal = float(ideal.sum())
+    return (terms / ideal if ideal > 0.0 else np.full(len(terms), np.nan)), {**parts, "ideal": ideal}
+
+
 def _weights(bt, o):
     return (o.d, eru_weights(max(bt.max_len, 1), o.alpha))
 
 
 ERU = Family("eru", "optional", _eru_lists, _weights, warm=lambda y, s: eru(y, s),
-             summary="expected rank utility (CofiRank appendix A.4)")
+             summary="expected rank utility (CofiRank appendix A.4)", terms=eru_terms)
 NERU = Family("neru", "optional", _neru_lists, _weights, needs_ideal=True, warm=lambda y, s: neru(y, s),
-              summary="normalised expected rank utility (CofiRank appendix A.4)")
+              summary="normalised expected rank utility (CofiRank appendix A.4)", terms=neru_terms)

@@ -73,6 +73,12 @@ class Family:
         ``warm(ratings, scores)`` calls the family's single-list function once (the warm-up compiles it).
     summary : str
         One line for listings of the metrics.
+    terms : callable, optional
+        ``terms(yr, yi, k, options) -> (terms, parts)``: one list's value cut into one term per position, from its
+        ratings in ranked (``yr``) and ideal (``yi``) order and the cutoff ``k`` (0: the whole list): the terms add
+        up to the kernel's value (all NaN when the list is skipped), and ``parts`` names the quantities a formula
+        of the value shows (a normaliser, a running precision, ...). :func:`cofiviz.metrics.position_terms` calls
+        it; the metric playground draws the terms.
     """
 
     name: str
@@ -83,6 +89,7 @@ class Family:
     graded: bool = False
     warm: Callable | None = None
     summary: str = ""
+    terms: Callable | None = None
 
     def __post_init__(self):
         if not (self.name.isascii() and self.name.isalpha() and self.name.islower()):

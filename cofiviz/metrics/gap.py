@@ -320,9 +320,51 @@ def _gr_lists(offsets, ranked_, ideal, gmax, k, n_blocks, S, out):
             out[u] = np.nan if n == 0 else _gr_user(ranked_[lo:lo + n], k, S)
 
 
+def gap_terms(yr: np.ndarray, yi: np.ndarray, k: int, options=None) -> tuple[np.ndarray, dict]:
+    """GAP's (GAP@k's) term of each position: ``(I_p / p) Σ_{q <= p} I_q S(min(y_p, y_q)) / Z`` for p <= k, with
+    ``Z = Σ S(y)`` over the list (GAP) or over the ideal order's first k (GAP@k); all NaN without a rated
+    candidate. ``S`` is :data:`S_TABLE` (unscaled: its factor cancels). ``parts``: ``inner`` (the sum over q at
+    each position), ``z``, ``S``. Quadratic in the list's length (for showing a list, not for scoring many)."""
+    n = yr.shape[0]
+    kk = n if (k <= 0 or k > n) else k
+    g = yr.astype(np.int64)
+    inner = np.tril(S_TABLE[np.minimum.outer(g, g)]).sum(axis=1)
+    raw = np.where(np.arange(n) < kk, inner / np.arange(1.0, n + 1.0), 0.0)
+    total = float(S_TABLE[g].sum())
+    z = total if kk == n else float(S_TABLE[yi[:kk].astype(np.int64)].sum())
+    terms = raw / z if total > 0.0 else np.full(n, np.nan)
+    return terms, {"inner": inner, "z": z, "S": S_TABLE}
+
+
+def gp_terms(yr: np.ndarray, yi: np.ndarray, k: int, options=None) -> tuple[np.ndarray, dict]:
+    """GP@k's term of each position: ``S(min(y_p, c)) / S(c) / k`` for a rated candidate among the first k, with
+    ``c`` the cutoff grade (the k-th grade of the ideal order, or its last rated one); all NaN without a rated
+    candidate. ``parts``: ``cutoff_grade``."""
+    n = yr.shape[0]
+    ideal = yi.astype(np.int64)
+    rated = ideal[:min(k, n)]
+    rated = rated[:np.argmin(rated > 0)] if (rated == 0).any() else rated
+    c = int(rated[-1]) if len(rated) else 0
+    if c == 0:
+        return np.full(n, np.nan), {"cutoff_grade": 0}
+    g = yr.astype(np.int64)
+    terms = np.where((np.arange(n) < k) & (g > 0), S_TABLE[np.minimum(g, c)] / S_TABLE[c] / k, 0.0)
+    return terms, {"cutoff_grade": c}
+
+
+def gr_terms(yr: np.ndarray, yi: np.ndarray, k: int, options=None) -> tuple[np.ndarray, dict]:
+    """GR@k's term of each position: ``S(y_p) / Σ S(y)`` among the first k, 0 below; all NaN without a rated
+    candidate. ``parts``: ``z`` (the sum over the list)."""
+    n = yr.shape[0]
+    v = S_TABLE[yr.astype(np.int64)]
+    z = float(v.sum())
+    terms = np.where(np.arange(n) < k, v / z, 0.0) if z > 0.0 else np.full(n, np.nan)
+    return terms, {"z": z}
+
+
 GAP = Family("gap", "optional", _gap_lists, lambda bt, o: (S_TABLE, T_TABLE), needs_ideal=True, graded=True,
-             warm=lambda y, s: gap(y, s, ymax=5), summary="graded average precision (GAPfm eqs 2-5)")
+             warm=lambda y, s: gap(y, s, ymax=5), summary="graded average precision (GAPfm eqs 2-5)", terms=gap_terms)
 GP = Family("gp", "required", _gp_lists, lambda bt, o: (S_TABLE,), needs_ideal=True, graded=True,
-            warm=lambda y, s: graded_precision(y, s, n=2, ymax=5), summary="graded precision at K (GAPfm appendix D)")
+            warm=lambda y, s: graded_precision(y, s, n=2, ymax=5), summary="graded precision at K (GAPfm appendix D)", terms=gp_terms)
 GR = Family("gr", "required", _gr_lists, lambda bt, o: (S_TABLE,), graded=True,
-            warm=lambda y, s: graded_recall(y, s, n=2, ymax=5), summary="graded recall at K (GAPfm appendix D)")
+            warm=lambda y, s: graded_recall(y, s, n=2, ymax=5), summary="graded recall at K (GAPfm appendix D)", terms=gr_terms)

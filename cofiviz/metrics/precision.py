@@ -198,13 +198,52 @@ def _rr_lists(offsets, ranked_, ideal, gmax, k, n_blocks, threshold, out):
             out[u] = np.nan if n == 0 else _rr_user(ranked_[lo:lo + n], threshold)
 
 
+def _cut(n: int, k: int) -> int:
+    return n if (k <= 0 or k > n) else k
+
+
+def ap_terms(yr: np.ndarray, yi: np.ndarray, k: int, options) -> tuple[np.ndarray, dict]:
+    """AP's (AP@k's) term of each position: ``rel_p · P@p / m`` for p <= k, with ``m`` the number of relevant
+    candidates (``min(k, m)`` for AP@k); all NaN without a relevant one. ``parts``: ``relevant`` (bool per
+    position), ``precision`` (P@p at each position), ``n_relevant``, ``norm`` (m or min(k, m))."""
+    n = yr.shape[0]
+    kk = _cut(n, k)
+    rel = yr >= options.threshold
+    precision = np.cumsum(rel) / np.arange(1.0, n + 1.0)
+    m = int(rel.sum())
+    norm = m if k <= 0 else min(k, m)
+    terms = np.where(rel & (np.arange(n) < kk), precision, 0.0) / norm if m else np.full(n, np.nan)
+    return terms, {"relevant": rel, "precision": precision, "n_relevant": m, "norm": norm}
+
+
+def precision_terms(yr: np.ndarray, yi: np.ndarray, k: int, options) -> tuple[np.ndarray, dict]:
+    """P@k's term of each position: ``1 / k`` for a relevant candidate among the first k, else 0; NaN for an empty
+    list. ``parts``: ``relevant``, ``hits`` (relevant among the first k)."""
+    rel = yr >= options.threshold
+    terms = np.where(rel & (np.arange(yr.shape[0]) < k), 1.0 / k, 0.0)
+    return terms, {"relevant": rel, "hits": int(np.sum(rel[:k]))}
+
+
+def rr_terms(yr: np.ndarray, yi: np.ndarray, k: int, options) -> tuple[np.ndarray, dict]:
+    """The reciprocal rank's terms: ``1 / p`` at the first relevant position, 0 elsewhere; all NaN without a
+    relevant candidate. ``parts``: ``first`` (that position, 1-based; 0 when none)."""
+    n = yr.shape[0]
+    rel = yr >= options.threshold
+    if not rel.any():
+        return np.full(n, np.nan), {"first": 0}
+    first = int(np.argmax(rel))
+    terms = np.zeros(n)
+    terms[first] = 1.0 / (first + 1.0)
+    return terms, {"first": first + 1}
+
+
 def _threshold(bt, o):
     return (o.threshold,)
 
 
 AP = Family("ap", "optional", _ap_lists, _threshold, warm=lambda y, s: average_precision(y, s),
-            summary="average precision, relevant = rating >= threshold (LCR §5.1)")
+            summary="average precision, relevant = rating >= threshold (LCR §5.1)", terms=ap_terms)
 PRECISION = Family("p", "required", _precision_lists, _threshold, warm=lambda y, s: precision_at_k(y, s, k=2),
-                   summary="precision at K, relevant = rating >= threshold (GAPfm §5.1)")
+                   summary="precision at K, relevant = rating >= threshold (GAPfm §5.1)", terms=precision_terms)
 MRR = Family("mrr", "none", _rr_lists, _threshold, warm=lambda y, s: mrr(y, s),
-             summary="reciprocal rank of the first relevant item")
+             summary="reciprocal rank of the first relevant item", terms=rr_terms)
