@@ -18,8 +18,8 @@ once the model has trained at least as long as scoring takes (the shorter of the
 may carry one-off costs), so that scoring takes about half the time at most and the iterations keep coming
 (what the training monitor does on MovieLens 1M, where scoring a million test candidates can take longer
 than an iteration). Scoring only reads the model: what it learns is the same whatever is scored.
-:func:`trace_fit` fits one model on a split under a :class:`Trace` and returns the curves as one table
-(what LCR's figures draw).
+:func:`cofiviz.training.trace_fit` fits one model on a split under a :class:`Trace` and returns the curves as one
+table (what LCR's figures draw).
 """
 
 from __future__ import annotations
@@ -33,11 +33,9 @@ import pandas as pd
 from .errors import ParameterError
 from .metrics.names import check_metrics
 from .metrics.scorer import mean_metrics
-from .models import get_model_class
 from .ratings import Ratings
-from .split import Split
 
-__all__ = ["Trace", "TIDY_COLUMNS", "trace_fit"]
+__all__ = ["Trace", "TIDY_COLUMNS"]
 
 #: The columns of :meth:`Trace.tidy`.
 TIDY_COLUMNS = ["iteration", "seconds", "elapsed", "loss", "part", "metric", "value"]
@@ -166,64 +164,3 @@ class Trace:
         not scored."""
         return [self.flat(r, prefix=prefix, fields=fields) for r in self.records
                 if r["values"] or not scored_only]
-
-
-def trace_fit(split: Split, metrics=("zero_one", "ap", "ndcg@10"), part: str = "test", model: str = "lcr",
-              every: int = 1, **params) -> pd.DataFrame:
-    """Fit one model on ``split.train`` and score ``part`` after every ``every``-th iteration: tidy curves.
-
-    What LCR's Figures 1, 2, 3 and 5 draw (zero-one error, AP and NDCG@10 per iteration on a fixed-ratio
-    split).
-
-    Parameters
-    ----------
-    split : Split
-    metrics : sequence of str
-        Metrics measured on ``part`` (``zero_one`` compares each test item with the user's other known
-        ratings, LCR §5.1).
-    part : {"test", "valid"}
-    model : str
-        A registered model (``lcr``, ``gcr``, ``llorma``...).
-    every : int
-        Score every ``every``-th iteration and the last.
-    **params
-        Model parameters (``rank``, ``n_local``, ``loss``, ``max_iter``...). Early stopping is off unless
-        ``patience`` is given with a validation part; the convergence test is off unless ``tol`` is given.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per (scored iteration, metric): ``iteration``, ``metric``, ``value``, ``seconds`` (training
-        time of the iteration), ``loss`` (training objective), ``train_zero_one`` (where the model records
-        it), and the model's name and settings: ``model``, ``rank``, ``n_local``, ``loss_name``, ``lr``,
-        ``reg``, ``item_bias`` (those it has). ``attrs`` hold ``fit_seconds`` and ``stopped_reason``.
-    """
-    if not isinstance(split, Split):
-        raise ParameterError(f"split must be a cofiviz.Split, got {type(split).__name__}")
-    if part not in ("test", "valid") or getattr(split, part) is None:
-        raise ParameterError(f"part must name a non-empty part of the split ('test' or 'valid'), got {part!r}")
-    klass = get_model_class(model)
-    params.setdefault("patience", 0)
-    params.setdefault("tol", 0.0)
-    fitted = klass(**params)
-    trace = Trace({part: getattr(split, part)}, metrics, train=split.train, every=every, first=False)
-    train_zero_one: list[float] = []
-
-    def note(info):
-        log = getattr(info.model, "train_log_", None)
-        train_zero_one.append(log[-1].get("train_zero_one", math.nan) if log else math.nan)
-
-    valid = split.valid if params["patience"] > 0 else None
-    t0 = time.perf_counter()
-    fitted.fit(split.train, valid=valid, callbacks=[trace, note])
-    rows = [{"iteration": r["iteration"], "metric": metric, "value": value, "seconds": r["seconds"],
-             "loss": r["loss"], "train_zero_one": z}
-            for r, z in zip(trace.records, train_zero_one) for metric, value in r["values"].get(part, {}).items()]
-    frame = pd.DataFrame(rows)
-    frame["model"] = fitted.model_name()
-    for key in ("rank", "n_local", "loss", "lr", "reg", "item_bias"):
-        if key in fitted.param_names():
-            frame["loss_name" if key == "loss" else key] = getattr(fitted, key)
-    frame.attrs["fit_seconds"] = time.perf_counter() - t0
-    frame.attrs["stopped_reason"] = fitted.stopped_reason_
-    return frame

@@ -20,7 +20,7 @@ from cofiviz.models import _local_kernels as lk
 from cofiviz.models.gcr import GCR
 from cofiviz.models.lcr import LCR
 from cofiviz.reproductions.lcr import TABLE2
-from cofiviz.trace import trace_fit as trace
+from cofiviz.training import trace_fit as trace
 from cofiviz.models.llorma import LLORMA
 
 from contract import ModelContract, random_ndcg
