@@ -7,6 +7,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 5006
 PYTEST_ARGS ?=
+# the suite runs in this many pytest-xdist processes, a test file to each (its module fixtures, such as a served
+# page, shared by its tests); PYTEST_WORKERS=0 runs it in one process
+PYTEST_WORKERS ?= 2
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
 .PHONY: serve test install chromium clean
@@ -34,7 +37,7 @@ serve: $(STAMP)
 # the kernels are compiled once before the tests (a fresh clone has none cached), not by whichever test comes first
 test: $(STAMP) chromium
 	$(BIN)/cofiviz warmup
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
