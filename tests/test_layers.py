@@ -10,6 +10,7 @@ top of the module that needs it (third-party packages may still be imported lazi
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -17,24 +18,21 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "cofiviz"
 
-#: (layer number, module prefixes), lowest first; a module belongs to the longest prefix that names it
-LAYERS = [
-    (0, ["cofiviz.errors", "cofiviz._version", "cofiviz.compile_notice", "cofiviz.jsonable", "cofiviz.prefetch",
-         "cofiviz.lanes", "cofiviz.elementary", "cofiviz.bundled"]),
-    (1, ["cofiviz.ratings", "cofiviz.columns"]),
-    (2, ["cofiviz.datasets"]),
-    (3, ["cofiviz.split", "cofiviz.parts"]),
-    (4, ["cofiviz.protocols"]),
-    (5, ["cofiviz.metrics", "cofiviz.losses", "cofiviz.solvers", "cofiviz.search"]),
-    (6, ["cofiviz.models"]),
-    (7, ["cofiviz.evaluation", "cofiviz.significance"]),
-    (8, ["cofiviz.results", "cofiviz.experiment", "cofiviz.trace", "cofiviz.store",
-         "cofiviz.sweep", "cofiviz.warmup", "cofiviz.training", "cofiviz.cell", "cofiviz.loading",
-         "cofiviz.result_keys"]),
-    (9, ["cofiviz.reproductions", "cofiviz.reproduce", "cofiviz.background"]),
-    (10, ["cofiviz.cli", "cofiviz.dashboards", "cofiviz.course"]),
-    (11, ["cofiviz"]),
-]
+def _layers_of_the_architecture() -> list[tuple[int, list[str]]]:
+    """``(layer number, module prefixes)`` read from ARCHITECTURE.md's layer table (its second column's names in
+    backquotes, those in parentheses included), lowest first; the package itself sits on top of them all."""
+    table = (ROOT / "ARCHITECTURE.md").read_text().split("## The layers", 1)[1].split("\n## ", 1)[0]
+    layers = []
+    for line in table.splitlines():
+        row = re.match(r"\|\s*(\d+)\s*\|([^|]*)\|", line)
+        if row:
+            layers.append((int(row.group(1)), [f"cofiviz.{name}" for name in re.findall(r"`(\w+)`", row.group(2))]))
+    return layers + [(max(number for number, _ in layers) + 1, ["cofiviz"])]
+
+
+#: (layer number, module prefixes), lowest first, as ARCHITECTURE.md's table writes them (the one place they are
+#: written); a module belongs to the longest prefix that names it
+LAYERS = _layers_of_the_architecture()
 
 
 def _module_name(path: Path) -> str:
@@ -54,7 +52,7 @@ def layer_of(module: str) -> int:
             if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
                 best, rank = len(prefix), number
     if rank is None:
-        raise AssertionError(f"{module} belongs to no layer of LAYERS: add it to ARCHITECTURE.md and here")
+        raise AssertionError(f"{module} belongs to no layer: add it to ARCHITECTURE.md's layer table")
     return rank
 
 
