@@ -86,7 +86,8 @@ class TestGPORContract(_Contract):
     bad_params = _Contract.bad_params + [{"max_newton": 0}]
 
     def make_model(self, **params):
-        return GPOR(**params)
+        # five steps of the evidence's ascent (its default is 50): the contract's fits take seconds, not a minute
+        return GPOR(**{"evidence_iter": 5, **params})
 
 
 class TestCGPRContract(_Contract):
