@@ -17,6 +17,7 @@ from cofiviz.evaluation import mean_metrics
 from cofiviz.losses.surrogates import SURROGATE_CODES, SURROGATES, surrogate_derivative, surrogate_value
 from cofiviz.models import PopRec
 from cofiviz.models import _local_kernels as lk
+from cofiviz.models._local import kernel_coverage
 from cofiviz.models.gcr import GCR
 from cofiviz.models.lcr import LCR
 from cofiviz.reproductions.lcr import TABLE2
@@ -356,3 +357,16 @@ def test_figure1_small_training_error_falls_with_iterations(movielens):
     assert len(z) == 3 and z[-1] < z[0] and z[-1] < 0.35
     t = frame.groupby("iteration")["train_zero_one"].first().to_numpy()
     assert t[-1] < t[0]
+
+
+def test_kernel_coverage_in_blocks_is_the_share_of_entries_a_local_model_reaches():
+    rng = np.random.default_rng(0)
+    pairs = rng.choice(30 * 40, size=400, replace=False)
+    train = Ratings(pairs // 40, pairs % 40, rng.integers(1, 6, 400).astype(float), user_ids=np.arange(30),
+                    item_ids=np.arange(40), scale=(1, 5))
+    Ku = np.where(rng.random((5, 30)) < 0.4, rng.random((5, 30)), 0.0)
+    Ki = np.where(rng.random((5, 40)) < 0.4, rng.random((5, 40)), 0.0)
+    whole = float(np.mean((Ku[:, train.users] * Ki[:, train.items]).sum(axis=0) > 0))
+    assert 0.0 < whole < 1.0
+    for block in (1, 7, 400, 1 << 18):
+        assert kernel_coverage(train, Ku, Ki, block=block) == whole

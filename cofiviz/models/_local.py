@@ -29,7 +29,7 @@ from .base import Model
 from .prior import ItemPriorParams
 from .regsvd import regsvd_factors
 
-__all__ = ["anchor_points", "local_kernels", "PairwiseFactorModel", "LocalParams"]
+__all__ = ["anchor_points", "local_kernels", "kernel_coverage", "COVERAGE_BLOCK", "PairwiseFactorModel", "LocalParams"]
 
 
 def anchor_points(train: Ratings, n_local: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -63,6 +63,24 @@ def local_kernels(train: Ratings, n_local: int, rng: np.random.Generator, *, ban
     Ku = lk.kernel_matrix(P, au, bandwidth, kernel, distance)
     Ki = lk.kernel_matrix(Q, ai, bandwidth, kernel, distance)
     return Ku, Ki, au, ai, P, Q
+
+
+#: training entries whose kernel weights :func:`kernel_coverage` multiplies at once (a block of q × COVERAGE_BLOCK
+#: products: 100 MB at 50 local models)
+COVERAGE_BLOCK = 1 << 18
+
+
+def kernel_coverage(train: Ratings, Ku: np.ndarray, Ki: np.ndarray, block: int = COVERAGE_BLOCK) -> float:
+    """The share of ``train``'s entries that some local model reaches: ``Σ_t Ku[t, u] · Ki[t, i] > 0``.
+
+    Computed a block of entries at a time, so that the products take ``q × block`` values whatever the number of
+    ratings, not ``q × |train|`` (3 × 1.9 GB at 4.8M ratings and 50 local models).
+    """
+    covered = 0
+    for start in range(0, len(train), block):
+        users, items = train.users[start:start + block], train.items[start:start + block]
+        covered += int(np.count_nonzero((Ku[:, users] * Ki[:, items]).sum(axis=0) > 0))
+    return covered / len(train) if len(train) else float("nan")
 
 
 class LocalParams(param.Parameterized):

@@ -32,7 +32,7 @@ import param
 from ..ratings import Ratings
 from ..solvers import dense
 from . import _local_kernels as lk
-from ._local import LocalParams, PairwiseFactorModel, local_kernels
+from ._local import LocalParams, PairwiseFactorModel, kernel_coverage, local_kernels
 from .gcr import warmup as gcr_warmup
 from .regsvd import warmup as svd_warmup
 from .scale import Scale
@@ -122,7 +122,7 @@ class LCR(PairwiseFactorModel, LocalParams):
     def _kernels(self, train: Ratings, rng: np.random.Generator):
         Ku, Ki, au, ai, P, Q = local_kernels(train, int(self.n_local), rng, bandwidth=float(self.bandwidth),
                                              kernel=self.kernel, distance=self.distance, svd_rank=int(self.svd_rank))
-        self.coverage_ = float(np.mean((Ku[:, train.users] * Ki[:, train.items]).sum(axis=0) > 0))
+        self.coverage_ = kernel_coverage(train, Ku, Ki)
         return Ku, Ki, au, ai
 
     def _n_models(self) -> int:

@@ -35,7 +35,7 @@ from ..ratings import Ratings
 from ..solvers import dense
 from . import _local_kernels as lk
 from . import _wals_kernels as wk
-from ._local import LocalParams, local_kernels
+from ._local import LocalParams, kernel_coverage, local_kernels
 from .base import Model
 from .convergence import StopsOnRMSE
 from .prior import ItemPriorParams
@@ -117,7 +117,7 @@ class LLORMA(StopsOnRMSE, Model, LocalParams, ItemPriorParams):
         self._iptr, self._ipos = train.item_index()
         self._reset_rmse()
         self.train_log_: list[dict] = []
-        self.coverage_ = float(np.mean((self.Ku_[:, train.users] * self.Ki_[:, train.items]).sum(axis=0) > 0))
+        self.coverage_ = kernel_coverage(train, self.Ku_, self.Ki_)
 
     def _step(self, iteration: int) -> float:
         mu, lam, lam_b, b = float(self.mu_[0]), float(self.reg), float(self.reg_bias), bool(self.biased)
