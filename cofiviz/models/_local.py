@@ -193,10 +193,13 @@ class PairwiseFactorModel(Model, ItemPriorParams):
         self.c_ = np.zeros(n)
         self.prior_ = self.item_prior_offsets(train)
         self._take_training_arrays(train)
-        self._gU = np.empty_like(self._Ue)
+        # the users' gradients and AdaGrad's sums are kept for AdaGrad only: a gradient step applies each user's
+        # gradient as it is made (lk.lcr_user_step)
+        adagrad = self.solver == "adagrad"
+        self._gU = np.empty_like(self._Ue) if adagrad else None
         self._gV = np.empty_like(self._Ve)
         self._gB = np.empty_like(self._Be)
-        self._hU = np.zeros_like(self._Ue)
+        self._hU = np.zeros_like(self._Ue) if adagrad else None
         self._hV = np.zeros_like(self._Ve)
         self._hB = np.zeros_like(self._Be)
         self._hc = np.zeros_like(self.c_)
@@ -257,11 +260,13 @@ class PairwiseFactorModel(Model, ItemPriorParams):
         """Update step: the gradient of every local model at the frozen estimation, then one step."""
         lr, lam_c = float(self.lr), float(self.reg_bias)
         lam, lam_b = self._penalties()
-        lk.lcr_gradients(self._indptr, self._items, self._users, self._iptr, self._ipos, self._Kue, self._Kie, self._w,
-                         self._G, self._Ue, self._Ve, self._Be, lam, lam_b, self._gU, self._gV, self._gB)
         if self.item_bias == "global":
             gc = np.bincount(self._items, weights=self._G, minlength=len(self.c_)) + lam_c * self.c_
         if self.solver == "adagrad":
+            if self._gU is None:  # the solver was changed since the setup
+                self._gU, self._hU = np.empty_like(self._Ue), np.zeros_like(self._Ue)
+            lk.lcr_gradients(self._indptr, self._items, self._users, self._iptr, self._ipos, self._Kue, self._Kie,
+                             self._w, self._G, self._Ue, self._Ve, self._Be, lam, lam_b, self._gU, self._gV, self._gB)
             lk.apply_adagrad(self._Ue, self._gU, self._hU, lr, 1e-8)
             lk.apply_adagrad(self._Ve, self._gV, self._hV, lr, 1e-8)
             if self.item_bias == "local":
@@ -270,7 +275,12 @@ class PairwiseFactorModel(Model, ItemPriorParams):
                 lk.apply_adagrad(self.c_, gc, self._hc, lr, 1e-8)
             return
         steps = lr * self.step_scale_
-        lk.apply_step(self._Ue, self._gU, steps)
+        # the items' gradients first, at the factors of the estimation; then each user's, applied as it is made
+        # (it reads V, which moves last)
+        lk.lcr_item_gradients(self._iptr, self._ipos, self._users, self._Kue, self._Kie, self._w, self._G, self._Ue,
+                              self._Ve, self._Be, lam, lam_b, self._gV, self._gB)
+        lk.lcr_user_step(self._indptr, self._items, self._Kue, self._Kie, self._w, self._G, self._Ue, self._Ve, lam,
+                         steps)
         lk.apply_step(self._Ve, self._gV, steps)
         if self.item_bias == "local":
             lk.apply_step(self._Be, self._gB, steps)

@@ -229,6 +229,54 @@ def _alpha(ku, ki, w, inv_q):
     return inv_q
 
 
+@njit(cache=True, nogil=True)
+def _user_gradient(u, indptr, items, Ku, Ki, w, G, U, V, lam, inv_q, out):
+    """``out[t, c]``: user ``u``'s row of ``gU`` (:func:`lcr_gradients`), its entries' terms added in the table's
+    order for every local model in turn."""
+    q = U.shape[1]
+    r = U.shape[2]
+    for t in range(q):
+        for c in range(r):
+            out[t, c] = lam[t] * U[u, t, c]
+    for p in range(indptr[u], indptr[u + 1]):
+        wp = w[p]
+        i = items[p]
+        for t in range(q):
+            ku = Ku[u, t]
+            if wp > 0.0 and ku == 0.0:
+                continue
+            coef = G[p] * _alpha(ku, Ki[i, t], wp, inv_q)
+            if coef == 0.0:
+                continue
+            for c in range(r):
+                out[t, c] += coef * V[i, t, c]
+
+
+@njit(cache=True, nogil=True)
+def _item_gradient(i, item_indptr, item_pos, users, Ku, Ki, w, G, U, V, B, lam, lam_b, inv_q, gV, gB):
+    """Item ``i``'s rows of ``gV`` and ``gB`` (:func:`lcr_gradients`)."""
+    q = U.shape[1]
+    r = U.shape[2]
+    for t in range(q):
+        for c in range(r):
+            gV[i, t, c] = lam[t] * V[i, t, c]
+        gB[i, t] = lam_b[t] * B[i, t]
+    for e in range(item_indptr[i], item_indptr[i + 1]):
+        p = item_pos[e]
+        wp = w[p]
+        u = users[p]
+        for t in range(q):
+            ki = Ki[i, t]
+            if wp > 0.0 and ki == 0.0:
+                continue
+            coef = G[p] * _alpha(Ku[u, t], ki, wp, inv_q)
+            if coef == 0.0:
+                continue
+            gB[i, t] += coef
+            for c in range(r):
+                gV[i, t, c] += coef * U[u, t, c]
+
+
 @njit(cache=True, parallel=True)
 def lcr_gradients(indptr, items, users, item_indptr, item_pos, Ku, Ki, w, G, U, V, B, lam, lam_b, gU, gV, gB):
     """Gradients of eq (14) + Σ_t (λ_t/2)(‖U_t‖² + ‖V_t‖²) (+ (λ_b,t/2)‖B_t‖²) for every local model at once.
@@ -241,46 +289,36 @@ def lcr_gradients(indptr, items, users, item_indptr, item_pos, Ku, Ki, w, G, U, 
     model in turn (each sum runs over the entries in the table's order); entries whose kernel weight
     for model ``t`` is zero are skipped. Arrays by user or item first (module notes).
     """
-    m = U.shape[0]
+    inv_q = 1.0 / U.shape[1]
+    for u in prange(U.shape[0]):
+        _user_gradient(u, indptr, items, Ku, Ki, w, G, U, V, lam, inv_q, gU[u])
+    for i in prange(V.shape[0]):
+        _item_gradient(i, item_indptr, item_pos, users, Ku, Ki, w, G, U, V, B, lam, lam_b, inv_q, gV, gB)
+
+
+@njit(cache=True, parallel=True)
+def lcr_item_gradients(item_indptr, item_pos, users, Ku, Ki, w, G, U, V, B, lam, lam_b, gV, gB):
+    """The ``gV`` and ``gB`` of :func:`lcr_gradients` alone, in parallel over items."""
+    inv_q = 1.0 / U.shape[1]
+    for i in prange(V.shape[0]):
+        _item_gradient(i, item_indptr, item_pos, users, Ku, Ki, w, G, U, V, B, lam, lam_b, inv_q, gV, gB)
+
+
+@njit(cache=True, parallel=True)
+def lcr_user_step(indptr, items, Ku, Ki, w, G, U, V, lam, lr):
+    """``U[u, t] −= lr[t] · gU[u, t]`` for every user, each user's gradient row (:func:`lcr_gradients`) made in a
+    buffer of its own and applied at once, so that no array of the users' gradients is kept: the same values as
+    :func:`lcr_gradients` then :func:`apply_step`, to the bit, when ``V`` has not moved in between (a user's row
+    reads ``V`` and only its own row of ``U``). In parallel over users."""
     q = U.shape[1]
     r = U.shape[2]
-    n = V.shape[0]
     inv_q = 1.0 / q
-    for u in prange(m):
+    for u in prange(U.shape[0]):
+        g = np.empty((q, r))
+        _user_gradient(u, indptr, items, Ku, Ki, w, G, U, V, lam, inv_q, g)
         for t in range(q):
             for c in range(r):
-                gU[u, t, c] = lam[t] * U[u, t, c]
-        for p in range(indptr[u], indptr[u + 1]):
-            wp = w[p]
-            i = items[p]
-            for t in range(q):
-                ku = Ku[u, t]
-                if wp > 0.0 and ku == 0.0:
-                    continue
-                coef = G[p] * _alpha(ku, Ki[i, t], wp, inv_q)
-                if coef == 0.0:
-                    continue
-                for c in range(r):
-                    gU[u, t, c] += coef * V[i, t, c]
-    for i in prange(n):
-        for t in range(q):
-            for c in range(r):
-                gV[i, t, c] = lam[t] * V[i, t, c]
-            gB[i, t] = lam_b[t] * B[i, t]
-        for e in range(item_indptr[i], item_indptr[i + 1]):
-            p = item_pos[e]
-            wp = w[p]
-            u = users[p]
-            for t in range(q):
-                ki = Ki[i, t]
-                if wp > 0.0 and ki == 0.0:
-                    continue
-                coef = G[p] * _alpha(Ku[u, t], ki, wp, inv_q)
-                if coef == 0.0:
-                    continue
-                gB[i, t] += coef
-                for c in range(r):
-                    gV[i, t, c] += coef * U[u, t, c]
+                U[u, t, c] -= lr[t] * g[t, c]
 
 
 @njit(cache=True, parallel=True)
@@ -362,6 +400,8 @@ def warmup() -> None:
     gU, gV, gB = np.empty_like(Ue), np.empty_like(Ve), np.empty_like(Be)
     lams = np.full(q, 0.1)
     lcr_gradients(indptr, items, users, iptr, ipos, Kue, Kie, w, G, Ue, Ve, Be, lams, lams, gU, gV, gB)
+    lcr_item_gradients(iptr, ipos, users, Kue, Kie, w, G, Ue, Ve, Be, lams, lams, gV, gB)
+    lcr_user_step(indptr, items, Kue, Kie, w, G, Ue, Ve, lams, lams)
     apply_step(Ue, gU, lams)
     apply_step(Be, gB, lams)
     model_weights(users, items, Kue, Kie, w, np.empty(q), np.empty(q, dtype=np.int64))
