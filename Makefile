@@ -7,9 +7,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 5006
 PYTEST_ARGS ?=
-# the suite runs in this many pytest-xdist processes, a test file to each (its module fixtures, such as a served
-# page, shared by its tests); PYTEST_WORKERS=0 runs it in one process
-PYTEST_WORKERS ?= 2
+# PYTEST_WORKERS=2 runs the suite in two pytest-xdist processes, a test file to each (its module fixtures, such as
+# a served page, shared by its tests); 0, the default, in one process: the browser tests' waits are set for a
+# machine whose cores no other test process shares
+PYTEST_WORKERS ?= 0
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
 .PHONY: serve test install chromium clean
