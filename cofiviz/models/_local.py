@@ -110,6 +110,17 @@ def _model_first_view(stored: str, doc: str) -> property:
     return property(get, put, doc=doc)
 
 
+def _draw_by_model(rng: np.random.Generator, init: str, scale: float, q: int, n: int, r: int) -> np.ndarray:
+    """``(n, q, r)`` factors, user or item first, holding what ``rng`` draws for a ``(q, n, r)`` array (uniform on
+    ``[0, scale)`` or normal with standard deviation ``scale``), drawn a local model at a time into place: the same
+    values as one draw of the whole array, without a second copy of it."""
+    out = np.empty((n, q, r))
+    draw = rng.uniform if init == "uniform" else rng.normal
+    for t in range(q):
+        out[:, t, :] = draw(0.0, scale, (n, r))
+    return out
+
+
 class PairwiseFactorModel(Model, ItemPriorParams):
     """Pairwise collaborative ranking by gradient steps on eq (9) (GCR) or eq (14) (LCR).
 
@@ -183,12 +194,8 @@ class PairwiseFactorModel(Model, ItemPriorParams):
         self._code = surrogate_code(self.loss)
         self.Ku_, self.Ki_, self.anchor_users_, self.anchor_items_ = self._kernels(train, rng)
         q, m, n, r = self.Ku_.shape[0], train.n_users, train.n_items, int(self.rank)
-        if self.init == "uniform":
-            self.U_ = rng.uniform(0.0, self.init_scale, (q, m, r))
-            self.V_ = rng.uniform(0.0, self.init_scale, (q, n, r))
-        else:
-            self.U_ = rng.normal(0.0, self.init_scale, (q, m, r))
-            self.V_ = rng.normal(0.0, self.init_scale, (q, n, r))
+        self._Ue = _draw_by_model(rng, self.init, float(self.init_scale), q, m, r)
+        self._Ve = _draw_by_model(rng, self.init, float(self.init_scale), q, n, r)
         self.B_ = np.zeros((q, n))
         self.c_ = np.zeros(n)
         self.prior_ = self.item_prior_offsets(train)
