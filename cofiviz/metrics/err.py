@@ -22,7 +22,7 @@ from numba import njit, prange
 
 from ..errors import DataError
 from ._validation import check_k, check_list, check_real
-from .family import Family
+from .family import Family, cut
 from .ranking import block_bounds, ranked
 
 __all__ = ["err", "satisfaction"]
@@ -126,7 +126,7 @@ def err_terms(yr: np.ndarray, yi: np.ndarray, k: int, options) -> tuple[np.ndarr
     ``reach_p = Π_{i<p} (1 - R(y_i))`` the chance the user reads on to position p. ``parts``: ``satisfaction``,
     ``reach``, ``top`` (the grade ``R`` is taken against)."""
     n = yr.shape[0]
-    kk = n if (k <= 0 or k > n) else k
+    kk = cut(n, k)
     top = resolve_top(yr, options.ymax)
     r = 2.0 ** (yr - top) - 2.0 ** (-top)
     reach = np.concatenate([[1.0], np.cumprod(1.0 - r)[:-1]]) if n else np.zeros(0)

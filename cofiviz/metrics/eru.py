@@ -17,7 +17,7 @@ import numpy as np
 from numba import njit, prange
 
 from ._validation import check_k, check_list, check_real
-from .family import Family
+from .family import Family, cut
 from .ranking import block_bounds, ranked
 
 __all__ = ["eru", "neru"]
@@ -142,15 +142,11 @@ def _neru_lists(offsets, ranked_, ideal, gmax, k, n_blocks, d, w, out):
             out[u] = np.nan if n == 0 else _neru_user(ranked_[lo:lo + n], ideal[lo:lo + n], k, d, w)
 
 
-def _cut(n: int, k: int) -> int:
-    return n if (k <= 0 or k > n) else k
-
-
 def eru_terms(yr: np.ndarray, yi: np.ndarray, k: int, options) -> tuple[np.ndarray, dict]:
     """ERU's term of each position: ``max(y_p - d, 0) / 2^((p - 1) / (α - 1))`` for p <= k, 0 below; NaN for an
     empty list. ``parts``: ``weights`` (the position weights), ``k`` (the cutoff used)."""
     n = yr.shape[0]
-    kk = _cut(n, k)
+    kk = cut(n, k)
     w = eru_weights(n, options.alpha)
     terms = np.where(np.arange(n) < kk, np.maximum(yr - options.d, 0.0) * w, 0.0)
     return terms, {"weights": w, "k": kk}

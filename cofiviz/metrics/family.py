@@ -22,11 +22,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-__all__ = ["Family", "Options", "CUTOFFS"]
+__all__ = ["Family", "Options", "CUTOFFS", "cut"]
 
 #: How a family's names take a cutoff: ``"optional"`` (``ndcg`` and ``ndcg@K``), ``"required"`` (``p@K`` only),
 #: ``"none"`` (``mrr`` only)
 CUTOFFS = ("optional", "required", "none")
+
+
+def cut(n: int, k: int) -> int:
+    """How many positions of a list of ``n`` a cutoff ``k`` takes (``k <= 0``: the whole list), as every kernel
+    counts them."""
+    return n if (k <= 0 or k > n) else k
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ import numpy as np
 from numba import njit, prange
 
 from ._validation import MAX_GAP_GRADE, check_grades, check_k, check_list, check_ymax
-from .family import Family
+from .family import Family, cut
 from .ranking import block_bounds, ranked
 
 __all__ = ["gap", "graded_precision", "graded_recall", "thresholding_probabilities"]
@@ -326,7 +326,7 @@ def gap_terms(yr: np.ndarray, yi: np.ndarray, k: int, options=None) -> tuple[np.
     candidate. ``S`` is :data:`S_TABLE` (unscaled: its factor cancels). ``parts``: ``inner`` (the sum over q at
     each position), ``z``, ``S``. Quadratic in the list's length (for showing a list, not for scoring many)."""
     n = yr.shape[0]
-    kk = n if (k <= 0 or k > n) else k
+    kk = cut(n, k)
     g = yr.astype(np.int64)
     inner = np.tril(S_TABLE[np.minimum.outer(g, g)]).sum(axis=1)
     raw = np.where(np.arange(n) < kk, inner / np.arange(1.0, n + 1.0), 0.0)

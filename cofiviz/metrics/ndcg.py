@@ -19,7 +19,7 @@ from numba import njit, prange
 
 from .. import elementary
 from ._validation import check_k, check_list
-from .family import Family
+from .family import Family, cut
 from .ranking import MAX_TABLE_GRADE, block_bounds, ranked
 
 __all__ = ["ndcg"]
@@ -119,15 +119,11 @@ def _ndcg_lists(offsets, ranked_, ideal, gmax, k, n_blocks, disc, gain, out):
             out[u] = np.nan if n == 0 else _ndcg_user(ranked_[lo:lo + n], ideal[lo:lo + n], k, disc, gain, gmax[u])
 
 
-def _cut(n: int, k: int) -> int:
-    return n if (k <= 0 or k > n) else k
-
-
 def ndcg_terms(yr: np.ndarray, yi: np.ndarray, k: int, options=None) -> tuple[np.ndarray, dict]:
     """NDCG@k's term of each position: ``(2^y_p - 1) / log2(1 + p) / IDCG`` for p <= k, 0 below; all NaN when
     IDCG is 0. ``parts``: ``dcg_terms`` (the terms before dividing), ``dcg``, ``idcg``, ``k`` (the cutoff used)."""
     n = yr.shape[0]
-    kk = _cut(n, k)
+    kk = cut(n, k)
     disc = discounts(max(n, 1))[:n]
     dcg_terms = np.where(np.arange(n) < kk, (2.0 ** yr - 1.0) * disc, 0.0)
     idcg = float(np.sum((2.0 ** yi[:kk] - 1.0) * disc[:kk]))

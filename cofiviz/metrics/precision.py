@@ -12,7 +12,7 @@ import numpy as np
 from numba import njit, prange
 
 from ._validation import check_k, check_list, check_real
-from .family import Family
+from .family import Family, cut
 from .ranking import block_bounds, ranked
 
 __all__ = ["average_precision", "precision_at_k", "mrr"]
@@ -198,16 +198,12 @@ def _rr_lists(offsets, ranked_, ideal, gmax, k, n_blocks, threshold, out):
             out[u] = np.nan if n == 0 else _rr_user(ranked_[lo:lo + n], threshold)
 
 
-def _cut(n: int, k: int) -> int:
-    return n if (k <= 0 or k > n) else k
-
-
 def ap_terms(yr: np.ndarray, yi: np.ndarray, k: int, options) -> tuple[np.ndarray, dict]:
     """AP's (AP@k's) term of each position: ``rel_p · P@p / m`` for p <= k, with ``m`` the number of relevant
     candidates (``min(k, m)`` for AP@k); all NaN without a relevant one. ``parts``: ``relevant`` (bool per
     position), ``precision`` (P@p at each position), ``n_relevant``, ``norm`` (m or min(k, m))."""
     n = yr.shape[0]
-    kk = _cut(n, k)
+    kk = cut(n, k)
     rel = yr >= options.threshold
     precision = np.cumsum(rel) / np.arange(1.0, n + 1.0)
     m = int(rel.sum())
