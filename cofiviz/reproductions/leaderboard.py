@@ -60,20 +60,6 @@ def settings(model: str, n: int = N_SETTINGS) -> list[dict]:
     klass = get_model_class(model)
     space = dict(getattr(klass, "search_space", {}) or {})
     return draw_settings(space, {k: klass.param[k].default for k in space}, n, zlib.crc32(model.encode()))
-    defaults = {k: klass.param[k].default for k in space}
-    seen = {repr(sorted(defaults.items()))}
-    finite = size(space)
-    rng = np.random.default_rng(zlib.crc32(model.encode()))
-    attempts = 0
-    while len(out) < n and attempts < 100 and (finite is None or len(seen) < finite):
-        attempts += 1
-        draw = {k: _rounded(v) for k, v in sample(space, rng).items()}
-        key = repr(sorted(draw.items()))
-        if key in seen:
-            continue
-        seen.add(key)
-        out.append(draw)
-    return out
 
 
 def leaderboard_methods() -> list[Method]:
