@@ -191,10 +191,10 @@ def test_the_em_on_a_sample_of_users_then_every_user_folded_in(tmp_path):
     assert not meta["tuned"] and meta["note"] == "a sample" and meta["iterations"] == 2
     model = get_model_class("cgpr").load(tmp_path / "cgpr" / "model")
     assert int((model.train_.user_counts() > 0).sum()) == 40     # the EM's users
-    learned = model.F_.copy()
+    learned = model.means()
     # every user is scored from the user's own ratings: the fold-in of all users gives the same scores
     model.fold_in(r)
-    np.testing.assert_array_equal(model.F_, learned)
+    np.testing.assert_array_equal(model.means(), learned)
     # the lists leave out what the user rated in the whole data set, not only in the EM's sample
     u = int(np.flatnonzero(model.train_.user_counts() == 0)[0])
     rated = r.items[r.user_slice(u)]

@@ -196,7 +196,8 @@ def test_m_step_equals_a_slow_reference():
     K = 0.5 * (K + K.T)
     mu, noise, tau, pi = rng.normal(scale=0.3, size=8), 0.4, 3.0, 2.0
     solve = lambda K_, m_, its, t: _gp.regression_user(K_, m_, its, t, noise)
-    F, st = _gp.e_step(K, mu, offsets, indptr, items, y, solve)
+    coef, st = _gp.e_step(K, mu, offsets, indptr, items, y, solve)
+    F = _gp.posterior_means(K, mu, offsets, indptr, items, coef)
     K_new, mu_new = _gp.m_step(K, mu, K0, st, tau, pi)
     # reference: each user's posterior mean and covariance on every item, by dense formulas
     ms, Cs = [], []
@@ -220,7 +221,7 @@ def test_an_e_step_without_moments_gives_the_same_means_and_likelihood():
     K0, indptr, items, y, offsets = _em_problem()
     mu = np.random.default_rng(3).normal(scale=0.3, size=8)
     solve = lambda K_, m_, its, t: _gp.regression_user(K_, m_, its, t, 0.4)
-    F, st = _gp.e_step(K0, mu, offsets, indptr, items, y, solve)
+    F, st = _gp.e_step(K0, mu, offsets, indptr, items, y, solve)          # the coefficients of the means
     F2, st2 = _gp.e_step(K0, mu, offsets, indptr, items, y, solve, moments=False)
     assert np.array_equal(F, F2) and st2.logml == st.logml and st2.n == st.n
     assert st2.P is None and st2.Q is None and st2.s is None and st.P.shape == (8, 8)
@@ -310,15 +311,18 @@ def test_collaborative_beats_per_user_when_the_structure_is_not_in_the_features(
 def test_fold_in_scores_new_users_from_their_given_ratings_only(klass, tmp_path):
     split = featured(seed=7, n_users=50, given=True)
     model = klass(max_iter=4).fit(split.train)
-    K, F = model.K_.copy(), model.F_.copy()
+    K, F = {k: v.copy() for k, v in model._kernel_state().items()}, model.means()
     model.fold_in(split.given)
-    moved = np.any(model.F_ != F, axis=1)
+    moved = np.any(model.means() != F, axis=1)
     assert np.array_equal(moved, split.given.user_counts() > 0)
-    assert np.array_equal(model.K_, K) and model.folded_in_["n_users"] == int(moved.sum())
+    assert model.folded_in_["n_users"] == int(moved.sum())
+    for name, value in model._kernel_state().items():
+        np.testing.assert_array_equal(value, K[name])
     # a loaded model (its learned K included) folds the same users in to the same scores
     back = Model.load(model.save(tmp_path / "m"))
-    np.testing.assert_array_equal(back.K_, model.K_)
-    np.testing.assert_array_equal(back.fold_in(split.given).F_, model.F_)
+    for name, value in back._kernel_state().items():
+        np.testing.assert_array_equal(value, model._kernel_state()[name])
+    np.testing.assert_array_equal(back.fold_in(split.given).means(), model.means())
     ndcg = evaluate(klass(max_iter=4).fit(split.train), split, metrics=["ndcg@10"]).means["ndcg@10"]
     assert 0.0 < ndcg <= 1.0
     with pytest.raises(DataError, match="index space"):
@@ -358,3 +362,70 @@ def test_blocked_cholesky_is_the_column_by_column_factor_to_the_last_bit(n):
     bad = A.copy()
     bad[n // 2, n // 2] = -1.0                      # not positive definite: said, whatever the block
     assert not gk.cholesky(bad)[1] and not _cholesky_column_by_column(bad)[1]
+
+
+# ---------------------------------------------------------------------------------------------- bounded memory
+def test_the_item_kernel_operator_has_the_dense_kernels_entries_to_the_bit():
+    """The feature kernel read block by block equals the dense matrices it replaces: RBF on features, one-hot ids,
+    and the learned (ARD) kernel with its scaled features, every entry and any block."""
+    from cofiviz.models import _gp_evidence as ge
+
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(23, 4))
+    kappa = rng.uniform(0.2, 3.0, size=4)
+    cases = [(_gp.ItemKernel.rbf(X, 1.7, 0.8, 1e-4), _gp.rbf_kernel(X, 1.7, 0.8, 1e-4)),
+             (_gp.ItemKernel.one_hot_ids(23, 2.0, 1.3, 1e-4), _gp.one_hot_kernel(23, 2.0, 1.3, 1e-4)),
+             (ge.ard_kernel(X, 23, kappa, 0.9, 1e-4), None),
+             (ge.ard_kernel(None, 23, kappa[:1], 0.9, 1e-4), _gp.one_hot_kernel(23, 1 / np.sqrt(kappa[0]), 0.9, 1e-4))]
+    Xs = X * np.sqrt(kappa)[None, :]
+    d2 = ((Xs[:, None, :] - Xs[None, :, :]) ** 2).sum(-1)
+    ard = 0.9 * np.exp(-0.5 * d2)
+    ard[np.diag_indices(23)] = 0.9 * (1 + 1e-4)
+    for op, dense in cases:
+        if dense is None:       # the learned kernel against its formula (NumPy's own sums: close, not bitwise)
+            np.testing.assert_allclose(op.dense(), ard, rtol=1e-13)
+            continue
+        assert np.array_equal(op.dense(), dense)
+        rows, cols = rng.choice(23, size=7), rng.choice(23, size=5)
+        assert np.array_equal(op[np.ix_(rows, cols)], dense[np.ix_(rows, cols)])
+
+
+@pytest.mark.parametrize("dense", [False, True], ids=["features", "matrix"])
+def test_pair_scores_are_the_posterior_means_entries_to_the_bit(dense):
+    K0, indptr, items, y, offsets = _em_problem(seed=4, n_users=9, n_items=8)
+    X = np.random.default_rng(4).normal(size=(8, 2))
+    K = _gp.rbf_kernel(X, 1.0, 1.0, 1e-4) if dense else _gp.ItemKernel.rbf(X, 1.0, 1.0, 1e-4)
+    mu = np.random.default_rng(5).normal(scale=0.3, size=8)
+    solve = lambda K_, m_, its, t: _gp.regression_user(K_, m_, its, t, 0.4)
+    coef, _ = _gp.e_step(K, mu, offsets, indptr, items, y, solve, stats=False)
+    F = _gp.posterior_means(K, mu, offsets, indptr, items, coef)
+    users, cols = np.divmod(np.arange(9 * 8), 8)
+    assert np.array_equal(_gp.pair_scores(K, mu, offsets, indptr, items, coef, users, cols), F.ravel())
+    # and the means by the dense formula
+    Kd = _gp.rbf_kernel(X, 1.0, 1.0, 1e-4)
+    for u in range(9):
+        its = items[indptr[u]:indptr[u + 1]]
+        np.testing.assert_allclose(F[u], offsets[u] + mu + Kd[:, its] @ coef[indptr[u]:indptr[u + 1]], rtol=1e-12)
+
+
+def test_rows_of_a_fold_in_replace_only_the_given_users():
+    from cofiviz.models.gp import _merge_rows
+
+    old = (np.array([0, 2, 3, 3, 5]), np.array([1, 4, 0, 2, 3]), np.array([1.0, 2.0, 3.0, 4.0, 5.0]))
+    new = (np.array([0, 1, 1, 3, 3]), np.array([7, 5, 6]), np.array([-1.0, -2.0, -3.0]))
+    indptr, items, values = _merge_rows(old, new, np.array([True, False, True, False]))
+    assert indptr.tolist() == [0, 1, 2, 4, 6]
+    assert items.tolist() == [7, 0, 5, 6, 2, 3] and values.tolist() == [-1.0, 3.0, -2.0, -3.0, 4.0, 5.0]
+
+
+@pytest.mark.parametrize("klass", [GPR, GPOR], ids=lambda k: k.__name__)
+def test_the_per_user_models_keep_no_users_by_items_nor_items_by_items_state(klass):
+    """At Netflix's size (477,893 users × 17,770 items) the fitted state is its coefficients (one per training
+    rating), the users' offsets and the items' features: nothing of users × items or items × items."""
+    n_users, n_items = 477_893, 17_770
+    sizes = klass().state_size(n_users, n_items)
+    assert max(sizes.values()) <= n_users + 1, sizes
+    split = featured(seed=2, n_users=30)
+    model = klass().fit(split.train)
+    assert all(v.size <= max(len(split.train), split.train.n_users + 1, split.train.n_items * 10)
+               for v in model._state().values())

@@ -48,7 +48,7 @@ from ..errors import ModelFitError
 from ..solvers import dense
 from . import _gp_kernels as gk
 
-__all__ = ["rbf_kernel", "one_hot_kernel", "regression_user", "ordinal_loglik", "ordinal_laplace_user", "EStats", "e_step",
+__all__ = ["rbf_kernel", "one_hot_kernel", "ItemKernel", "posterior_means", "pair_scores", "regression_user", "ordinal_loglik", "ordinal_laplace_user", "EStats", "e_step",
            "m_step", "log_hyperprior", "thresholds_for"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
@@ -68,6 +68,60 @@ def one_hot_kernel(n_items: int, lengthscale: float, signal: float, jitter: floa
     K = np.full((n_items, n_items), signal * math.exp(-1.0 / (lengthscale * lengthscale)))
     K[np.diag_indices_from(K)] = signal * (1.0 + jitter)
     return K
+
+
+class ItemKernel:
+    """A feature kernel of the items read as a matrix whose entries are made when read: ``K[np.ix_(rows, cols)]``
+    is the block, :meth:`dense` the whole. A user's posterior needs only the block of the items it rated and a
+    score only the entries of one item's column, so the items × items matrix (2.5 GB at 17,770 items) is never
+    kept. The entries are those of :func:`rbf_kernel`, :func:`one_hot_kernel` and the learned kernel of
+    :mod:`._gp_evidence`, to the bit (:func:`._gp_kernels.feature_block`).
+
+    Parameters
+    ----------
+    X : (items, features) array or None
+        The features, already scaled for the learned kernel; None for one-hot item ids.
+    n_items : int
+    divisor, signal : float
+        An entry off the diagonal is ``signal · exp((−½ ‖x_i − x_j‖²) / divisor)``.
+    jitter : float
+        The diagonal is ``signal · (1 + jitter)``.
+    off : float
+        The entry off the diagonal of one-hot ids.
+    """
+
+    def __init__(self, X: np.ndarray | None, n_items: int, divisor: float, signal: float, jitter: float,
+                 off: float = 0.0):
+        self.one_hot = X is None
+        self.X = np.zeros((n_items, 0)) if X is None else np.ascontiguousarray(X, dtype=np.float64)
+        self.shape = (int(n_items), int(n_items))
+        self.divisor, self.signal, self.off = float(divisor), float(signal), float(off)
+        self.diag = float(signal * (1.0 + jitter))
+
+    @classmethod
+    def rbf(cls, X: np.ndarray, lengthscale: float, signal: float, jitter: float) -> "ItemKernel":
+        """:func:`rbf_kernel`'s entries."""
+        return cls(X, len(X), lengthscale * lengthscale, signal, jitter)
+
+    @classmethod
+    def one_hot_ids(cls, n_items: int, lengthscale: float, signal: float, jitter: float) -> "ItemKernel":
+        """:func:`one_hot_kernel`'s entries."""
+        return cls(None, n_items, 1.0, signal, jitter, off=signal * math.exp(-1.0 / (lengthscale * lengthscale)))
+
+    @property
+    def _args(self) -> tuple:
+        return self.X, self.divisor, self.signal, self.diag, self.off, self.one_hot
+
+    def __getitem__(self, key) -> np.ndarray:
+        rows, cols = key
+        X, *rest = self._args
+        return gk.feature_block(X, np.ascontiguousarray(np.ravel(rows), dtype=np.int64),
+                                np.ascontiguousarray(np.ravel(cols), dtype=np.int64), *rest)
+
+    def dense(self) -> np.ndarray:
+        """The whole items × items matrix."""
+        every = np.arange(self.shape[0])
+        return self[every, every]
 
 
 def _chol(M: np.ndarray, what: str) -> np.ndarray:
@@ -192,15 +246,39 @@ class EStats:
     logml: float
 
 
-def e_step(K: np.ndarray, mu: np.ndarray, offsets: np.ndarray, indptr: np.ndarray, items: np.ndarray,
+def posterior_means(K, mu: np.ndarray, offsets: np.ndarray, indptr: np.ndarray, items: np.ndarray,
+                    coef: np.ndarray) -> np.ndarray:
+    """The posterior means of every user on every item (users × items), ``offsets[u] + μ + Σ_{p ∈ I_u} coef_p
+    K[items_p]``, from :func:`e_step`'s coefficients; ``K`` a matrix or an :class:`ItemKernel`. For small data:
+    :func:`pair_scores` makes the pairs a model scores without the whole matrix."""
+    K = K.dense() if isinstance(K, ItemKernel) else np.ascontiguousarray(K)
+    base = offsets[:, None] + mu[None, :]
+    return gk.sparse_rows_times(indptr, items, coef, K, np.ascontiguousarray(base))
+
+
+def pair_scores(K, mu: np.ndarray, offsets: np.ndarray, indptr: np.ndarray, items: np.ndarray, coef: np.ndarray,
+                users: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """The posterior means of (user, item) pairs: the entries of :func:`posterior_means` at ``(users, cols)``, to
+    the bit, made pair by pair (``K`` a matrix or an :class:`ItemKernel`, whose entries are made as read)."""
+    users = np.ascontiguousarray(users, dtype=np.int64)
+    cols = np.ascontiguousarray(cols, dtype=np.int64)
+    if isinstance(K, ItemKernel):
+        return gk.feature_pair_scores(indptr, items, coef, offsets, mu, users, cols, *K._args)
+    return gk.dense_pair_scores(indptr, items, coef, offsets, mu, users, cols, np.ascontiguousarray(K))
+
+
+def e_step(K, mu: np.ndarray, offsets: np.ndarray, indptr: np.ndarray, items: np.ndarray,
            targets: np.ndarray, solve, stats: bool = True, moments: bool = True):
-    """Each user's posterior under ``(μ, K)``: the posterior means ``F`` (users × items) and, with ``stats``, the
-    :class:`EStats` of the users with ratings; without ``moments`` those hold only ``n`` and the log marginal
-    likelihood (no ``items × items`` sums: what a model without an M-step needs).
+    """Each user's posterior under ``(μ, K)``: the coefficients ``coef`` of the posterior means (``α_u`` or
+    ``a_u`` of each rating, in the order of ``items``: the mean on every item is ``offset_u + μ + K_{·I_u}
+    coef_u``, :func:`posterior_means` and :func:`pair_scores`) and, with ``stats``, the :class:`EStats` of the
+    users with ratings; without ``moments`` those hold only ``n`` and the log marginal likelihood (no
+    ``items × items`` sums: what a model without an M-step needs). ``K`` is a matrix or an :class:`ItemKernel`.
 
     ``solve(K, mean, items, targets)`` is :func:`regression_user` or :func:`ordinal_laplace_user` with the
     likelihood's settings bound; its first two results are ``α_u`` and ``A_u`` (``A_u`` is read only for the
-    moments), its third the log marginal likelihood. Users without ratings keep the prior mean ``offset + μ``.
+    moments), its third the log marginal likelihood. Users without ratings have no coefficient: their mean is
+    the prior's, ``offset + μ``.
     """
     n_users, n_items = len(indptr) - 1, len(mu)
     coef = np.zeros(len(items))  # α_u of each rating, in the order of ``items``
@@ -218,14 +296,12 @@ def e_step(K: np.ndarray, mu: np.ndarray, offsets: np.ndarray, indptr: np.ndarra
             P[np.ix_(its, its)] += out[1]
         logml += out[2]
         n += 1
-    base = offsets[:, None] + mu[None, :]
-    F = gk.sparse_rows_times(indptr, items, coef, np.ascontiguousarray(K), np.ascontiguousarray(base))
     if not stats:
-        return F, None
+        return coef, None
     if not moments:
-        return F, EStats(n=n, s=None, Q=None, P=None, logml=logml)
+        return coef, EStats(n=n, s=None, Q=None, P=None, logml=logml)
     s = np.bincount(items, weights=coef, minlength=n_items)
-    return F, EStats(n=n, s=s, Q=gk.sparse_outer_sum(indptr, items, coef, n_items), P=P, logml=logml)
+    return coef, EStats(n=n, s=s, Q=gk.sparse_outer_sum(indptr, items, coef, n_items), P=P, logml=logml)
 
 
 def m_step(K: np.ndarray, mu: np.ndarray, K0: np.ndarray, st: EStats, tau: float, pi: float):

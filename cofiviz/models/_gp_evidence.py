@@ -50,15 +50,14 @@ __all__ = ["ard_kernel", "ordinal_terms", "regression_evidence", "ordinal_eviden
            "maximise"]
 
 
-def ard_kernel(X: np.ndarray | None, n_items: int, kappa: np.ndarray, signal: float, jitter: float) -> np.ndarray:
-    """``K_ij = signal · (exp(−½ Σ_ς κ_ς (x_iς − x_jς)²) + jitter·[i = j])``; ``X = None`` means one-hot item ids and
-    a single ``κ`` (every distinct pair at squared distance 2)."""
+def ard_kernel(X: np.ndarray | None, n_items: int, kappa: np.ndarray, signal: float, jitter: float) -> _gp.ItemKernel:
+    """``K_ij = signal · (exp(−½ Σ_ς κ_ς (x_iς − x_jς)²) + jitter·[i = j])`` as an :class:`~._gp.ItemKernel` (its
+    entries made when read); ``X = None`` means one-hot item ids and a single ``κ`` (every distinct pair at squared
+    distance 2)."""
     if X is None:
-        return _gp.one_hot_kernel(n_items, 1.0 / math.sqrt(float(kappa[0])), signal, jitter)
+        return _gp.ItemKernel.one_hot_ids(n_items, 1.0 / math.sqrt(float(kappa[0])), signal, jitter)
     Xs = np.ascontiguousarray(X * np.sqrt(kappa)[None, :])
-    K = signal * elementary.exp(-0.5 * gk.sq_dists(Xs))
-    K[np.diag_indices_from(K)] = signal * (1.0 + jitter)
-    return K
+    return _gp.ItemKernel(Xs, n_items, 1.0, signal, jitter)
 
 
 # ---------------------------------------------------------------------------------------------- the likelihood

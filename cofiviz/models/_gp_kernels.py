@@ -8,11 +8,13 @@ neither of which changes the order of any sum.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit, prange
 
 __all__ = ["cholesky", "cho_solve", "matmul", "sq_dists", "sparse_rows_times", "sparse_outer_sum",
-           "em_covariance"]
+           "em_covariance", "feature_block", "feature_pair_scores", "dense_pair_scores"]
 
 
 #: rows of the Cholesky factor computed as one block: each earlier row is read once per block
@@ -220,6 +222,59 @@ def sparse_rows_times(indptr, items, values, K, base):
             for c in range(K.shape[1]):
                 F[u, c] += v * K[i, c]
     return F
+
+
+@njit(cache=True, nogil=True)
+def _feature_entry(X, i, j, divisor, signal, diag, off, one_hot):
+    """One entry of a feature kernel: ``diag`` for ``i = j``; else ``off`` for one-hot ids, or
+    ``signal · exp((−½ ‖x_i − x_j‖²) / divisor)`` summed and rounded as :func:`sq_dists` and ``elementary.exp``."""
+    if i == j:
+        return diag
+    if one_hot:
+        return off
+    s = 0.0
+    for k in range(X.shape[1]):
+        t = X[i, k] - X[j, k]
+        s += t * t
+    return signal * math.exp((-0.5 * s) / divisor)
+
+
+@njit(cache=True, parallel=True)
+def feature_block(X, rows, cols, divisor, signal, diag, off, one_hot):
+    """The block ``K[rows][:, cols]`` of a feature kernel (:func:`_feature_entry`), made entry by entry."""
+    out = np.empty((len(rows), len(cols)))
+    for a in prange(len(rows)):
+        for b in range(len(cols)):
+            out[a, b] = _feature_entry(X, rows[a], cols[b], divisor, signal, diag, off, one_hot)
+    return out
+
+
+@njit(cache=True, parallel=True)
+def feature_pair_scores(indptr, rated, coef, offsets, mu, users, cols, X, divisor, signal, diag, off, one_hot):
+    """Posterior means of (user, item) pairs, ``offsets[u] + μ[c] + Σ_{p ∈ I_u} coef_p K[rated_p, c]``, with ``K``
+    a feature kernel whose entries are made as they are read: no items × items matrix, no users × items one.
+    Each sum runs in the order of :func:`sparse_rows_times`, so a pair's value is that of its entry there."""
+    out = np.empty(len(users))
+    for t in prange(len(users)):
+        u, c = users[t], cols[t]
+        s = offsets[u] + mu[c]
+        for p in range(indptr[u], indptr[u + 1]):
+            s += coef[p] * _feature_entry(X, rated[p], c, divisor, signal, diag, off, one_hot)
+        out[t] = s
+    return out
+
+
+@njit(cache=True, parallel=True)
+def dense_pair_scores(indptr, rated, coef, offsets, mu, users, cols, K):
+    """:func:`feature_pair_scores` with ``K`` a matrix (the collaborative models' learned covariance)."""
+    out = np.empty(len(users))
+    for t in prange(len(users)):
+        u, c = users[t], cols[t]
+        s = offsets[u] + mu[c]
+        for p in range(indptr[u], indptr[u + 1]):
+            s += coef[p] * K[rated[p], c]
+        out[t] = s
+    return out
 
 
 @njit(cache=True)

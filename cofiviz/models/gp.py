@@ -14,7 +14,10 @@ Kriegel, "Collaborative ordinal regression", ICML 2006. Each user's preference o
 ``CGPOR``  likewise with the ordinal likelihood (the E-step uses each user's Laplace approximation).
 
 A user's items are ranked by the posterior mean of ``f_u`` (the latent mean for the ordinal models). The formulas,
-their sources and the EM update are in :mod:`cofiviz.models._gp`.
+their sources and the EM update are in :mod:`cofiviz.models._gp`. The posterior means are kept as each user's
+coefficients on the items it rated (``c_u + μ + K_{·I_u} a_u``) and scored pair by pair; GPR's and GPOR's kernel is
+read entry by entry from the items' features (:class:`~cofiviz.models._gp.ItemKernel`), so that neither a users ×
+items nor an items × items matrix is kept (the collaborative models keep their learned ``K``).
 
 Hyper-parameters (``hyperparameters``): ``"evidence"`` learns them as Chu & Ghahramani do, by maximising the
 evidence (:mod:`cofiviz.models._gp_evidence`): one ``κ_ς`` per feature of ``K0 = signal·exp(−½ Σ_ς κ_ς (x_ς −
@@ -197,15 +200,17 @@ class _ItemGP(Model):
         targets, offsets = self._targets(train.ratings), self._offsets(train, self.mean_rating_)
         if self.hyperparameters == "evidence":
             self._learn_hyperparameters(train, X, items, targets, offsets, rng)
-            self.K0_ = ge.ard_kernel(X, train.n_items, self.kappa_, self.signal_, JITTER)
+            self.K_ = ge.ard_kernel(X, train.n_items, self.kappa_, self.signal_, JITTER)
         elif one_hot:
-            self.K0_ = _gp.one_hot_kernel(train.n_items, float(self.lengthscale), float(self.signal), JITTER)
+            self.K_ = _gp.ItemKernel.one_hot_ids(train.n_items, float(self.lengthscale), float(self.signal), JITTER)
         else:
-            self.K0_ = _gp.rbf_kernel(X, float(self.lengthscale), float(self.signal), JITTER)
-        self.K_ = np.array(self.K0_, copy=True)
+            self.K_ = _gp.ItemKernel.rbf(X, float(self.lengthscale), float(self.signal), JITTER)
         self.mu_ = np.zeros(train.n_items)
         self._data = (train.indptr, items, targets, offsets)
-        self.F_ = np.zeros((train.n_users, train.n_items))
+        # the posterior means, kept as each user's coefficients on its rated items (``offset + μ + K_{·I} coef``):
+        # scored pair by pair, never as a users × items matrix
+        self.indptr_, self.rated_ = np.ascontiguousarray(train.indptr, dtype=np.int64), items
+        self.offsets_, self.coef_ = np.ascontiguousarray(offsets, dtype=np.float64), np.zeros(len(items))
 
     def _learn_hyperparameters(self, train: Ratings, X, items, targets, offsets, rng) -> None:
         """The kernel's ``κ`` (one per feature; one for one-hot ids), the noise and, for the ordinal models, the
@@ -242,12 +247,21 @@ class _ItemGP(Model):
         return _gp.e_step(self.K_, self.mu_, offsets, indptr, items, targets, solve, stats=stats, moments=moments)
 
     def _step(self, iteration: int) -> float:
-        self.F_, st = self._e_step(stats=True, moments=False)   # no M-step: the log likelihood is all it needs
+        self.coef_, st = self._e_step(stats=True, moments=False)   # no M-step: the log likelihood is all it needs
         self.logml_ = st.logml
         return -st.logml / max(len(self._data[1]), 1)
 
     def _scores(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
-        return self.F_[users, items]
+        return _gp.pair_scores(self.K_, self.mu_, self.offsets_, self.indptr_, self.rated_, self.coef_, users, items)
+
+    def means(self, users=None) -> np.ndarray:
+        """The posterior means of ``users`` (default: every user) on every item, users × items: what the model
+        keeps as coefficients and scores pair by pair, made whole (for a few users, or a small table)."""
+        self._require_fitted()
+        users = np.arange(len(self.offsets_)) if users is None else np.asarray(users, dtype=np.int64)
+        n_items = len(self.mu_)
+        return self._scores(np.repeat(users, n_items), np.tile(np.arange(n_items), len(users))).reshape(
+            len(users), n_items)
 
     # ------------------------------------------------------------------ strong generalization
     def fold_in(self, given: Ratings, seed: int | None = None) -> "_ItemGP":
@@ -263,27 +277,47 @@ class _ItemGP(Model):
         if not active.any():
             return self
         offsets = self._offsets(given, self.mean_rating_)
-        F, _ = _gp.e_step(self.K_, self.mu_, offsets, given.indptr,
-                          np.ascontiguousarray(given.items, dtype=np.int64), self._targets(given.ratings),
-                          self._solver(inverse=False), stats=False)
-        if not np.all(np.isfinite(F[active])):
+        items = np.ascontiguousarray(given.items, dtype=np.int64)
+        coef, _ = _gp.e_step(self.K_, self.mu_, offsets, given.indptr, items, self._targets(given.ratings),
+                             self._solver(inverse=False), stats=False)
+        if not (np.all(np.isfinite(coef)) and np.all(np.isfinite(offsets[active]))):
             raise ModelFitError(f"{type(self).__name__}.fold_in produced non-finite scores; "
                                 + self.divergence_advice())
-        out = np.array(self.F_, copy=True)
-        out[active] = F[active]
-        self.F_ = out
+        self.indptr_, self.rated_, self.coef_ = _merge_rows((self.indptr_, self.rated_, self.coef_),
+                                                            (given.indptr, items, coef), active)
+        self.offsets_ = np.where(active, offsets, self.offsets_)
         self.folded_in_ = {"n_users": int(active.sum())}
         return self
 
     # ------------------------------------------------------------------ state
     def _state(self) -> dict[str, np.ndarray]:
-        return {"F": self.F_, "K": self.K_, "mu": self.mu_, "thresholds": self.thresholds_,
-                "level_edges": self.level_edges_, "noise": np.array([self.noise_]),
-                "mean_rating": np.array([self.mean_rating_])}
+        state = {"coef": self.coef_, "indptr": self.indptr_, "rated": self.rated_, "offsets": self.offsets_,
+                 "mu": self.mu_, "thresholds": self.thresholds_, "level_edges": self.level_edges_,
+                 "noise": np.array([self.noise_]), "mean_rating": np.array([self.mean_rating_])}
+        return {**state, **self._kernel_state()}
+
+    def _kernel_state(self) -> dict[str, np.ndarray]:
+        """The feature kernel: its (scaled) features and ``divisor, signal, diagonal, one-hot entry, one-hot``."""
+        K = self.K_
+        return {"X": K.X, "kernel": np.array([K.divisor, K.signal, K.diag, K.off, float(K.one_hot)])}
+
+    def _set_kernel_state(self, state: dict[str, np.ndarray], n_items: int) -> None:
+        X = np.asarray(state["X"], dtype=np.float64)
+        kernel = np.asarray(state["kernel"], dtype=np.float64)
+        if X.ndim != 2 or X.shape[0] != n_items or kernel.shape != (5,) or not np.all(np.isfinite(kernel)) \
+                or not kernel[0] > 0 or kernel[4] not in (0.0, 1.0):
+            raise DataError(f"{type(self).__name__} state needs X ({n_items}, features) and kernel (divisor > 0, "
+                            f"signal, diagonal, one-hot entry, one-hot 0/1), got X {X.shape} and kernel "
+                            f"{kernel.tolist()}")
+        divisor, signal, diag, off, one_hot = kernel.tolist()
+        self.K_ = _gp.ItemKernel(None if one_hot else X, n_items, divisor, signal, 0.0, off=off)
+        self.K_.diag = diag
 
     def _set_state(self, state: dict[str, np.ndarray]) -> None:
-        F = np.asarray(state["F"], dtype=np.float64)
-        K = np.asarray(state["K"], dtype=np.float64)
+        coef = np.asarray(state["coef"], dtype=np.float64)
+        indptr = np.asarray(state["indptr"], dtype=np.int64)
+        rated = np.asarray(state["rated"], dtype=np.int64)
+        offsets = np.asarray(state["offsets"], dtype=np.float64)
         mu = np.asarray(state["mu"], dtype=np.float64)
         thr = np.asarray(state["thresholds"], dtype=np.float64)
         mean = np.asarray(state["mean_rating"], dtype=np.float64)
@@ -292,20 +326,45 @@ class _ItemGP(Model):
         if noise.shape != (1,) or not noise[0] > 0 or edges.shape != thr.shape:
             raise DataError(f"{type(self).__name__} state needs noise (1,) > 0 and level_edges shaped as thresholds "
                             f"{thr.shape}, got noise {noise.tolist()} and level_edges {edges.shape}")
-        if F.ndim != 2 or K.shape != (F.shape[1], F.shape[1]) or mu.shape != (F.shape[1],) or mean.shape != (1,) \
-                or thr.ndim != 1:
-            raise DataError(f"{type(self).__name__} state needs F (users, items), K (items, items), mu (items,), "
-                            f"thresholds and mean_rating (1,), got F {F.shape}, K {K.shape}, mu {mu.shape}, "
-                            f"mean_rating {mean.shape}")
+        n_items = len(mu)
+        if indptr.ndim != 1 or len(indptr) != len(offsets) + 1 or indptr[0] != 0 or np.any(np.diff(indptr) < 0) \
+                or coef.shape != rated.shape or len(rated) != indptr[-1] or mu.ndim != 1 or mean.shape != (1,) \
+                or thr.ndim != 1 or (len(rated) and not (0 <= rated.min() and rated.max() < n_items)):
+            raise DataError(f"{type(self).__name__} state needs indptr (users + 1,) rising from 0, rated and coef of "
+                            f"indptr[-1] entries with items below {n_items}, offsets (users,), mu (items,), "
+                            f"thresholds and mean_rating (1,), got indptr {indptr.shape}, rated {rated.shape}, "
+                            f"coef {coef.shape}, offsets {offsets.shape}, mu {mu.shape}, mean_rating {mean.shape}")
         if self.ordinal and len(thr) < 1:
             raise DataError(f"{type(self).__name__} state needs at least one threshold")
-        self.F_, self.K_, self.mu_ = np.ascontiguousarray(F), np.ascontiguousarray(K), np.ascontiguousarray(mu)
+        self._set_kernel_state(state, n_items)
+        self.coef_, self.indptr_, self.rated_ = np.ascontiguousarray(coef), indptr, np.ascontiguousarray(rated)
+        self.offsets_, self.mu_ = np.ascontiguousarray(offsets), np.ascontiguousarray(mu)
         self.thresholds_, self.mean_rating_ = np.ascontiguousarray(thr), float(mean[0])
         self.level_edges_, self.noise_ = np.ascontiguousarray(edges), float(noise[0])
 
     def _state_spec(self, n_users: int, n_items: int) -> dict[str, tuple[int | None, ...]]:
-        return {"F": (n_users, n_items), "K": (n_items, n_items), "mu": (n_items,), "thresholds": (None,),
-                "level_edges": (None,), "noise": (1,), "mean_rating": (1,)}
+        return {"coef": (None,), "indptr": (n_users + 1,), "rated": (None,), "offsets": (n_users,),
+                "mu": (n_items,), "thresholds": (None,), "level_edges": (None,), "noise": (1,),
+                "mean_rating": (1,), **self._kernel_spec(n_items)}
+
+    def _kernel_spec(self, n_items: int) -> dict[str, tuple[int | None, ...]]:
+        return {"X": (n_items, None), "kernel": (5,)}
+
+
+def _merge_rows(old: tuple, new: tuple, take: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows of two user-major tables ``(indptr, items, values)`` over the same users: row ``u`` of ``new`` where
+    ``take[u]``, of ``old`` elsewhere, each in its own order."""
+    parts = []
+    for (indptr, items, values), keep in ((old, ~take), (new, take)):
+        users = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
+        mask = keep[users]
+        parts.append((users[mask], np.asarray(items)[mask], np.asarray(values)[mask]))
+    users = np.concatenate([p[0] for p in parts])
+    order = np.argsort(users, kind="stable")
+    indptr = np.zeros(len(take) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(users, minlength=len(take)), out=indptr[1:])
+    items = np.ascontiguousarray(np.concatenate([p[1] for p in parts])[order], dtype=np.int64)
+    return indptr, items, np.ascontiguousarray(np.concatenate([p[2] for p in parts])[order], dtype=np.float64)
 
 
 class _CollaborativeGP(_ItemGP):
@@ -329,7 +388,9 @@ class _CollaborativeGP(_ItemGP):
 
     def _setup(self, train: Ratings, rng: np.random.Generator) -> None:
         super()._setup(train, rng)
-        self.F_, self._stats = self._e_step(stats=True)
+        self.K0_ = self.K_.dense()                  # the prior's centre, which the M-step and its prior read
+        self.K_ = np.array(self.K0_, copy=True)
+        self.coef_, self._stats = self._e_step(stats=True)
         self._objective = [self._log_posterior(self._stats)]
 
     def _log_posterior(self, st) -> float:
@@ -339,9 +400,21 @@ class _CollaborativeGP(_ItemGP):
     def _step(self, iteration: int) -> float:
         self.K_, self.mu_ = _gp.m_step(self.K_, self.mu_, self.K0_, self._stats, float(self.prior_weight),
                                        float(self.mean_weight))
-        self.F_, self._stats = self._e_step(stats=True)
+        self.coef_, self._stats = self._e_step(stats=True)
         self._objective.append(self._log_posterior(self._stats))
         return -self._objective[-1] / max(len(self._data[1]), 1)
+
+    def _kernel_state(self) -> dict[str, np.ndarray]:
+        return {"K": self.K_}
+
+    def _set_kernel_state(self, state: dict[str, np.ndarray], n_items: int) -> None:
+        K = np.asarray(state["K"], dtype=np.float64)
+        if K.shape != (n_items, n_items):
+            raise DataError(f"{type(self).__name__} state needs K ({n_items}, {n_items}), got K {K.shape}")
+        self.K_ = np.ascontiguousarray(K)
+
+    def _kernel_spec(self, n_items: int) -> dict[str, tuple[int | None, ...]]:
+        return {"K": (n_items, n_items)}
 
     def _converged(self, iteration: int) -> bool:
         if self.tol <= 0 or len(self._objective) < 2:
