@@ -11,7 +11,9 @@ until the run has finished.
 
 The server serves every page, as ``cofiviz serve`` does. Phases:
 
-1. **alone**: one session presses Run with nobody else on the server: the run's time alone (press to finished);
+1. **alone**: once the server is idle (its start-up work behind it: the recommendations' models trained, the
+   comparisons' results read; :func:`wait_idle`), one session at a time presses Run with nobody else on the server,
+   ``--alone-runs`` times: the run's time alone is their median (press to finished);
 2. **a class** per ``--arrival`` value (default 30 s, then 150 s), one after the other on the same server:
    ``--sessions`` students arrive spread evenly over that many seconds; every third of them, up to ``--runs``,
    presses Run once the page is ready; the others keep their page open; the server's peak memory (its process and
@@ -23,7 +25,9 @@ button's id, as the browser sends it.
 
 Recorded: page-ready times (landing page fetched, monitor session opened; median and 95th percentile), each run's
 press order k, wait in the queue (press to the status saying it trains) and duration (to finished), errors (a
-session that failed, a run that failed, an error or traceback in the server's log). The goals on a 2-core machine:
+session that failed, a run that failed, an error or traceback in the server's log), and the CPU seconds of the
+server's own process and of the students' clients (this process) during the class: what the pages cost the cores
+the runs share. The goals on a 2-core machine:
 page ready p95 ≤ 5 s; every run finishes, the k-th Run pressed within 1.2 × ⌈k / slots⌉ × its time alone; zero
 errors. The slots are the server's (its cores, ``cofiviz serve --run-slots``).
 
@@ -237,8 +241,10 @@ class Student:
 
 
 def peak_memory(pid: int, stop: threading.Event, out: dict) -> None:
-    """The largest summed resident memory of process ``pid`` and its descendants, sampled until ``stop``."""
-    server = psutil.Process(pid)
+    """The largest summed resident memory of process ``pid`` and its descendants, sampled until ``stop``; also
+    ``out["cpu"]``, the samples' times and the CPU seconds of that process and of this one (the clients) then."""
+    server, me = psutil.Process(pid), psutil.Process()
+    out.setdefault("cpu", [])
     while not stop.is_set():
         total = 0
         try:
@@ -247,10 +253,47 @@ def peak_memory(pid: int, stop: threading.Event, out: dict) -> None:
                     total += p.memory_info().rss
                 except psutil.Error:
                     pass
+            out["cpu"].append((time.monotonic(), sum(server.cpu_times()[:2]), sum(me.cpu_times()[:2])))
         except psutil.Error:
             break
         out["peak"] = max(out.get("peak", 0), total)
         stop.wait(0.2)
+
+
+def cpu_between(samples: list, t0: float, t1: float) -> tuple[float, float]:
+    """CPU seconds of the server and of the clients between times ``t0`` and ``t1`` (the samples nearest them)."""
+    if not samples:
+        return float("nan"), float("nan")
+    at = lambda t: min(samples, key=lambda s: abs(s[0] - t))  # noqa: E731
+    a, b = at(t0), at(t1)
+    return b[1] - a[1], b[2] - a[2]
+
+
+def wait_idle(pid: int, share: float = 0.1, window: float = 3.0, timeout: float = 600.0) -> float:
+    """Wait until process ``pid`` and its descendants use less than ``share`` of one core over ``window`` seconds
+    (at most ``timeout``); the seconds waited."""
+    server, t0 = psutil.Process(pid), time.monotonic()
+
+    def cpu() -> float:
+        total = 0.0
+        for p in [server, *server.children(recursive=True)]:
+            try:
+                total += sum(p.cpu_times()[:2])
+            except psutil.Error:
+                pass
+        return total
+
+    while time.monotonic() - t0 < timeout:
+        before = cpu()
+        time.sleep(window)
+        if 0.0 <= cpu() - before < share * window:
+            break
+    return time.monotonic() - t0
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of process ``pid`` itself so far."""
+    return sum(psutil.Process(pid).cpu_times()[:2])
 
 
 def run_alone(url: str, timeout: float) -> float:
@@ -312,13 +355,20 @@ def markdown(result: dict) -> str:
     m, scs = result["machine"], result["scenarios"]
     yes = lambda ok: "met" if ok else "**not met**"  # noqa: E731
     head = " | ".join(f"{sc['sessions']} students over {sc['arrival_s']:g} s" for sc in scs)
-    lines = [f"{m['cores']} cores, {m['slots']} runs at once; the first Run alone took {result['alone_s']:.1f} s.", "",
+    runs = result.get("alone_runs_s", [result["alone_s"]])
+    lines = [f"{m['cores']} cores, {m['slots']} runs at once; the first Run alone on the idle server took "
+             f"{result['alone_s']:.1f} s (median of {len(runs)}: {', '.join(f'{a:.1f}' for a in runs)} s).", "",
              f"| | {head} |", "|---" * (len(scs) + 1) + "|"]
     rows = [("pages opened", lambda sc: f"{sc['page_ready']['opened']} of {sc['sessions']}"),
             ("page ready, median (s)", lambda sc: f"{sc['page_ready']['median_s']:.2f}"),
             ("page ready, 95th percentile (s)", lambda sc: f"{sc['page_ready']['p95_s']:.2f}"),
             ("the monitor's session alone, median (s)", lambda sc: f"{sc['page_ready']['monitor_median_s']:.2f}"),
             ("server's peak memory (MB)", lambda sc: f"{sc['peak_memory_mb']:,.0f}"),
+            ("CPU seconds: the server's process / the clients", lambda sc: f"{sc['server_cpu_s']:.1f} / "
+                                                                       f"{sc['clients_cpu_s']:.1f}"),
+            ("… of them while the first runs trained (s)", lambda sc: f"{sc['first_runs']['server_cpu_s']:.1f} / "
+                                                                  f"{sc['first_runs']['clients_cpu_s']:.1f} in "
+                                                                  f"{sc['first_runs']['seconds']:.1f}"),
             ("errors", lambda sc: str(len(sc["errors"]))),
             ("goal: page ready p95 ≤ 5 s", lambda sc: yes(sc["goals"]["page_ready_p95_le_5s"])),
             ("goal: every run finished", lambda sc: yes(sc["goals"]["every_run_finished"])),
@@ -345,6 +395,7 @@ def scenario(server: PanelServer, sessions: int, runs: int, arrival: float, time
              alone: float) -> dict:
     """One class: ``sessions`` students over ``arrival`` seconds, ``runs`` of them pressing Run; its record."""
     logged = len(server.log.read_text(errors="replace"))
+    server_cpu, clients_cpu = cpu_seconds(server.proc.pid), cpu_seconds(os.getpid())
     memory: dict = {}
     stop = threading.Event()
     watcher = threading.Thread(target=peak_memory, args=(server.proc.pid, stop, memory), daemon=True)
@@ -354,9 +405,14 @@ def scenario(server: PanelServer, sessions: int, runs: int, arrival: float, time
     finally:
         stop.set()
         watcher.join(5)
+    server_cpu, clients_cpu = cpu_seconds(server.proc.pid) - server_cpu, cpu_seconds(os.getpid()) - clients_cpu
     errors += [f"server log: {line}" for line in server_log_errors(server.log.read_text(errors="replace")[logged:])]
     ready = [r["ready_s"] for r in records if "ready_s" in r]
     pressed = sorted((r for r in records if r.get("presses")), key=lambda r: r.get("k", 10**6))
+    # the first runs' time (the first press to the last of the first ``slots`` finished): the cores they shared
+    first = [r for r in pressed if r.get("k", 10**6) <= slots and "finished" in r]
+    window = (min(r["pressed"] for r in first), max(r["finished"] for r in first)) if first else None
+    first_cpu = cpu_between(memory.get("cpu", []), *window) if window else (float("nan"), float("nan"))
     for r in pressed:
         if "run_s" in r:
             r["bound_s"] = 1.2 * math.ceil(r["k"] / slots) * alone
@@ -374,6 +430,9 @@ def scenario(server: PanelServer, sessions: int, runs: int, arrival: float, time
                        "opened": len(ready)},
         "runs": pressed,
         "peak_memory_mb": memory.get("peak", 0) / 2**20,
+        "server_cpu_s": server_cpu, "clients_cpu_s": clients_cpu,
+        "first_runs": {"seconds": window[1] - window[0] if window else None, "server_cpu_s": first_cpu[0],
+                       "clients_cpu_s": first_cpu[1]},
         "errors": errors,
     }
     out["goals"] = {
@@ -404,6 +463,7 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--arrival", type=float, nargs="+", default=[30.0, 150.0],
                     help="seconds over which the students arrive: one class per value, on the same server")
+    ap.add_argument("--alone-runs", type=int, default=3, help="runs alone whose median is the time alone")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds a run may take at most")
     ap.add_argument("--json", type=Path, help="write the results here")
     args = ap.parse_args(argv)
@@ -415,8 +475,12 @@ def main(argv=None) -> int:
     server = PanelServer([str(p) for p in app_files()])
     print(f"server up and warm in {time.monotonic() - t0:.1f} s", flush=True)
     try:
-        alone = run_alone(server.url, args.timeout)
-        print(f"alone: the first Run's defaults trained in {alone:.1f} s", flush=True)
+        idle = wait_idle(server.proc.pid)
+        print(f"server idle after {idle:.1f} s more", flush=True)
+        alone_runs = [run_alone(server.url, args.timeout) for _ in range(args.alone_runs)]
+        alone = statistics.median(alone_runs)
+        print(f"alone: the first Run's defaults trained in {', '.join(f'{a:.1f}' for a in alone_runs)} s "
+              f"(median {alone:.1f} s)", flush=True)
         scenarios = []
         for arrival in args.arrival:
             scenarios.append(scenario(server, args.sessions, args.runs, arrival, args.timeout, slots, alone))
@@ -429,6 +493,8 @@ def main(argv=None) -> int:
         "settings": {"sessions": args.sessions, "runs": args.runs, "arrivals_s": args.arrival,
                      "served": "every page, as cofiviz serve",
                      "run": "the monitor's first Run at its defaults (LCR on MovieLens 100K)"},
+        "idle_wait_s": idle,
+        "alone_runs_s": alone_runs,
         "alone_s": alone,
         "scenarios": scenarios,
     }

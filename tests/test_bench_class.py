@@ -34,6 +34,10 @@ def test_the_shipped_run_is_of_a_class_and_its_goals_follow_from_its_numbers():
         for r in runs:
             assert math.isclose(r["bound_s"], 1.2 * math.ceil(r["k"] / slots) * alone)
             assert r["within"] == (r["run_s"] <= r["bound_s"]) and 0 <= r["wait_s"] <= r["run_s"]
+        # the first runs' window spans the first ``slots`` runs; the server's CPU in it is part of its whole
+        first = [r for r in runs if r["k"] <= slots]
+        assert sc["first_runs"]["seconds"] >= max(r["run_s"] for r in first) - 0.5
+        assert 0 <= sc["first_runs"]["server_cpu_s"] <= sc["server_cpu_s"]
         goals = sc["goals"]
         assert goals["page_ready_p95_le_5s"] == (sc["page_ready"]["opened"] == 30 and sc["page_ready"]["p95_s"] <= 5)
         assert goals["kth_run_within_bound"] == all(r["within"] for r in runs)
