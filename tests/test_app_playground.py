@@ -8,7 +8,7 @@ import pytest
 from conftest import PanelServer, count_canvases, screenshot, wait_for_canvases
 from conftest import playground_ndcg as _ndcg
 from cofiviz import metrics as M
-from cofiviz.dashboards.playground import METRICS, PRESETS, MetricPlayground, contributions, metric_values
+from cofiviz.dashboards.playground import ITEMS, METRICS, PRESETS, MetricPlayground, contributions, metric_values
 
 
 @pytest.mark.parametrize("name", list(PRESETS))
@@ -42,6 +42,32 @@ def test_viewer_moves_and_rejects_bad_text():
     p._scores_in.value = "1 1 1 1 2 2 2 2"
     assert not p._error.visible and p.scores == (1, 1, 1, 1, 2, 2, 2, 2)
     assert "Tie rule" in p._rows.objects[-1].object
+
+
+def test_each_bar_chart_shows_the_order_it_draws_after_a_move():
+    """Moving an item relabels the positions; each chart's axis holds exactly the new labels (an axis linked across
+    the charts kept the old ones beside them)."""
+    from bokeh.document import Document
+    from bokeh.models import FactorRange
+    from panel.io.state import set_curdoc
+
+    doc = Document()
+    with set_curdoc(doc):
+        p = MetricPlayground()
+        root = p.__panel__().get_root(doc)
+
+        def axes():
+            return [list(r.factors) for r in root.references() if isinstance(r, FactorRange)]
+
+        def labels():
+            order = M.rank_order(np.array(p.grades, float), np.array(p.scores, float))
+            return [f"{k + 1}:{ITEMS[i]}" for k, i in enumerate(order)]
+
+        assert axes() and all(a == labels() for a in axes())
+        before = labels()
+        first = int(M.rank_order(np.array(p.grades, float), np.array(p.scores, float))[0])
+        p.move(first, +1)
+        assert labels() != before and all(a == labels() for a in axes()), axes()
 
 
 @pytest.fixture(scope="module")

@@ -160,7 +160,7 @@ class MetricPlayground(pn.viewable.Viewer):
         self._rows = pn.Column(sizing_mode="stretch_width")
         self._values = pn.pane.Markdown(sizing_mode="stretch_width", css_classes=["cofiviz-metric-values"])
         self._formulas = pn.pane.Markdown(sizing_mode="stretch_width")
-        self._plot = PlotFlow()
+        self._plot = PlotFlow(linked_axes=False)   # each order's own labels on its axis
         self._sync_text()
         self._refresh()
 

@@ -76,11 +76,14 @@ class PlotFlow(pn.viewable.Viewer):
 
     What a HoloViews ``Layout(...).cols(n)`` draws, except that a layout keeps its ``n`` columns at any width. Set
     :attr:`objects` to a list of HoloViews elements (responsive, with a fixed height); the panes are kept and
-    only their objects change, so that a page updates in place.
+    only their objects change, so that a page updates in place. ``linked_axes`` is the panes' own (Panel links
+    the axes of plots that share a dimension, and a linked categorical axis keeps the factors of every plot drawn
+    on it: False for plots whose categories change from one update to the next).
     """
 
-    def __init__(self, objects=(), css_classes: list[str] | None = None):
+    def __init__(self, objects=(), css_classes: list[str] | None = None, linked_axes: bool = True):
         super().__init__()
+        self._linked_axes = linked_axes
         self._box = pn.FlexBox(flex_wrap="wrap", sizing_mode="stretch_width", css_classes=css_classes or [])
         self.objects = list(objects)
 
@@ -95,7 +98,8 @@ class PlotFlow(pn.viewable.Viewer):
         for pane, element in zip(panes, elements):
             pane.object = element
         if len(panes) != len(elements):
-            panes = panes[:len(elements)] + [_flowing(pn.pane.HoloViews(e)) for e in elements[len(panes):]]
+            panes = panes[:len(elements)] + [_flowing(pn.pane.HoloViews(e, linked_axes=self._linked_axes))
+                                             for e in elements[len(panes):]]
             self._box.objects = panes
 
     def __panel__(self):
