@@ -37,8 +37,8 @@ reason. Not run at all, with the reason: a model whose class declares itself hea
 collaborative Gaussian processes, whose every EM iteration multiplies and factorises ``items × items`` matrices,
 minutes on MovieLens 1M's 3,706 items and about (17,770 / 3,706)³ = 110 times that here), and a model whose
 fitted state alone (``Model.state_size``, eight bytes a value) is over 8 GB (:data:`STATE_LIMIT_MB`, what a
-16 GB machine can give a model beside the 100M split): the Gaussian processes keep every user's posterior mean
-on every item (``users × items``) and an ``items × items`` kernel of 17,770² values, 9.3 GB at 10M ratings.
+16 GB machine can give a model beside the 100M split; no registered model's is: GPR and GPOR keep their posterior
+means as one coefficient per training rating and read their kernel from the items' features).
 
 Usage (both cores free)::
 
