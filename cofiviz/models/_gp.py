@@ -88,15 +88,17 @@ class ItemKernel:
         The diagonal is ``signal · (1 + jitter)``.
     off : float
         The entry off the diagonal of one-hot ids.
+    diag : float, optional
+        The diagonal itself, instead of ``jitter`` (a kernel read back from a save).
     """
 
-    def __init__(self, X: np.ndarray | None, n_items: int, divisor: float, signal: float, jitter: float,
-                 off: float = 0.0):
+    def __init__(self, X: np.ndarray | None, n_items: int, divisor: float, signal: float, jitter: float = 0.0,
+                 off: float = 0.0, diag: float | None = None):
         self.one_hot = X is None
         self.X = np.zeros((n_items, 0)) if X is None else np.ascontiguousarray(X, dtype=np.float64)
         self.shape = (int(n_items), int(n_items))
         self.divisor, self.signal, self.off = float(divisor), float(signal), float(off)
-        self.diag = float(signal * (1.0 + jitter))
+        self.diag = float(signal * (1.0 + jitter)) if diag is None else float(diag)
 
     @classmethod
     def rbf(cls, X: np.ndarray, lengthscale: float, signal: float, jitter: float) -> "ItemKernel":

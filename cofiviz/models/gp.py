@@ -310,8 +310,7 @@ class _ItemGP(Model):
                             f"signal, diagonal, one-hot entry, one-hot 0/1), got X {X.shape} and kernel "
                             f"{kernel.tolist()}")
         divisor, signal, diag, off, one_hot = kernel.tolist()
-        self.K_ = _gp.ItemKernel(None if one_hot else X, n_items, divisor, signal, 0.0, off=off)
-        self.K_.diag = diag
+        self.K_ = _gp.ItemKernel(None if one_hot else X, n_items, divisor, signal, off=off, diag=diag)
 
     def _set_state(self, state: dict[str, np.ndarray]) -> None:
         coef = np.asarray(state["coef"], dtype=np.float64)
