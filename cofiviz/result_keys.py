@@ -18,6 +18,9 @@ the store: this module is the one place that does.
   :data:`LATE_FEATURES` switch whose off value is the slower form), with the form the shipped results were
   computed with. It keys as :data:`CHANGED_DEFAULTS` does, and every reproduction sets it to that form
   (:func:`shipped_forms`), so that its shipped cells keep their keys and their bits.
+- :data:`GUARDED_DEFAULTS`: a parameter whose default became a guarded form of the same fit, which computes the
+  shipped form's bits wherever its guard does not act, with the form the shipped results were computed with. It
+  keys and ships as :data:`FASTER_DEFAULTS` does.
 - :data:`READ_ONLY_WHEN`: a parameter that only some values of other parameters read (an option of one
   solver). While none of them holds, the parameter stays out of the key.
 
@@ -29,8 +32,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["LATE_FEATURES", "KEY_NEUTRAL", "CHANGED_DEFAULTS", "FASTER_DEFAULTS", "READ_ONLY_WHEN", "key_defaults",
-           "key_params", "neutral_params", "shipped_forms", "unread_params"]
+__all__ = ["LATE_FEATURES", "KEY_NEUTRAL", "CHANGED_DEFAULTS", "FASTER_DEFAULTS", "GUARDED_DEFAULTS", "READ_ONLY_WHEN",
+           "key_defaults", "key_params", "neutral_params", "shipped_forms", "unread_params"]
 
 #: The item-mean offset (:class:`cofiviz.models.prior.ItemPriorParams`): off at ``item_prior`` 0
 _ITEM_PRIOR = {"item_prior": (0.0, ("prior_damping",))}
@@ -55,6 +58,10 @@ LATE_FEATURES: dict[str, dict[str, tuple]] = {
     "wlt": _ITEM_PRIOR,
     # where the NDCG / ERU assignment starts (:mod:`cofiviz.models.cofirank`): "scores" is what it computed before
     "cofirank": {"assignment_start": ("scores", ())},
+    # steps halved after a step that raised the objective (:class:`cofiviz.models._local.PairwiseFactorModel`):
+    # fixed steps are what they computed before
+    "gcr": {"step_control": ("fixed", ())},
+    "lcr": {"step_control": ("fixed", ())},
 }
 
 #: model name -> ``{parameter: the value that computes what the model computed before the parameter existed}``
@@ -86,6 +93,15 @@ FASTER_DEFAULTS: dict[str, dict[str, Any]] = {
     "cofirank": {"assignment_start": "scores"},
 }
 
+#: model name -> ``{parameter: the form its shipped cells were computed with}``: defaults that became a guarded form
+#: of the same fit, the shipped form to the bit while the guard does not act (GCR's and LCR's steps halved after a
+#: step that raised the objective, which their default, paper and monitor fits on MovieLens 100K never meet); each
+#: is a :data:`LATE_FEATURES` switch whose off value is that form
+GUARDED_DEFAULTS: dict[str, dict[str, Any]] = {
+    "gcr": {"step_control": "fixed"},
+    "lcr": {"step_control": "fixed"},
+}
+
 #: model name -> ``{parameter: (the parameter that decides, the value under which it is read)}``, or a list of such
 #: pairs when any of them makes it read
 READ_ONLY_WHEN: dict[str, dict[str, tuple[str, Any] | list[tuple[str, Any]]]] = {
@@ -93,6 +109,8 @@ READ_ONLY_WHEN: dict[str, dict[str, tuple[str, Any] | list[tuple[str, Any]]]] = 
                "sgd_loss": ("solver", "sgd"), "dtype": [("solver", "sgd"), ("als_solve", "cg")]},
     "gpor": {"evidence_users": ("hyperparameters", "evidence"), "evidence_iter": ("hyperparameters", "evidence")},
     "cofirank": {"assignment_start": [("loss", "ndcg"), ("loss", "eru")]},
+    "gcr": {"step_control": ("solver", "gd")},
+    "lcr": {"step_control": ("solver", "gd")},
 }
 
 
@@ -148,20 +166,21 @@ def key_params(klass, params: dict) -> dict:
 
 
 def _changed(klass) -> dict:
-    """The old defaults of ``klass``'s parameters: :data:`CHANGED_DEFAULTS` and :data:`FASTER_DEFAULTS`."""
+    """The old defaults of ``klass``'s parameters: :data:`CHANGED_DEFAULTS`, :data:`FASTER_DEFAULTS` and
+    :data:`GUARDED_DEFAULTS`."""
     name = klass.model_name()
-    return {**CHANGED_DEFAULTS.get(name, {}), **FASTER_DEFAULTS.get(name, {})}
+    return {**CHANGED_DEFAULTS.get(name, {}), **FASTER_DEFAULTS.get(name, {}), **GUARDED_DEFAULTS.get(name, {})}
 
 
 def neutral_params(klass) -> dict:
     """The values that compute what a cell keyed without the parameter computed: the :data:`KEY_NEUTRAL` values
-    and the old defaults (:data:`CHANGED_DEFAULTS`, :data:`FASTER_DEFAULTS`) of ``klass``'s parameters (``{}`` when
-    it has none)."""
+    and the old defaults (:data:`CHANGED_DEFAULTS`, :data:`FASTER_DEFAULTS`, :data:`GUARDED_DEFAULTS`) of ``klass``'s
+    parameters (``{}`` when it has none)."""
     return {**KEY_NEUTRAL.get(klass.model_name(), {}), **_changed(klass)}
 
 
 def shipped_forms(model: str) -> dict:
     """The forms the shipped results of ``model`` (a registry name) were computed with, where its defaults have since
-    become faster forms of the same model (:data:`FASTER_DEFAULTS`): what a reproduction sets unless its method sets
-    the parameter itself."""
-    return dict(FASTER_DEFAULTS.get(model, {}))
+    become faster or guarded forms of the same model (:data:`FASTER_DEFAULTS`, :data:`GUARDED_DEFAULTS`): what a
+    reproduction sets unless its method sets the parameter itself."""
+    return {**FASTER_DEFAULTS.get(model, {}), **GUARDED_DEFAULTS.get(model, {})}

@@ -12,7 +12,7 @@ import pytest
 
 from cofiviz import Ratings, protocols
 from cofiviz.datasets import synthetic
-from cofiviz.errors import DataError, ParameterError
+from cofiviz.errors import DataError, ModelFitError, ParameterError
 from cofiviz.evaluation import mean_metrics
 from cofiviz.losses.surrogates import SURROGATE_CODES, SURROGATES, surrogate_derivative, surrogate_value
 from cofiviz.models import PopRec
@@ -247,6 +247,55 @@ def test_early_stopping_and_tolerance():
     log = t.timings()
     assert {"objective", "train_zero_one", "estimation_seconds", "update_seconds"} <= set(log.columns)
     assert log["iteration"].tolist() == list(range(len(t.history_) + 1))
+
+
+@pytest.mark.parametrize("klass, extra", [(GCR, {}), (LCR, {"n_local": 4})])
+def test_a_step_that_raises_the_objective_halves_the_steps_after_it(klass, extra):
+    """``step_control="halve"``: after every step that raised the training objective the steps are half as long; a
+    step too long for fixed steps (which then diverge) ends in a fit whose objective fell below its start, and a
+    fit that never rises is the fixed-step fit to the bit."""
+    from contract import planted
+
+    train = planted().train
+    base = dict(rank=3, max_iter=40, reg=0.1, tol=0.0, **extra)
+    with pytest.raises(ModelFitError, match="exploded"):
+        klass(**base, lr=10.0, step_control="fixed").fit(train)
+    halved = klass(**base, lr=10.0).fit(train)
+    log = halved.timings()
+    objective, factor = log["objective"].to_numpy(), log["step_factor"].to_numpy()
+    rose = objective[1:] > objective[:-1]
+    assert rose.any() and halved.step_factor_ == 0.5 ** rose.sum()
+    assert np.array_equal(factor[2:], factor[1:-1] * np.where(rose[:-1], 0.5, 1.0))
+    assert objective[-1] < objective[0]
+    short = {**base, "lr": 0.3}
+    fixed, guarded = klass(**short, step_control="fixed").fit(train), klass(**short).fit(train)
+    assert not np.any(np.diff(guarded.timings()["objective"]) > 0) and guarded.step_factor_ == 1.0
+    users, items = np.repeat(np.arange(train.n_users), train.n_items), np.tile(np.arange(train.n_items), train.n_users)
+    assert np.array_equal(fixed.score(users, items), guarded.score(users, items))
+
+
+def test_a_guarded_default_keeps_the_keys_of_cells_pinned_at_the_fixed_steps(monkeypatch):
+    """Halved steps became GCR's and LCR's default after cells with fixed steps shipped
+    (``result_keys.GUARDED_DEFAULTS``): a cell that sets fixed steps keeps the key it had while they were the
+    default, a cell at the new default gets another key, and AdaGrad's cells (which do not read the switch) keep
+    theirs; the reproductions set the fixed steps."""
+    from cofiviz.cell import Cell
+    from cofiviz.result_keys import GUARDED_DEFAULTS, LATE_FEATURES, shipped_forms
+
+    base = dict(protocol="lcr-weak", protocol_params={"n_train": 10}, seed=0, data={"name": "tiny"},
+                metrics=("ndcg@10",))
+    for name, klass in (("gcr", GCR), ("lcr", LCR)):
+        assert GUARDED_DEFAULTS[name] == {"step_control": "fixed"} == shipped_forms(name)
+        assert LATE_FEATURES[name]["step_control"][0] == "fixed" and klass.param["step_control"].default == "halve"
+
+        def key(**p):
+            return Cell(model=name, params={"max_iter": 2, **p}, **base).key("v1")
+
+        new_default, pinned, adagrad = key(), key(step_control="fixed"), key(solver="adagrad")
+        with monkeypatch.context() as m:
+            m.setattr(klass.param["step_control"], "default", "fixed")
+            assert key() == pinned and key(solver="adagrad") == adagrad
+        assert new_default != pinned
 
 
 def test_no_preference_pair_is_a_clear_error():

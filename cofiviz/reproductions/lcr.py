@@ -20,6 +20,7 @@ import pandas as pd
 from ..experiment import Experiment
 from ..metrics.names import lower_is_better
 from ..results import Results
+from ..result_keys import shipped_forms
 from .spec import Method, OtherData, PaperCell, Reproduction, is_available, register
 
 __all__ = ["PAPER", "TABLE2", "TABLE2_EACHMOVIE", "TABLE2_YELP", "METHODS", "FIGURE_TRAINING", "FIGURE_LR", "FigureReproduction", "figure_summary",
@@ -204,7 +205,7 @@ class FigureReproduction(Reproduction):
         for fig, (vary, values, fixed, max_iter) in self.figures.items():
             if quick and fig not in ("1", "3"):
                 continue
-            params = {**FIGURE_TRAINING, **fixed, "max_iter": 3 if quick else max_iter}
+            params = {**shipped_forms("lcr"), **FIGURE_TRAINING, **fixed, "max_iter": 3 if quick else max_iter}
             if fig == "5":
                 params.update(rank=[5, 10, 15, 20], n_local=[10, 20, 30, 40, 50])
                 trace = {**self.trace, "every": 5}

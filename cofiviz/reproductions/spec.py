@@ -31,7 +31,7 @@ from ..result_keys import shipped_forms
 from ..results import Results
 
 __all__ = ["Method", "Reproduction", "PaperCell", "OtherData", "REPRODUCTIONS", "register", "get", "is_available",
-           "paper_frame", "PAPER_COLUMNS", "DATA_LABELS", "data_spec", "data_option", "data_label"]
+           "paper_preset", "paper_frame", "PAPER_COLUMNS", "DATA_LABELS", "data_spec", "data_option", "data_label"]
 
 
 class PaperCell(NamedTuple):
@@ -60,6 +60,14 @@ DATA_LABELS = {"movielens-100k": "MovieLens 100K", "movielens-1m": "MovieLens 1M
                "eachmovie": "EachMovie", "yelp": "Yelp"}
 #: what ``--data NAME=`` is followed by in the commands the messages print
 _PLACEHOLDERS = {"netflix-prize": "FOLDER"}
+
+
+def paper_preset(model: str, without: tuple = ()) -> dict:
+    """The settings a model declares for its paper (``presets["paper"]`` of its class), without ``without``: what a
+    reproduction's methods start from, read where the model keeps them."""
+    from ..models import get_model_class
+
+    return {k: v for k, v in get_model_class(model).presets["paper"].items() if k not in without}
 
 
 def paper_frame(cells: list[PaperCell]) -> pd.DataFrame:
@@ -111,9 +119,9 @@ class Method:
     column is chosen among the fits that watched it. ``original`` holds reference values ``{N: value}``
     measured by running the authors' own code on the same protocol (shown beside the paper's).
 
-    Where a model's default has become a faster form of the same model since its results shipped, every grid sets
-    the form they were computed with (:func:`~cofiviz.result_keys.shipped_forms`) unless ``fixed`` or ``grid`` sets
-    it, so that the shipped cells keep their keys and bits.
+    Where a model's default has become a faster or guarded form of the same model since its results shipped, every
+    grid sets the form they were computed with (:func:`~cofiviz.result_keys.shipped_forms`) unless ``fixed`` or
+    ``grid`` sets it, so that the shipped cells keep their keys and bits.
     """
 
     label: str
