@@ -7,10 +7,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 5006
 PYTEST_ARGS ?=
-# PYTEST_WORKERS=2 runs the suite in two pytest-xdist processes, a test file to each (its module fixtures, such as
-# a served page, shared by its tests); 0, the default, in one process: the browser tests' waits are set for a
-# machine whose cores no other test process shares
-PYTEST_WORKERS ?= 0
+# the suite runs in PYTEST_WORKERS pytest-xdist processes, a test file to each (its module fixtures, such as a
+# served page, shared by its tests), each computing on one thread (tests/conftest.py); 0 runs it in one process
+# whose kernels use every core
+PYTEST_WORKERS ?= 2
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
 .PHONY: serve test install chromium clean

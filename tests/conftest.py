@@ -16,6 +16,13 @@ from pathlib import Path
 
 import pytest
 
+# a test process beside another (pytest-xdist's workers) computes on one thread, numba's and the BLAS's alike, so
+# that two processes share two cores instead of four spinning threads contending for them; the servers and
+# notebooks the tests start inherit it
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _var in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
+
 from cofiviz.dashboards.serving import (KERNELS_ROUTE, SERVER_STATUS, WEBSOCKET_MAX_MESSAGE,  # noqa: F401
                                         serve_command)       # tests import them from here
 

@@ -70,6 +70,18 @@ def test_readme_quick_start_has_exactly_two_commands_serve_then_test():
     assert test == "make test"
 
 
+def test_the_readme_says_how_many_processes_make_test_runs():
+    """The README's account of ``make test`` names the number of pytest-xdist processes the Makefile starts."""
+    import re
+
+    default = int(re.search(r"^PYTEST_WORKERS \?= (\d+)$", (ROOT / "Makefile").read_text(), re.M).group(1))
+    words = {0: "one process", 1: "one pytest-xdist process", 2: "two pytest-xdist processes",
+             3: "three pytest-xdist processes", 4: "four pytest-xdist processes"}
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Tests and benchmarks", 1)[1].split("\n## ", 1)[0]
+    assert f"in {words[default]}" in " ".join(section.split())
+
+
 def test_ci_runs_the_readme_test_command():
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
     body = [ln.strip() for ln in ci if ln.strip() and not ln.startswith("#")]
