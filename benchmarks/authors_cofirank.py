@@ -63,7 +63,8 @@ from cofiviz.evaluation import evaluate
 from cofiviz.experiment import make_split
 from cofiviz.metrics import score_lists
 from cofiviz.models import CofiRank, PopRec
-from cofiviz.reproductions.cofirank import PAPER_SETTINGS, WEAK_METHODS
+from cofiviz.reproductions.cofirank import WEAK_METHODS
+from cofiviz.reproductions.spec import paper_preset
 from cofiviz.reproductions.gapfm import TOPN_COFIRANK_GRID
 from cofiviz.search import best_index
 
@@ -138,10 +139,10 @@ def read_cofirank_scores(path) -> list[dict[int, float]]:
 def config_text(loss: str, protocol: str, **overrides) -> str:
     """The program's configuration at the paper's settings (``type name value`` per line).
 
-    The settings are the reproduction's :data:`~cofiviz.reproductions.cofirank.PAPER_SETTINGS`; the program
+    The settings are the paper's, as ``CofiRank.presets["paper"]`` declares them; the program
     counts its iterations from 0, so ``maxIterations = max_iter - 1`` runs ``max_iter`` of them.
     """
-    p = PAPER_SETTINGS
+    p = paper_preset("cofirank")
     cfg = {
         "string cofibmrm.DtrainFile": "train.lsvm", "string cofibmrm.DtestFile": "test.lsvm",
         "string cofibmrm.evaluation": "WEAK" if protocol == "weak" else "STRONG",

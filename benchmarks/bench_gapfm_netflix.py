@@ -42,7 +42,7 @@ import numpy as np
 
 from cofiviz.experiment import make_split
 from cofiviz.models.gapfm import GAPfm, warmup
-from cofiviz.reproductions.gapfm import GAPFM_PAPER_SETTINGS, NETFLIX_PROTOCOL
+from cofiviz.reproductions.gapfm import GAPFM_PAPER_FIT, NETFLIX_PROTOCOL
 from cofiviz.reproductions.spec import data_spec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -50,7 +50,7 @@ from bench_gapfm import _time_steps  # noqa: E402  (the step timer of the synthe
 
 #: GAPfm's model settings in both figures: the paper's (D = 10, λ = 0.001, w_m = 1, no item offset), at the step size
 #: the command line gives
-_MODEL = {k: GAPFM_PAPER_SETTINGS[k] for k in ("rank", "reg", "user_weight", "item_reg", "item_prior", "objective",
+_MODEL = {k: GAPFM_PAPER_FIT[k] for k in ("rank", "reg", "user_weight", "item_reg", "item_prior", "objective",
                                                 "item_update")}
 
 

@@ -196,3 +196,31 @@ def test_no_private_name_is_imported_across_modules():
     found = [f"{MODULES[m].relative_to(ROOT)}:{line} imports {name} from {target}"
              for m in MODULES for target, name, line in _private_imports(m)]
     assert found == [], "\n".join(found)
+
+
+#: names that once held a second copy of what a model class or a registry declares (a model's paper settings, the
+#: baselines, the monitor's first form, the protocol choices, the models' titles)
+SECOND_HOMES = ("PAPER_SETTINGS", "BASELINES", "FIRST_FORM", "PROTOCOL_CHOICES", "TITLES")
+
+
+def test_no_second_home_is_defined_and_paper_settings_are_read_from_the_model_classes():
+    """No module of the package, its apps or its benchmarks assigns a name of :data:`SECOND_HOMES` (the Netflix
+    reader's ``TITLES``, the name of a file of its format, excepted), and outside the models only
+    ``reproductions.spec.paper_preset`` reads a model's ``presets["paper"]``."""
+    found, readers = [], []
+    for path in [*PACKAGE.rglob("*.py"), *(ROOT / "apps").rglob("*.py"), *(ROOT / "benchmarks").glob("*.py")]:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        rel = path.relative_to(ROOT).as_posix()
+        for node in ast.walk(tree):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
+                if isinstance(node, ast.AnnAssign) else []
+            for t in targets:
+                if isinstance(t, ast.Name) and t.id in SECOND_HOMES and not (
+                        rel == "cofiviz/datasets/netflix.py" and t.id == "TITLES"):
+                    found.append(f"{rel}:{node.lineno} {t.id}")
+            if (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute)
+                    and node.value.attr == "presets" and isinstance(node.slice, ast.Constant)
+                    and node.slice.value == "paper" and not rel.startswith("cofiviz/models/")):
+                readers.append(f"{rel}:{node.lineno}")
+    assert found == [], found
+    assert [r.split(":")[0] for r in readers] == ["cofiviz/reproductions/spec.py"], readers

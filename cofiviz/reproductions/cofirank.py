@@ -23,11 +23,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..models import get_model_class
 
-from .spec import Method, OtherData, PaperCell, Reproduction, register
+from .spec import Method, OtherData, PaperCell, Reproduction, paper_preset, register
 
-__all__ = ["PAPER", "PAPER_SETTINGS", "TABLE2", "TABLE3", "TABLE2_EACHMOVIE", "TABLE2_NETFLIX", "TABLE3_EACHMOVIE",
+__all__ = ["PAPER", "TABLE2", "TABLE3", "TABLE2_EACHMOVIE", "TABLE2_NETFLIX", "TABLE3_EACHMOVIE",
            "EACHMOVIE_MMMF_REG", "TABLE2_EACHMOVIE_ROWS",
            "TABLE2_NETFLIX_ROWS", "TABLE3_EACHMOVIE_ROWS", "AUTHORS_CODE", "AUTHORS_CODE_SECONDS", "AUTHORS_CODE_STRONG",
            "AUTHORS_MMMF",
@@ -35,10 +34,10 @@ __all__ = ["PAPER", "PAPER_SETTINGS", "TABLE2", "TABLE3", "TABLE2_EACHMOVIE", "T
            "GP_METHODS"]
 
 PAPER = "cofirank-nips07"
-#: The paper's settings (§6): d = 100, λ = 10, NDCG truncation k = 10, c_i = (i+1)^-0.25, 31 iterations, read from
-#: ``CofiRank.presets["paper"]``: each method adds its loss; ``offsets`` is left out, being the default already (a
-#: cell's key names the parameters it sets)
-PAPER_SETTINGS = {k: v for k, v in get_model_class("cofirank").presets["paper"].items() if k not in ("loss", "offsets")}
+#: The paper's settings (§6: d = 100, λ = 10, NDCG truncation k = 10, c_i = (i+1)^-0.25, 31 iterations) as
+#: ``CofiRank.presets["paper"]`` declares them: each method adds its loss; ``offsets`` is left out, being the default
+#: already (a cell's key names the parameters it sets)
+_PAPER = paper_preset("cofirank", without=("loss", "offsets"))
 
 
 def _cells(table: str, protocol: str, numbers: dict, dataset: str = "movielens-100k") -> list[PaperCell]:
@@ -110,21 +109,21 @@ AUTHORS_CODE_TOPN = {10: 0.3289, 20: 0.2775, 30: 0.2319, 50: 0.2044}
 _QUICK = {"rank": 10, "max_iter": 2}
 
 WEAK_METHODS = [
-    Method("CofiRank-NDCG", "cofirank", "CofiRank-NDCG", {**PAPER_SETTINGS, "loss": "ndcg"}, quick=_QUICK),
+    Method("CofiRank-NDCG", "cofirank", "CofiRank-NDCG", {**_PAPER, "loss": "ndcg"}, quick=_QUICK),
     Method("CofiRank-NDCG (item-id order)", "cofirank", "CofiRank-NDCG",
-           {**PAPER_SETTINGS, "loss": "ndcg", "reference_order": "item_id"}, quick=_QUICK,
+           {**_PAPER, "loss": "ndcg", "reference_order": "item_id"}, quick=_QUICK,
            note="the original code's ⟨c, f⟩ reference order (stored item order) instead of the rating order",
            original=AUTHORS_CODE["ndcg"]),
-    Method("CofiRank-Ordinal", "cofirank", "CofiRank-Ordinal", {**PAPER_SETTINGS, "loss": "ordinal"}, quick=_QUICK),
+    Method("CofiRank-Ordinal", "cofirank", "CofiRank-Ordinal", {**_PAPER, "loss": "ordinal"}, quick=_QUICK),
     Method("CofiRank-Ordinal (original form)", "cofirank", "CofiRank-Ordinal",
-           {**PAPER_SETTINGS, "loss": "ordinal", "pair_cost": "difference", "normalize_pairs": False}, quick=_QUICK,
+           {**_PAPER, "loss": "ordinal", "pair_cost": "difference", "normalize_pairs": False}, quick=_QUICK,
            note="the authors' code's ordinal loss: every pair of different ratings costs its rating difference, "
                 "no 1/M normalisation", original=AUTHORS_CODE["ordinal"]),
     Method("CofiRank-Ordinal (loss × n_u)", "cofirank", "CofiRank-Ordinal",
-           {**PAPER_SETTINGS, "loss": "ordinal", "user_weight": "n_ratings"}, quick=_QUICK,
+           {**_PAPER, "loss": "ordinal", "user_weight": "n_ratings"}, quick=_QUICK,
            note="each user's 1/M-normalised ordinal loss weighted by its number of training ratings (the paper's "
                 "problem at λ = 10/N): at λ = 10 the unweighted factors collapse to zero"),
-    Method("CofiRank-Regression", "cofirank", "CofiRank-Regression", {**PAPER_SETTINGS, "loss": "regression"},
+    Method("CofiRank-Regression", "cofirank", "CofiRank-Regression", {**_PAPER, "loss": "regression"},
            quick=_QUICK, original=AUTHORS_CODE["regression"]),
     Method("MMMF", "mmmf", "MMMF", {"rank": 100, "reg": 1 / 1.6, "max_iter": 100, "item_prior": 0.0}, quick={"rank": 10, "max_iter": 3},
            note="fast MMMF (Rennie & Srebro 2005), the code the paper ran, at its settings: k = 100, λ = 1/1.6",
@@ -144,7 +143,7 @@ def _weak(*labels: str) -> list[Method]:
 _EACHMOVIE_MMMF = Method("MMMF", "mmmf", "MMMF", {"rank": 100, "reg": EACHMOVIE_MMMF_REG, "max_iter": 100,
                                                    "item_prior": 0.0}, quick={"rank": 10, "max_iter": 3},
                          note="fast MMMF at the paper's EachMovie setting: k = 100, λ = 1/1.9")
-_PAPER_SETTINGS_NOTE = ("The paper's settings, as on MovieLens: d = 100, λ = 10, NDCG truncation k = 10, "
+_PAPER_NOTE = ("The paper's settings, as on MovieLens: d = 100, λ = 10, NDCG truncation k = 10, "
                         "c_i = (i+1)^-0.25, 31 alternating iterations; nothing tuned on validation.")
 _EACHMOVIE_STARS = ("EachMovie's six scores 0, 0.2, …, 1 are read as 1..6 stars (cofiviz.datasets.eachmovie): the "
                     "paper does not say how it graded them, and NDCG's gain 2^r − 1 needs positive grades, so this is "
@@ -159,7 +158,7 @@ TABLE2_EACHMOVIE_ROWS = OtherData(
     notes=["The EachMovie rows of Table 2 (the NIPS copy; the extended copy prints other numbers): weak "
            "generalization, N = 10, 20, 50 votes per user for training and the rest tested, users with fewer than "
            "N + 10 votes dropped (cofirank-weak). Ten splits (seeds 0-9), as the paper's ten runs.",
-           _PAPER_SETTINGS_NOTE, _EACHMOVIE_STARS,
+           _PAPER_NOTE, _EACHMOVIE_STARS,
            "MMMF runs at the paper's EachMovie setting (k = 100, λ = 1/1.9, 100 conjugate-gradient iterations): the "
            "paper states it but reports no MMMF row here ('we underestimated the runtime and memory requirements of "
            "MMMF on EachMovie'), so the row has no published number.",
@@ -173,7 +172,7 @@ TABLE2_NETFLIX_ROWS = OtherData(
     notes=["The Netflix rows of Table 2: CofiRank-NDCG and CofiRank-Regression at N = 10 and 20 (the paper has no "
            "N = 50 column on Netflix and ran no other method there), weak generalization: N ratings per user for "
            "training and the rest tested, users with fewer than N + 10 ratings dropped (cofirank-weak).",
-           _PAPER_SETTINGS_NOTE,
+           _PAPER_NOTE,
            "The data are every rating of the Netflix Prize's training set, the probe ratings included: the paper does "
            "not mention the probe set here (a choice).",
            "One split (seed 0), a choice: the paper prints one number per Netflix cell and no deviation, where its "
@@ -321,8 +320,8 @@ TUNED_GRID = ([{"rank": 10, "init": "regression", "init_iter": 10, "init_reg": i
 register(Reproduction(
     "cofirank-tuned", "CofiRank beyond the paper: settings chosen on validation (LCR protocol, MovieLens 100K)",
     PAPER, None, "lcr-weak", "n_train", [10, 20, 50], [0, 1, 2], ["ndcg@10"],
-    [Method("CofiRank-NDCG (paper settings)", "cofirank", None, {**PAPER_SETTINGS, "loss": "ndcg"}, quick=_QUICK),
-     Method("CofiRank-NDCG (rank, λ, offsets on validation)", "cofirank", None, {**PAPER_SETTINGS, "loss": "ndcg"},
+    [Method("CofiRank-NDCG (paper settings)", "cofirank", None, {**_PAPER, "loss": "ndcg"}, quick=_QUICK),
+     Method("CofiRank-NDCG (rank, λ, offsets on validation)", "cofirank", None, {**_PAPER, "loss": "ndcg"},
             {"rank": [10, 100], "reg": [2.0, 5.0, 10.0], "offsets": [False, True]}, quick=_QUICK),
      Method("CofiRank-NDCG on the item-mean prior", "cofirank", None, {**TUNED_PRIOR, "loss": "ndcg"},
             [dict(g) for g in TUNED_GRID], quick={"max_iter": 1, "init_iter": 2}),

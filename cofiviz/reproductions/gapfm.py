@@ -23,13 +23,12 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..models import get_model_class
 from ..results import Results
 from .cofirank import AUTHORS_CODE_TOPN
-from .spec import Method, OtherData, PaperCell, Reproduction, register
+from .spec import Method, OtherData, PaperCell, Reproduction, paper_preset, register
 
 __all__ = ["PAPER", "TABLE4", "TABLE2_NETFLIX", "TABLE3_NETFLIX", "TOPN_COFIRANK_GRID", "NETFLIX_PROTOCOL",
-           "GAPFM_PAPER_SETTINGS", "NETFLIX_GAPFM_GRID", "TopNReproduction", "NetflixTopN"]
+           "GAPFM_PAPER_FIT", "NETFLIX_GAPFM_GRID", "TopNReproduction", "NetflixTopN"]
 
 PAPER = "gapfm"
 
@@ -161,10 +160,10 @@ TABLE3_NETFLIX = _netflix_cells("3", {
 #: 1,000 sampled unrated movies; a validation part of 5 more training-set ratings per user (a choice: the paper's
 #: "1.5% ... of the data in the training set" is about 4.5 ratings per kept user)
 NETFLIX_PROTOCOL = {"n_negatives": 1000, "min_user_ratings": 50, "min_probe": 5, "n_valid": 5}
-#: GAPfm at the settings §5.1 states (D = 10, λ = 0.001, γ = 1e-5; the paper's model: w_m = 1, no item offset, every
-#: item updated), 100 iterations (a choice: Figure 1 converges within 60 at Given 10), its iterate with the best
-#: validation GAP@5 kept
-GAPFM_PAPER_SETTINGS = {**get_model_class("gapfm").presets["paper"], "max_iter": 100, **_best_gap5(100)}
+#: GAPfm at the settings §5.1 states, as ``GAPfm.presets["paper"]`` declares them (D = 10, λ = 0.001, γ = 1e-5; the
+#: paper's model: w_m = 1, no item offset, every item updated), fitted 100 iterations (a choice: Figure 1 converges
+#: within 60 at Given 10), its iterate with the best validation GAP@5 kept
+GAPFM_PAPER_FIT = {**paper_preset("gapfm"), "max_iter": 100, **_best_gap5(100)}
 #: λ, γ and λ_V searched on validation for the "(λ, γ on validation)" rows (the paper's own values were "empirically
 #: tuned ... on the validation set" of its implementation, whose step scale need not be cofiviz's)
 NETFLIX_GAPFM_GRID = {"reg": [0.001, 0.01, 0.1], "learning_rate": [0.001, 0.01, 0.05], "item_reg": [0.0, 1.0]}
@@ -173,16 +172,16 @@ _QUICK_GAPFM = {"max_iter": 3}
 
 
 def _netflix_methods(adaptive: bool) -> list[Method]:
-    gapfm = [Method("GAPfm", "gapfm", "GAPfm", GAPFM_PAPER_SETTINGS, quick=_QUICK_GAPFM,
+    gapfm = [Method("GAPfm", "gapfm", "GAPfm", GAPFM_PAPER_FIT, quick=_QUICK_GAPFM,
                     note="the paper's settings: D = 10, λ = 0.001, γ = 1e-5"),
-             Method("GAPfm (λ, γ on validation)", "gapfm", "GAPfm", GAPFM_PAPER_SETTINGS, NETFLIX_GAPFM_GRID,
+             Method("GAPfm (λ, γ on validation)", "gapfm", "GAPfm", GAPFM_PAPER_FIT, NETFLIX_GAPFM_GRID,
                     quick=_QUICK_GAPFM, note="D = 10; λ, γ and λ_V chosen on the validation ratings")]
     if adaptive:
         gapfm += [Method("GAPfm+AdaptiveSelection", "gapfm", "GAPfm+AdaptiveSelection",
-                         {**GAPFM_PAPER_SETTINGS, **_ADAPTIVE}, quick=_QUICK_GAPFM,
+                         {**GAPFM_PAPER_FIT, **_ADAPTIVE}, quick=_QUICK_GAPFM,
                          note="Algorithm 1 with K = 20 at the paper's settings"),
                   Method("GAPfm+AdaptiveSelection (λ, γ on validation)", "gapfm", "GAPfm+AdaptiveSelection",
-                         {**GAPFM_PAPER_SETTINGS, **_ADAPTIVE}, NETFLIX_GAPFM_GRID, quick=_QUICK_GAPFM,
+                         {**GAPFM_PAPER_FIT, **_ADAPTIVE}, NETFLIX_GAPFM_GRID, quick=_QUICK_GAPFM,
                          note="Algorithm 1 with K = 20; λ, γ and λ_V chosen on the validation ratings")]
     return [Method("PopRec", "poprec", "PopRec"),
             Method("SVD++", "svdpp", "SVD++", {"rank": 10, "max_iter": 60, "tol": 0.0, **_best_gap5(60)},
