@@ -7,7 +7,8 @@ training ratings a user, seed 0; the split made in the process). Each ranking mo
 its defaults, its fit stopped after ``--fit-budget`` seconds (its iterations so far kept; the table marks it), and
 the damped item mean (``ItemMean`` at its defaults), NDCG@10 on every test rating beside the planted truth's (the
 ranking by the noise-free planted scores: the ceiling). A default whose factors vanish as the users grow ranks as
-the item mean does; one that diverges at a size is reported with the fit's own message.
+the item mean does; one that diverges at a size is reported with the fit's own message. Each row records the
+parameters it ran with (the suite checks that the shipped rows ran at today's defaults).
 
 On MovieLens 100K the same question, on splits that chose nothing, is ``bench_tuning_goal.py --mode defaults
 --seeds 3 4 5``.
@@ -15,6 +16,7 @@ On MovieLens 100K the same question, on splits that chose nothing, is ``bench_tu
 Usage::
 
     .venv/bin/python benchmarks/bench_defaults.py --netflix 1M 10M [--fit-budget 600] [--json OUT]
+    .venv/bin/python benchmarks/bench_defaults.py --netflix 100M --models lcr --into benchmarks/bench_defaults.json
 """
 
 from __future__ import annotations
@@ -70,13 +72,14 @@ def netflix(sizes, models, budget: float) -> list[dict]:
             try:
                 model, seconds, stopped = _fit(name, split.train, budget)
             except ModelFitError as exc:       # a default that diverges at this size: the row says how
-                rows.append({"size": size, "model": name, "truth": truth_value, "diverged": str(exc)})
+                rows.append({"size": size, "model": name, "truth": truth_value, "diverged": str(exc),
+                             "params": get_model_class(name)().get_params()})
                 print(f"  {size} {name:9s} diverged: {exc}", flush=True)
                 continue
             value = float(evaluate(model, split, metrics=[METRIC]).means[METRIC])
             history = getattr(model, "history_", []) or []
             row = {"size": size, "model": name, "value": value, "truth": truth_value, "seconds": seconds,
-                   "iterations": len(history), "stopped_by_budget": stopped}
+                   "iterations": len(history), "stopped_by_budget": stopped, "params": model.get_params()}
             rows.append(row)
             print(f"  {size} {name:9s} {value:.4f} (truth {truth_value:.4f}; {len(history)} iterations in "
                   f"{seconds:.0f} s{', stopped by the budget' if row['stopped_by_budget'] else ''})", flush=True)
@@ -112,16 +115,37 @@ def markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def merged(earlier: dict, later: dict) -> dict:
+    """``earlier``'s run with ``later``'s rows in place of the rows of the same size and model (the others kept),
+    each row's difference from the item mean taken again from the merged rows."""
+    new = {(r["size"], r["model"]) for r in later["netflix"]}
+    rows = [r for r in earlier["netflix"] if (r["size"], r["model"]) not in new] + list(later["netflix"])
+    sizes = list(dict.fromkeys([r["size"] for r in earlier["netflix"]] + [r["size"] for r in later["netflix"]]))
+    models = list(dict.fromkeys([BASELINE, *earlier["models"], *later["models"]]))
+    rows.sort(key=lambda r: (sizes.index(r["size"]), models.index(r["model"])))
+    for size in sizes:
+        base = next((r["value"] for r in rows if r["size"] == size and r["model"] == BASELINE), None)
+        for r in rows:
+            if r["size"] == size and "value" in r and base is not None:
+                r["item_mean"], r["diff"] = base, r["value"] - base
+    return {**earlier, "models": [m for m in models if m != BASELINE], "netflix": rows}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--netflix", nargs="+", default=["1M", "10M"], help="netflix_like sizes (1M, 10M, 100M)")
     ap.add_argument("--models", nargs="+", default=None, help="default: every ranking model")
     ap.add_argument("--fit-budget", type=float, default=600.0, help="seconds a Netflix-size fit may take")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--into", type=Path, default=None,
+                    help="an earlier run's JSON: this run's rows replace its rows of the same size and model")
     args = ap.parse_args(argv)
     models = args.models or ranking_models()
     result = {"metric": METRIC, "protocol": "cofirank-weak", "n_train": 10, "models": models,
               "fit_budget": args.fit_budget, "netflix": netflix(args.netflix, models, args.fit_budget)}
+    if args.into:
+        result = merged(json.loads(args.into.read_text()), result)
+        args.into.write_text(json.dumps(result, indent=1) + "\n")
     if args.json:
         args.json.write_text(json.dumps(result, indent=1) + "\n")
     print(markdown(result))

@@ -15,7 +15,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import bench_defaults  # noqa: E402
 
-from cofiviz.models import ranking_models  # noqa: E402
+from cofiviz.models import get_model_class, ranking_models  # noqa: E402
 
 SHIPPED = ROOT / "benchmarks" / "bench_defaults.json"
 
@@ -51,6 +51,33 @@ def test_the_shipped_run_holds_every_ranking_model_and_its_differences_follow_fr
                 assert (r.get("skipped") or r.get("diverged")) and r["model"] != "itemmean"
                 continue
             assert math.isclose(r["diff"], r["value"] - base, abs_tol=1e-12) and r["value"] <= r["truth"]
+
+
+def test_the_shipped_rows_ran_at_todays_defaults():
+    """Every measured row of the shipped run records the parameters it ran with: today's defaults of its model, so
+    that a changed default leaves the table behind until it is measured again (``--into``)."""
+    for r in json.loads(SHIPPED.read_text())["netflix"]:
+        if "skipped" in r:
+            continue
+        assert r["params"] == get_model_class(r["model"])().get_params(), (r["size"], r["model"])
+
+
+def test_a_later_run_replaces_the_rows_of_its_sizes_and_models():
+    def row(size, model, value):
+        return {"size": size, "model": model, "value": value, "truth": 0.9, "diff": 0.0, "stopped_by_budget": False}
+
+    earlier = {"fit_budget": 300.0, "models": ["a", "b"],
+               "netflix": [row("1M", "itemmean", 0.40), row("1M", "a", 0.41), row("1M", "b", 0.42),
+                           row("10M", "itemmean", 0.45), row("10M", "a", 0.46),
+                           {"size": "10M", "model": "b", "truth": 0.9, "diverged": "exploded"}]}
+    later = {"fit_budget": 300.0, "models": ["b"], "netflix": [row("10M", "itemmean", 0.45), row("10M", "b", 0.47)]}
+    out = bench_defaults.merged(earlier, later)
+    assert [(r["size"], r["model"]) for r in out["netflix"]] == [
+        ("1M", "itemmean"), ("1M", "a"), ("1M", "b"), ("10M", "itemmean"), ("10M", "a"), ("10M", "b")]
+    b10 = out["netflix"][-1]
+    assert "diverged" not in b10 and b10["value"] == 0.47 and math.isclose(b10["diff"], 0.02)
+    assert out["netflix"][2]["value"] == 0.42 and math.isclose(out["netflix"][2]["diff"], 0.02)
+    assert out["models"] == ["a", "b"]
 
 
 def test_the_readme_shows_the_shipped_run():
