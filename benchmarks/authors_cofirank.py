@@ -60,7 +60,7 @@ import numpy as np
 
 from cofiviz.errors import DataError
 from cofiviz.evaluation import evaluate
-from cofiviz.experiment import make_split
+from cofiviz.engine.experiment import make_split
 from cofiviz.metrics import score_lists
 from cofiviz.models import CofiRank, PopRec
 from cofiviz.reproductions.cofirank import WEAK_METHODS

@@ -15,14 +15,14 @@ Each line gives the wall-clock seconds, the CPU seconds of the process and its c
 sequential run of the same invocation; the load average is printed with them, since other work on the machine
 slows every figure. ``--quick`` warms up two small models only (seconds, not minutes: what the smoke test runs).
 
-``--plan`` measures instead the CPU seconds of each job of :func:`cofiviz.warmup.plan`: the jobs run one after
+``--plan`` measures instead the CPU seconds of each job of :func:`cofiviz.engine.warmup.plan`: the jobs run one after
 the other, prerequisites first, in one fresh process with an empty cache. Written to
-``cofiviz/warmup_seconds.json`` (``--json``), they order the parallel warm-up's jobs.
+``cofiviz/engine/warmup_seconds.json`` (``--json``), they order the parallel warm-up's jobs.
 
 Usage::
 
     .venv/bin/python benchmarks/bench_compile.py [--jobs N] [--quick] [--json OUT]
-    .venv/bin/python benchmarks/bench_compile.py --plan [--json cofiviz/warmup_seconds.json]
+    .venv/bin/python benchmarks/bench_compile.py --plan [--json cofiviz/engine/warmup_seconds.json]
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ QUICK_MODULES = ["cofiviz.models.nmf", "cofiviz.models.svdpp"]
 def warmup_command(jobs: int | None, modules: list[str] | None) -> list[str]:
     """The command line of one measurement: a fresh interpreter that runs :func:`cofiviz.warmup`."""
     code = ("import sys, cofiviz.warmup; "
-            f"sys.modules['cofiviz.warmup'].warmup(jobs={jobs!r}, modules={modules!r}, load=False)")
+            f"sys.modules['cofiviz.engine.warmup'].warmup(jobs={jobs!r}, modules={modules!r}, load=False)")
     return [sys.executable, "-c", code]
 
 
@@ -84,8 +84,8 @@ def run(jobs: int | None = None, quick: bool = False) -> dict:
 
 PLAN_SNIPPET = """
 import json, sys, time
-import cofiviz.warmup
-W = sys.modules["cofiviz.warmup"]
+import cofiviz.engine.warmup
+W = sys.modules["cofiviz.engine.warmup"]
 pending, done, out = W._plan([name for name, _ in W._targets()]), set(), {}
 while pending:
     job = next(j for j in pending if set(j.after) <= done)
@@ -112,7 +112,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--jobs", type=int, default=None, help="processes of the parallel run (default: the cores)")
     ap.add_argument("--quick", action="store_true", help=f"warm up {' and '.join(QUICK_MODULES)} only")
-    ap.add_argument("--plan", action="store_true", help="the CPU seconds of each job of cofiviz.warmup.plan()")
+    ap.add_argument("--plan", action="store_true", help="the CPU seconds of each job of cofiviz.engine.warmup.plan()")
     ap.add_argument("--json", default=None, metavar="OUT")
     args = ap.parse_args(argv)
     if args.plan:

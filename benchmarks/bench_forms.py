@@ -7,7 +7,7 @@
 A model declares the slower forms a user can ask for (``Model.speed_forms``: parameter -> its slower values, such as
 RegSVD's float64 SGD or CofiRank's assignment started on the scores) and the settings they are compared under
 (``Model.speed_form_settings``: RegSVD's ALS forms under ``solver="als"``). For each setting, each form the setting
-reads (:func:`cofiviz.result_keys.unread_params`) is fitted beside the default on the same split: LCR's protocol
+reads (:func:`cofiviz.engine.result_keys.unread_params`) is fitted beside the default on the same split: LCR's protocol
 (``lcr-weak``: ``--n-train`` training ratings per user, 10 for validation, the rest tested; the validation part is
 given to the fit where the model stops early on it, ``patience > 0``), on each data set and seed. A row gives both forms' NDCG@10 over the (seed,
 test user) pairs, the mean difference (default − slower form), the two-sided p-values of the paired t-test and of
@@ -37,7 +37,7 @@ from cofiviz import datasets
 from cofiviz.metrics.scorer import per_user_metrics
 from cofiviz.models import available_models, get_model_class
 from cofiviz.protocols import lcr_weak
-from cofiviz.result_keys import unread_params
+from cofiviz.engine.result_keys import unread_params
 from cofiviz.significance import paired_test
 
 METRIC = "ndcg@10"

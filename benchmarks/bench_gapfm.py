@@ -30,10 +30,10 @@ from pathlib import Path
 
 import numpy as np
 
-from cofiviz.experiment import make_split
+from cofiviz.engine.experiment import make_split
 from cofiviz.models.gapfm import GAPfm, warmup
 from cofiviz.search import best_index
-from cofiviz.trace import Trace
+from cofiviz.engine.trace import Trace
 
 
 def _table(n_ratings: int, per_user: int, seed: int = 0):

@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cofiviz.experiment import make_split
+from cofiviz.engine.experiment import make_split
 from cofiviz.models.gapfm import GAPfm, warmup
 from cofiviz.reproductions.gapfm import GAPFM_PAPER_FIT, NETFLIX_PROTOCOL
 from cofiviz.reproductions.spec import data_spec

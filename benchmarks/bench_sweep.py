@@ -36,7 +36,7 @@ import time
 
 
 def build(cells: int, max_iter: int):
-    from cofiviz.experiment import Experiment, resolve_model
+    from cofiviz.engine.experiment import Experiment, resolve_model
     from cofiviz.errors import ParameterError
 
     try:
@@ -62,7 +62,7 @@ def build(cells: int, max_iter: int):
 
 def _warm(config, name, key) -> float:
     import time as _t
-    from cofiviz.experiment import Cell, run_cell
+    from cofiviz.engine.experiment import Cell, run_cell
     t = _t.perf_counter()
     run_cell(Cell.from_config(config, experiment=name), key)
     return _t.perf_counter() - t
@@ -71,7 +71,7 @@ def _warm(config, name, key) -> float:
 def _chunk(configs, name, keys, warm_config, warm_key) -> float:
     """Control: a plain loop over a chunk of cells in a fresh process (warmed first, untimed)."""
     import time as _t
-    from cofiviz.experiment import Cell, run_cell
+    from cofiviz.engine.experiment import Cell, run_cell
     run_cell(Cell.from_config(warm_config, experiment=name), warm_key)
     t = _t.perf_counter()
     for c, k in zip(configs, keys):
@@ -84,8 +84,8 @@ def _dask_run(pairs, name, version, tmp, workers, batch=1, trim_memory=False) ->
     sweep alone, with the cluster's start-up and the workers' warm-up timed apart."""
     import distributed
 
-    from cofiviz.store import ResultsStore
-    from cofiviz.sweep import local_cluster, run_cell_task, run_cells_task
+    from cofiviz.engine.store import ResultsStore
+    from cofiviz.engine.sweep import local_cluster, run_cell_task, run_cells_task
 
     t0 = time.perf_counter()
     cluster = local_cluster(workers, numba_threads=1, dashboard_address=None, trim_memory=trim_memory)
@@ -125,8 +125,8 @@ def main(argv=None) -> int:
                     help="skip the control: the same cells split statically over plain processes, no Dask")
     args = ap.parse_args(argv)
 
-    from cofiviz.experiment import data_version, run_cell
-    from cofiviz.store import ResultsStore
+    from cofiviz.engine.experiment import data_version, run_cell
+    from cofiviz.engine.store import ResultsStore
 
     exp, model = build(args.cells, args.max_iter)
     pairs = exp.keys()[: args.cells]

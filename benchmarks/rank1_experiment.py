@@ -1,6 +1,6 @@
 """The rank-1 experiment on MovieLens 100K (:mod:`cofiviz.reproductions.rank_functional` holds it).
 
-Each (model, dimension, protocol, seed) cell is stored in a :class:`cofiviz.store.ResultsStore` under
+Each (model, dimension, protocol, seed) cell is stored in a :class:`cofiviz.engine.store.ResultsStore` under
 ``benchmarks/results/rank1`` (git-ignored), so a rerun reads them instead of fitting again.
 
 Usage (heavy: run niced on a shared machine)::
@@ -25,7 +25,7 @@ import pandas as pd
 
 from cofiviz.reproductions.rank_functional import (DIMS, MODELS, PROTOCOLS, lift, random_baseline,
                                                   rank1_experiments, rank1_table)
-from cofiviz.store import ResultsStore
+from cofiviz.engine.store import ResultsStore
 
 STORE = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "rank1"
 

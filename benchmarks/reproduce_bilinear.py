@@ -22,7 +22,7 @@ their tables.
             mean and with the product potential, and the smoothed-rank NDCG loss (γ = 0.3, 1, 3) beside them, and PopRec.
 
 Every fit runs a fixed number of iterations (no validation part, no early stopping). Cells are cached in
-a :class:`cofiviz.store.ResultsStore` under ``benchmarks/results/bilinear`` (git-ignored).
+a :class:`cofiviz.engine.store.ResultsStore` under ``benchmarks/results/bilinear`` (git-ignored).
 
 Usage (run niced on a shared machine)::
 
@@ -38,7 +38,7 @@ from pathlib import Path
 
 from cofiviz.reproductions.rank_functional import (bilinear_table, coldstart_experiment, strong_experiment,
                                                   ties_experiment)
-from cofiviz.store import ResultsStore
+from cofiviz.engine.store import ResultsStore
 
 STORE = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "bilinear"
 

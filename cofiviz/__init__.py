@@ -21,10 +21,10 @@ from .ratings import Ratings
 from .split import Split
 from . import datasets, metrics, models, protocols
 from .evaluation import evaluate, Evaluation
-from .experiment import Experiment
-from .results import Results
-from .store import ResultsStore
-from .warmup import warmup
+from .engine.experiment import Experiment
+from .engine.results import Results
+from .engine.store import ResultsStore
+from .engine.warmup import warmup
 
 __all__ = ["Ratings", "Split", "datasets", "metrics", "models", "protocols", "evaluate", "Evaluation", "Experiment",
            "Results", "ResultsStore", "warmup", "CofivizError", "DataError", "DataSourceError", "ModelFitError",

@@ -7,7 +7,7 @@ import pandas as pd
 from hypothesis import given, settings, strategies as st
 
 from cofiviz.reproductions.agreement import KINDS, LOSS_ULP, compare, ulps
-from cofiviz.results import Results
+from cofiviz.engine.results import Results
 
 
 def steps(x: float, n: int) -> float:

@@ -10,7 +10,7 @@ from conftest import PanelServer, count_canvases, heading_sizes, screenshot
 from cofiviz import reproduce as R
 from cofiviz.dashboards.comparisons import Comparisons
 from cofiviz.reproductions import cached_status
-from cofiviz.store import ResultsStore
+from cofiviz.engine.store import ResultsStore
 
 DATA = {"name": "synthetic", "kind": "popularity", "n_users": 150, "n_items": 100, "density": 0.4}
 

@@ -108,7 +108,7 @@ def test_load_by_name_and_the_synthetic_alias(written, small):
 
 
 def test_an_experiments_data_spec_names_it_with_its_path(written, small):
-    from cofiviz.loading import load_data
+    from cofiviz.engine.loading import load_data
 
     ratings, version = load_data({"name": "netflix-prize", "path": str(written["training_set"])})
     assert ratings.equals(small) and ratings.probe is not None and len(version) == 16

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from cofiviz.errors import DataError, ParameterError
-from cofiviz.experiment import Cell, Experiment, cell_key, resolve_model, run_cell
+from cofiviz.engine.experiment import Cell, Experiment, cell_key, resolve_model, run_cell
 
 DATA = {"name": "synthetic", "kind": "popularity", "n_users": 120, "n_items": 80, "density": 0.3}
 PROTOCOL = {"name": "weak", "n_train": 5, "n_valid": 3, "min_test": 5}
@@ -238,7 +238,7 @@ def test_a_late_feature_stays_out_of_keys_while_it_is_off(monkeypatch):
     counts, and a cell that sets it to 0 hashes as the cell that relied on the default of 0 did. GCR and LCR had the
     offset from the start, and its parameters are in every key of theirs."""
     from cofiviz.models import LCR, GAPfm
-    from cofiviz.result_keys import key_defaults
+    from cofiviz.engine.result_keys import key_defaults
 
     off = key_defaults(GAPfm, {"item_prior": 0.0})
     assert "item_prior" not in off and "prior_damping" not in off and "rank" in off
@@ -266,7 +266,7 @@ def test_a_parameter_at_its_key_neutral_value_keeps_the_key_it_had_before_it_exi
     behaviour: a cell that sets it to None (λ as given, what CofiRank computed before) hashes as the cell
     without it did then; one relying on the new default gets a new key."""
     from cofiviz.models import CofiRank
-    from cofiviz.result_keys import key_params
+    from cofiviz.engine.result_keys import key_params
 
     assert key_params(CofiRank, {"reg": 10.0, "reg_users": None}) == {"reg": 10.0}
     assert key_params(CofiRank, {"reg": 10.0, "reg_users": 500}) == {"reg": 10.0, "reg_users": 500}
@@ -280,11 +280,11 @@ def test_a_parameter_at_its_key_neutral_value_keeps_the_key_it_had_before_it_exi
 
 
 def test_the_key_migrations_name_registered_models_and_their_parameters():
-    """The store's key migrations live in ``cofiviz.result_keys`` alone: each names a registered model and
+    """The store's key migrations live in ``cofiviz.engine.result_keys`` alone: each names a registered model and
     parameters it has (a renamed parameter fails here, not as silently changed keys), and no model class
     carries store history of its own."""
     from cofiviz.models import MODEL_REGISTRY, Model
-    from cofiviz.result_keys import KEY_NEUTRAL, LATE_FEATURES
+    from cofiviz.engine.result_keys import KEY_NEUTRAL, LATE_FEATURES
 
     for name, features in LATE_FEATURES.items():
         names = MODEL_REGISTRY[name].param_names()
@@ -300,7 +300,7 @@ def test_each_faster_default_is_a_slower_form_the_model_declares_and_a_late_swit
     declared ``speed_forms`` (not its default), and the off value of a ``LATE_FEATURES`` switch, so that cells
     pinned at it keep the keys they had before the switch existed."""
     from cofiviz.models import MODEL_REGISTRY
-    from cofiviz.result_keys import FASTER_DEFAULTS, LATE_FEATURES
+    from cofiviz.engine.result_keys import FASTER_DEFAULTS, LATE_FEATURES
 
     assert FASTER_DEFAULTS
     for name, forms in FASTER_DEFAULTS.items():
@@ -335,7 +335,7 @@ def test_a_faster_default_keeps_the_keys_of_cells_pinned_at_the_slower_form(mode
     the slower form keeps the key it had while that was the default; a cell at the new defaults gets another key
     where the cell reads the parameter (CofiRank's ordinal loss has no assignment to start)."""
     from cofiviz.models import get_model_class
-    from cofiviz.result_keys import FASTER_DEFAULTS
+    from cofiviz.engine.result_keys import FASTER_DEFAULTS
 
     klass, old = get_model_class(model), FASTER_DEFAULTS[model]
     base = dict(protocol="lcr-weak", protocol_params={"n_train": 10}, seed=0, data={"name": "tiny"}, metrics=("ndcg@10",))

@@ -21,7 +21,7 @@ from cofiviz.models._local import kernel_coverage
 from cofiviz.models.gcr import GCR
 from cofiviz.models.lcr import LCR
 from cofiviz.reproductions.lcr import TABLE2
-from cofiviz.training import trace_fit as trace
+from cofiviz.engine.training import trace_fit as trace
 from cofiviz.models.llorma import LLORMA
 
 from contract import ModelContract, random_ndcg
@@ -279,8 +279,8 @@ def test_a_guarded_default_keeps_the_keys_of_cells_pinned_at_the_fixed_steps(mon
     (``result_keys.GUARDED_DEFAULTS``): a cell that sets fixed steps keeps the key it had while they were the
     default, a cell at the new default gets another key, and AdaGrad's cells (which do not read the switch) keep
     theirs; the reproductions set the fixed steps."""
-    from cofiviz.cell import Cell
-    from cofiviz.result_keys import GUARDED_DEFAULTS, LATE_FEATURES, shipped_forms
+    from cofiviz.engine.cell import Cell
+    from cofiviz.engine.result_keys import GUARDED_DEFAULTS, LATE_FEATURES, shipped_forms
 
     base = dict(protocol="lcr-weak", protocol_params={"n_train": 10}, seed=0, data={"name": "tiny"},
                 metrics=("ndcg@10",))

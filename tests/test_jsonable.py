@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from cofiviz import ParameterError
-from cofiviz.experiment import cell_key
+from cofiviz.engine.experiment import cell_key
 from cofiviz.jsonable import jsonable
 
 

@@ -19,10 +19,10 @@ from cofiviz import Ratings, datasets
 from cofiviz import reproductions as R
 from cofiviz.cli import main
 from cofiviz.errors import DataError
-from cofiviz.experiment import Experiment
+from cofiviz.engine.experiment import Experiment
 from cofiviz.reproductions.run import files_needed, one_sweep, preview, stored_runs, views
 from cofiviz.reproductions.spec import data_spec
-from cofiviz.store import ResultsStore
+from cofiviz.engine.store import ResultsStore
 
 OTHER_TABLES = Path(__file__).resolve().parents[2] / "shared" / "reference" / "paper_tables_other_data.csv"
 #: the shared table's names of the data sets, and cofiviz's
@@ -176,7 +176,7 @@ def test_store_keys_identify_the_folder_and_its_content(netflix, tmp_path):
 def test_the_data_version_covers_the_probe_set(tmp_path):
     """The same ratings with another probe set are other data to GAPfm's protocol, which tests on the probe set: their
     data versions differ; the same folder read twice has one version."""
-    from cofiviz.loading import data_version
+    from cofiviz.engine.loading import data_version
 
     r = _netflix_like()
     a = datasets.write_netflix_prize(r, tmp_path / "a", probe_fraction=0.06, seed=0)
@@ -270,7 +270,7 @@ def test_a_dask_scheduler_runs_the_netflix_rows_in_one_sweep(netflix, tmp_path):
     """``--scheduler`` sends every row's cells to that scheduler as one sweep; the cells land in the store."""
     from distributed import Client
 
-    from cofiviz.sweep import local_cluster
+    from cofiviz.engine.sweep import local_cluster
 
     lines = []
     with local_cluster(1, numba_threads=1, dashboard_address=None) as cluster, Client(cluster):

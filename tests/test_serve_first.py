@@ -3,7 +3,7 @@
 The browser test starts ``cofiviz serve`` as ``make serve`` does, on an empty numba cache (``NUMBA_CACHE_DIR``)
 with its background warm-up restricted to ``cofiviz.elementary`` (``$COFIVIZ_WARMUP_MODULES``, a second of
 compiling), and holds the lock of every cache directory the warm-up writes (the lock of
-:func:`cofiviz.warmup.locked_cache_writes`), so that the warm-up cannot finish before the test lets it, however
+:func:`cofiviz.engine.warmup.locked_cache_writes`), so that the warm-up cannot finish before the test lets it, however
 fast or loaded the machine: meanwhile the landing page answers and says the kernels are being prepared, and the
 dataset overview (which needs ``cofiviz.elementary``) shows its notice; once the lock is released, the overview
 builds its content and the landing page stops saying it, both without a reload.
@@ -25,13 +25,13 @@ import psutil
 import pytest
 from numba.core.caching import _CacheLocator
 
-import cofiviz.warmup  # noqa: F401 - ``cofiviz.warmup`` the function shadows the module in the package
+import cofiviz.engine.warmup  # noqa: F401 - ``cofiviz.warmup`` the function shadows the module in the package
 from cofiviz.background import kernels as K
 from cofiviz.dashboards.catalog import APPS, EVERY, first_kernels
 from cofiviz.dashboards.serving import KERNELS_ROUTE, kernels_folder, serve_command, served_kernels_folder
 from conftest import ARTIFACTS, ROOT, free_port, screenshot, server_env, wait_for_http
 
-W = sys.modules["cofiviz.warmup"]
+W = sys.modules["cofiviz.engine.warmup"]
 
 
 def _status(modules, ready, state="compiling", uncached=1.0):

@@ -15,10 +15,10 @@ import pytest
 import cpu_kernels
 
 import cofiviz.reproductions as R
-from cofiviz.experiment import resolve_model
+from cofiviz.engine.experiment import resolve_model
 from cofiviz.reproductions import shipped as S
-from cofiviz.results import Results
-from cofiviz.store import ResultsStore
+from cofiviz.engine.results import Results
+from cofiviz.engine.store import ResultsStore
 
 DATA = {"name": "synthetic", "kind": "popularity", "n_users": 150, "n_items": 100, "density": 0.4}
 

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from cofiviz.errors import DataError
-from cofiviz.experiment import Experiment
-from cofiviz.store import ResultsStore
+from cofiviz.engine.experiment import Experiment
+from cofiviz.engine.store import ResultsStore
 
 DATA = {"name": "synthetic", "kind": "popularity", "n_users": 100, "n_items": 60, "density": 0.3}
 
@@ -45,7 +45,7 @@ def test_write_is_idempotent(tmp_path):
     e = exp()
     cell, key = e.keys()[0]
     res = e.run().results
-    from cofiviz.experiment import run_cell
+    from cofiviz.engine.experiment import run_cell
     r = run_cell(cell, key)
     assert store.write(key, r, cell.config(), "v") is True
     mtime = (store.cells_dir / key / "manifest.json").stat().st_mtime_ns

@@ -11,9 +11,9 @@ import pytest
 
 distributed = pytest.importorskip("distributed")
 
-from cofiviz.experiment import Experiment  # noqa: E402
-from cofiviz.store import ResultsStore  # noqa: E402
-from cofiviz.sweep import local_cluster, sweep  # noqa: E402
+from cofiviz.engine.experiment import Experiment  # noqa: E402
+from cofiviz.engine.store import ResultsStore  # noqa: E402
+from cofiviz.engine.sweep import local_cluster, sweep  # noqa: E402
 
 DATA = {"name": "synthetic", "kind": "popularity", "n_users": 150, "n_items": 90, "density": 0.3}
 

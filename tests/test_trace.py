@@ -9,7 +9,7 @@ from cofiviz import protocols
 from cofiviz.datasets import synthetic
 from cofiviz.errors import ParameterError
 from cofiviz.models import RegSVD
-from cofiviz.trace import Trace
+from cofiviz.engine.trace import Trace
 
 METRICS = ["ndcg@10", "ap"]
 

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-import cofiviz.warmup  # noqa: F401 - ``cofiviz.warmup`` the function shadows the module in the package
+import cofiviz.engine.warmup  # noqa: F401 - ``cofiviz.warmup`` the function shadows the module in the package
 from cofiviz.cli import main
 from cofiviz.errors import ParameterError
 
-W = sys.modules["cofiviz.warmup"]
+W = sys.modules["cofiviz.engine.warmup"]
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -103,8 +103,8 @@ def test_parallel_warmup_compiles_in_children_and_the_next_process_only_loads(tm
             def on_end(self, ev):
                 pass
         event.register("numba:compile", Count())
-        import cofiviz.warmup
-        W = sys.modules["cofiviz.warmup"]
+        import cofiviz.engine.warmup
+        W = sys.modules["cofiviz.engine.warmup"]
 
         def kernels():
             for name, mod in list(sys.modules.items()):
@@ -173,8 +173,8 @@ def test_children_writing_one_index_at_once_keep_every_entry(tmp_path):
     writer = f"""
         import sys
         from numba.core.caching import IndexDataCacheFile
-        import cofiviz.warmup
-        W = sys.modules["cofiviz.warmup"]
+        import cofiviz.engine.warmup
+        W = sys.modules["cofiviz.engine.warmup"]
         who = sys.argv[1]
         cache = IndexDataCacheFile({str(tmp_path)!r}, "kernel-1.py311", (1.0, 2))
         with W.locked_cache_writes():

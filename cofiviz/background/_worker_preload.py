@@ -23,7 +23,7 @@ try:
     import cofiviz
     from cofiviz.background import training_process  # noqa: F401  (the workers' entry point)
     from cofiviz.background.offered import load_dataset, preloaded_datasets
-    from cofiviz.warmup import PARALLEL_FROM, uncached_share
+    from cofiviz.engine.warmup import PARALLEL_FROM, uncached_share
 
     if uncached_share() < PARALLEL_FROM:
         cofiviz.warmup(jobs=1)

@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from ..warmup import PARALLEL_FROM, Progress, covers, default_jobs, warmup
+from ..engine.warmup import PARALLEL_FROM, Progress, covers, default_jobs, warmup
 from .training_process import NICENESS
 
 __all__ = ["STATUS", "MODULES_ENV", "EVERY", "start", "read_status", "write_json", "status_of", "ready",
@@ -91,7 +91,7 @@ def ready(status: dict | None, needs: Sequence[str]) -> bool:
 
     ``needs`` names modules (``cofiviz.metrics``) or is :data:`EVERY`. No status (a server without a background
     warm-up), a final one or no needs: ready. Otherwise each module needs every module of the warm-up that covers
-    it (:func:`cofiviz.warmup.covers`: ``cofiviz.solvers`` waits for ``cofiviz.solvers.lap`` and the others) to
+    it (:func:`cofiviz.engine.warmup.covers`: ``cofiviz.solvers`` waits for ``cofiviz.solvers.lap`` and the others) to
     be ready, and a module the warm-up does not prepare waits for its end.
     """
     if status is None or not needs or status.get("state") in FINAL:

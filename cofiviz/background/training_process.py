@@ -10,7 +10,7 @@ A child
 - splits the data, fits the model and sends one row per iteration (the loss, the seconds and NDCG@10,
   AP and GAP on train, validation and test) through a pipe; when scoring the three parts takes longer than
   :data:`SCORE_THROTTLE` seconds (a million test candidates of MovieLens 1M), iterations are scored only
-  once the model has trained as long as scoring takes (:class:`cofiviz.trace.Trace`'s ``throttle``), and
+  once the model has trained as long as scoring takes (:class:`cofiviz.engine.trace.Trace`'s ``throttle``), and
   the rows in between carry the loss and the seconds with NaN metrics;
 - stops after the current iteration when asked (its fit callback returns True): :meth:`TrainingProcess.follow`
   sends ``"stop"`` down a second pipe, which a small thread of the child watches;
@@ -46,7 +46,7 @@ from .. import protocols
 from ..models import make_model
 from ..search.tuning import tune
 from ..ratings import Ratings
-from ..training import train_and_evaluate
+from ..engine.training import train_and_evaluate
 from .offered import load_dataset
 from .run_queue import Place
 from .run_story import list_sizes, summarize
@@ -66,7 +66,7 @@ ORPHAN_GRACE = 10.0
 NICENESS = 10
 #: a rated item counts as relevant for AP and GAP from this rating on
 RELEVANT_FROM = 4.0
-#: seconds of scoring an iteration above which scoring is spaced out (:class:`cofiviz.trace.Trace`'s ``throttle``)
+#: seconds of scoring an iteration above which scoring is spaced out (:class:`cofiviz.engine.trace.Trace`'s ``throttle``)
 SCORE_THROTTLE = 0.25
 
 
@@ -103,7 +103,7 @@ class TrainingJob:
         When positive, first tune the model on the split's validation part for that many seconds
         (:func:`cofiviz.search.tune`), then train with the chosen setting.
     score_throttle : float, optional
-        The curves' :class:`~cofiviz.trace.Trace` ``throttle`` (default :data:`SCORE_THROTTLE`); None scores
+        The curves' :class:`~cofiviz.engine.trace.Trace` ``throttle`` (default :data:`SCORE_THROTTLE`); None scores
         every iteration.
     """
 

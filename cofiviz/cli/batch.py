@@ -15,14 +15,14 @@ from typing import Any
 
 from .. import datasets
 from ..errors import ParameterError
-from ..experiment import Experiment
+from ..engine.experiment import Experiment
 from ..reproductions import REPRODUCTIONS, format_table, reproduce as run_reproduction
 from ..reproductions.agreement import LOSS_ULP
 from ..reproductions.run import ship_reproduction, verify_shipped
 from ..reproductions.shipped import load as load_shipped, shipped_dir
 from ..reproductions.spec import data_option
-from ..store import ResultsStore, default_store
-from ..sweep import sweep as run_sweep
+from ..engine.store import ResultsStore, default_store
+from ..engine.sweep import sweep as run_sweep
 from .options import UsageError, print_table, write_json
 
 __all__ = ["add_parsers", "sweep", "reproduce", "data_argument"]

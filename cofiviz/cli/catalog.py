@@ -7,7 +7,7 @@ import time
 
 from .. import datasets
 from ..models import available_models, get_model_class
-from ..warmup import warmup as warm_kernels
+from ..engine.warmup import warmup as warm_kernels
 from .options import UsageError
 
 __all__ = ["add_parsers", "list_datasets", "list_models", "warmup"]

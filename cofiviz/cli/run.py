@@ -16,7 +16,7 @@ from ..search.tuning import tune as tune_model
 from ..protocols import carve_validation
 from ..search.selection import grid_search
 from ..split import Split
-from ..training import train_and_evaluate
+from ..engine.training import train_and_evaluate
 from .options import (UsageError, add_reading_arguments, convert_model_sets, parse_sets, print_table, reading,
                       write_json)
 

@@ -35,7 +35,7 @@ from ..reproductions import REPRODUCTIONS, figure_trends, short_labels
 from ..reproductions.report import p_text
 from ..reproductions.run import files_needed, shipped_note, views
 from ..reproductions.spec import data_label
-from ..store import default_store
+from ..engine.store import default_store
 from ._shared import SessionWorker
 from .theme import HEADINGS_CSS, PlotFlow, side_by_side
 

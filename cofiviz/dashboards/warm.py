@@ -22,7 +22,7 @@ from typing import Sequence
 from ..background.kernels import modules_from_environment, prepares, wait, write_json
 from ..background.offered import load_dataset, preloaded_datasets
 from ..background.recommenders import ML1M, ml1m_from_environment, pool
-from ..warmup import locked_cache_writes, warmup
+from ..engine.warmup import locked_cache_writes, warmup
 from .catalog import app
 from .comparisons import Comparisons, read_all
 from .losses import LossShapes

@@ -1,9 +1,9 @@
 """A cell of an experiment: one model configuration, one protocol configuration, one seed, and its run.
 
 A :class:`Cell` is identified by its configuration; its store key (:meth:`Cell.key`, :func:`cell_key`) hashes
-that configuration with the model defaults it relies on (:mod:`cofiviz.result_keys`), the data version and
-the cofiviz version. :func:`run_cell` runs it in this process (:func:`cofiviz.training.train_and_evaluate`)
-and returns its :class:`~cofiviz.results.Results`.
+that configuration with the model defaults it relies on (:mod:`cofiviz.engine.result_keys`), the data version and
+the cofiviz version. :func:`run_cell` runs it in this process (:func:`cofiviz.engine.training.train_and_evaluate`)
+and returns its :class:`~cofiviz.engine.results.Results`.
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ._version import __version__
-from .errors import DataError
-from .jsonable import canonical_json, jsonable
+from .._version import __version__
+from ..errors import DataError
+from ..jsonable import canonical_json, jsonable
 from .loading import load_data, make_split
-from .metrics.names import check_metrics
-from .metrics.scorer import default_threshold
-from .models import get_model_class
+from ..metrics.names import check_metrics
+from ..metrics.scorer import default_threshold
+from ..models import get_model_class
 from .result_keys import key_defaults, key_params
 from .results import Results
 from .training import train_and_evaluate
@@ -113,8 +113,8 @@ class Cell:
         """Stable hash of (configuration, the model's defaults it relies on, data version, cofiviz version).
 
         The defaults are part of the key so that a cell computed before a default changed is never read as
-        a result of the new default; parameters at a :data:`~cofiviz.result_keys.KEY_NEUTRAL` value are not
-        (:func:`~cofiviz.result_keys.key_params`).
+        a result of the new default; parameters at a :data:`~cofiviz.engine.result_keys.KEY_NEUTRAL` value are not
+        (:func:`~cofiviz.engine.result_keys.key_params`).
         """
         params = jsonable(key_params(resolve_model(self.model), dict(sorted(self.params.items()))))
         return cell_key({**self.config(), "params": params, "defaults": self.model_defaults()}, data_version)

@@ -2,8 +2,8 @@
 
 An :class:`Experiment` expands into :class:`Cell` s, one per (model configuration, protocol
 configuration, seed). Running a cell loads the data (cached per process), makes the protocol's split
-(cached per process), fits the model with a :class:`~cofiviz.trace.Trace` that records the training
-curves, and evaluates the fitted model; its outcome is a :class:`~cofiviz.results.Results` of tidy
+(cached per process), fits the model with a :class:`~cofiviz.engine.trace.Trace` that records the training
+curves, and evaluates the fitted model; its outcome is a :class:`~cofiviz.engine.results.Results` of tidy
 tables (final metrics, per-iteration traces, optionally per-user values). The training loss is always
 traced; validation metrics are traced when the split has a validation part; test metrics per iteration
 only when asked for (``trace={"parts": ["valid", "test"]}``: it costs a full evaluation per iteration).
@@ -34,11 +34,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import protocols
+from .. import protocols
 from .cell import Cell, cell_key, resolve_model, run_cell
-from .errors import CofivizError, DataError, ParameterError
+from ..errors import CofivizError, DataError, ParameterError
 from .loading import data_version, load_data, make_split
-from .metrics.names import check_metrics
+from ..metrics.names import check_metrics
 from .results import Results
 from .store import ResultsStore
 from .training import TRACE_PARTS as _TRACE_PARTS
@@ -261,7 +261,7 @@ class Experiment:
     # -------------------------------------------------------------- running
     def run(self, store=None, progress: bool = False, on_cell: Callable[[Cell, str, Results], Any] | None = None,
             errors: str = "raise") -> Results:
-        """Run every cell in this process, one after another (see :func:`cofiviz.sweep.sweep` for Dask).
+        """Run every cell in this process, one after another (see :func:`cofiviz.engine.sweep.sweep` for Dask).
 
         Parameters
         ----------

@@ -14,11 +14,11 @@ from collections import OrderedDict
 
 import numpy as np
 
-from . import datasets, protocols
-from .errors import ParameterError
-from .jsonable import canonical_json
-from .ratings import Ratings
-from .split import Split
+from .. import datasets, protocols
+from ..errors import ParameterError
+from ..jsonable import canonical_json
+from ..ratings import Ratings
+from ..split import Split
 
 __all__ = ["load_data", "data_version", "make_split"]
 

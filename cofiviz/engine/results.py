@@ -5,7 +5,7 @@
     when the protocol has one, which is what choosing a setting uses).
 ``traces``
     One row per (cell, iteration, part, metric): ``iteration``, ``seconds``, ``elapsed``, ``loss``,
-    ``part`` and ``value`` (:class:`cofiviz.trace.Trace`).
+    ``part`` and ``value`` (:class:`cofiviz.engine.trace.Trace`).
 ``per_user``
     One row per (cell, user, metric) of the test part, when the cell kept them.
 
@@ -21,8 +21,8 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from .metrics.names import lower_is_better
-from .significance import PAIRED_FIELDS, best_against_others, holm
+from ..metrics.names import lower_is_better
+from ..significance import PAIRED_FIELDS, best_against_others, holm
 
 __all__ = ["Results"]
 
@@ -34,7 +34,7 @@ class Results:
     results: pd.DataFrame = field(default_factory=pd.DataFrame)
     traces: pd.DataFrame = field(default_factory=pd.DataFrame)
     per_user: pd.DataFrame = field(default_factory=pd.DataFrame)
-    #: ``(key, description, error)`` of cells that failed (filled by :func:`cofiviz.sweep.sweep`)
+    #: ``(key, description, error)`` of cells that failed (filled by :func:`cofiviz.engine.sweep.sweep`)
     failed: list = field(default_factory=list)
 
     @classmethod

@@ -10,7 +10,7 @@ Layout::
                                       size and SHA-256 of every file
       tmp/                            cells being written (and leftovers of interrupted writes)
 
-``<key>`` is :func:`cofiviz.experiment.cell_key`: a stable hash of the cell's configuration, the data
+``<key>`` is :func:`cofiviz.engine.experiment.cell_key`: a stable hash of the cell's configuration, the data
 version (a hash of the ratings' content) and the cofiviz version.
 
 Atomicity: a cell is written into a fresh directory under ``tmp/`` (Parquet files first, the manifest
@@ -34,8 +34,8 @@ from typing import Iterable
 
 import pandas as pd
 
-from ._version import __version__
-from .errors import DataError
+from .._version import __version__
+from ..errors import DataError
 from .results import Results
 
 __all__ = ["ResultsStore", "MANIFEST", "TABLES", "default_store"]
@@ -144,7 +144,7 @@ class ResultsStore:
         return m
 
     def read(self, key: str):
-        """The :class:`~cofiviz.results.Results` of one complete cell.
+        """The :class:`~cofiviz.engine.results.Results` of one complete cell.
 
         Raises
         ------
@@ -160,7 +160,7 @@ class ResultsStore:
         return Results(tables["results"], tables["traces"], tables["per_user"])
 
     def read_many(self, keys: Iterable[str]):
-        """The cells of ``keys``, in that order, as one :class:`~cofiviz.results.Results` (each must be complete)."""
+        """The cells of ``keys``, in that order, as one :class:`~cofiviz.engine.results.Results` (each must be complete)."""
         return Results.concat(self.read(k) for k in keys)
 
     def load(self, keys: Iterable[str] | None = None):

@@ -1,11 +1,11 @@
-"""Run an :class:`~cofiviz.experiment.Experiment` on Dask (``dask.distributed``), resumably.
+"""Run an :class:`~cofiviz.engine.experiment.Experiment` on Dask (``dask.distributed``), resumably.
 
-:func:`sweep` computes every cell's store key, skips the cells the :class:`~cofiviz.store.ResultsStore`
+:func:`sweep` computes every cell's store key, skips the cells the :class:`~cofiviz.engine.store.ResultsStore`
 already holds, and submits one task per remaining cell to a Dask cluster: a :func:`local_cluster` by
 default (process workers, one thread each, as many as cores), or any scheduler address.
 
 Who writes results
-    Each task writes its own cell into the store (atomically, see :mod:`cofiviz.store`) before it
+    Each task writes its own cell into the store (atomically, see :mod:`cofiviz.engine.store`) before it
     returns. A finished cell is therefore on disk even when the client dies a moment later, and an
     interrupted sweep loses nothing that finished. Retries are idempotent: a task re-run after a
     worker died, or two copies of one task racing, write the cell once (the store refuses to write a
@@ -27,7 +27,7 @@ import time
 import uuid
 from typing import Any, Callable
 
-from .errors import ParameterError
+from ..errors import ParameterError
 from .experiment import Cell, Experiment, data_version, run_cell
 from .results import Results
 from .store import ResultsStore

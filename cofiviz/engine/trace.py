@@ -18,7 +18,7 @@ once the model has trained at least as long as scoring takes (the shorter of the
 may carry one-off costs), so that scoring takes about half the time at most and the iterations keep coming
 (what the training monitor does on MovieLens 1M, where scoring a million test candidates can take longer
 than an iteration). Scoring only reads the model: what it learns is the same whatever is scored.
-:func:`cofiviz.training.trace_fit` fits one model on a split under a :class:`Trace` and returns the curves as one
+:func:`cofiviz.engine.training.trace_fit` fits one model on a split under a :class:`Trace` and returns the curves as one
 table (what LCR's figures draw).
 """
 
@@ -30,10 +30,10 @@ from typing import Any, Callable, Iterable, Mapping
 
 import pandas as pd
 
-from .errors import ParameterError
-from .metrics.names import check_metrics
-from .metrics.scorer import mean_metrics
-from .ratings import Ratings
+from ..errors import ParameterError
+from ..metrics.names import check_metrics
+from ..metrics.scorer import mean_metrics
+from ..ratings import Ratings
 
 __all__ = ["Trace", "TIDY_COLUMNS"]
 

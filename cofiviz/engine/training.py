@@ -1,8 +1,8 @@
 """One training run: a model fitted on a split with a trace of its curves, then evaluated.
 
 :func:`train_and_evaluate` is the path every caller takes from (model, split, metrics, callbacks) to a
-:class:`~cofiviz.trace.Trace` and an :class:`~cofiviz.evaluation.Evaluation`: an experiment's cell
-(:func:`cofiviz.cell.run_cell`), ``cofiviz run``, the training monitor's worker process, and :func:`trace_fit`,
+:class:`~cofiviz.engine.trace.Trace` and an :class:`~cofiviz.evaluation.Evaluation`: an experiment's cell
+(:func:`cofiviz.engine.cell.run_cell`), ``cofiviz run``, the training monitor's worker process, and :func:`trace_fit`,
 which returns one fit's curves as a table (LCR's figures).
 """
 
@@ -15,12 +15,12 @@ from typing import Any, Callable, Iterable
 
 import pandas as pd
 
-from .errors import ModelFitError, ParameterError
-from .evaluation import Evaluation, evaluate
-from .metrics.names import check_metrics
-from .models import get_model_class
-from .ratings import Ratings
-from .split import Split
+from ..errors import ModelFitError, ParameterError
+from ..evaluation import Evaluation, evaluate
+from ..metrics.names import check_metrics
+from ..models import get_model_class
+from ..ratings import Ratings
+from ..split import Split
 from .trace import Trace
 
 __all__ = ["Run", "TRACE_PARTS", "trace_parts", "train_and_evaluate", "trace_fit"]
@@ -108,7 +108,7 @@ def train_and_evaluate(model, split: Split, *, metrics: Iterable[str] = (), part
     threshold, ymax : float
         Relevance threshold of the binary metrics and the top grade of GAP, for the trace and the evaluation.
     every, throttle
-        Passed to :class:`~cofiviz.trace.Trace`.
+        Passed to :class:`~cofiviz.engine.trace.Trace`.
     on_iteration : callable, optional
         Called after every iteration with its record as one flat dict (:meth:`Trace.flat`: ``iteration``,
         ``seconds``, ``elapsed``, ``loss`` and one ``<part>_<metric>`` entry per traced part and metric).
@@ -121,7 +121,7 @@ def train_and_evaluate(model, split: Split, *, metrics: Iterable[str] = (), part
         Give the fit ``split.valid`` (its early stopping, when the model's ``patience`` asks for it); False fits
         on ``split.train`` alone.
     first : bool
-        The trace scores the first iteration whatever ``every`` says (:class:`~cofiviz.trace.Trace`).
+        The trace scores the first iteration whatever ``every`` says (:class:`~cofiviz.engine.trace.Trace`).
 
     Returns
     -------

@@ -46,9 +46,9 @@ from typing import Callable, Iterator, Sequence
 from numba.core import caching
 from numba.core.dispatcher import Dispatcher
 
-from . import elementary, losses, metrics, solvers
-from .errors import CofivizError, ParameterError
-from .models import available_models, get_model_class
+from .. import elementary, losses, metrics, solvers
+from ..errors import CofivizError, ParameterError
+from ..models import available_models, get_model_class
 
 try:  # POSIX; without it every module warms up in this process
     import fcntl

@@ -19,7 +19,7 @@ that makes the update O(nnz · r) per local model. Prediction is Algorithm 2. Ea
 validation set (``fit(train, valid)`` with ``patience``), at most ``max_iter`` = 200 iterations,
 and a stop when the training objective improves by less than ``tol`` = 0.001 (§5.1).
 
-:func:`cofiviz.training.trace_fit` runs one fit and records test metrics after every iteration as a tidy
+:func:`cofiviz.engine.training.trace_fit` runs one fit and records test metrics after every iteration as a tidy
 DataFrame (the data of the paper's Figures 1-3 and 5).
 """
 

@@ -1,6 +1,6 @@
 """The papers' comparisons, one command each: ``cofiviz reproduce NAME``.
 
-Every reproduction runs a paper's protocol through :class:`~cofiviz.experiment.Experiment` (cells already
+Every reproduction runs a paper's protocol through :class:`~cofiviz.engine.experiment.Experiment` (cells already
 in the results store are read, not run), puts the paper's numbers beside cofiviz's with the difference per
 cell, and writes a self-contained HTML report (tables and HoloViews plots, all JavaScript inline).
 

@@ -173,7 +173,7 @@ def _table_differences(table: str, want: pd.DataFrame, got: pd.DataFrame, spec) 
 
 
 def compare(key: str, description: str, want, got) -> CellAgreement:
-    """Compare a recomputed cell's :class:`~cofiviz.results.Results` ``got`` with the shipped ``want``.
+    """Compare a recomputed cell's :class:`~cofiviz.engine.results.Results` ``got`` with the shipped ``want``.
 
     Every table that ships for the cell is compared: its results rows, its per-user values and its curves.
     """

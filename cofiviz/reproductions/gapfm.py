@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..results import Results
+from ..engine.results import Results
 from .cofirank import AUTHORS_CODE_TOPN
 from .spec import Method, OtherData, PaperCell, Reproduction, paper_preset, register
 

@@ -17,10 +17,10 @@ from typing import Any
 
 import pandas as pd
 
-from ..experiment import Experiment
+from ..engine.experiment import Experiment
 from ..metrics.names import lower_is_better
-from ..results import Results
-from ..result_keys import shipped_forms
+from ..engine.results import Results
+from ..engine.result_keys import shipped_forms
 from .spec import Method, OtherData, PaperCell, Reproduction, is_available, register
 
 __all__ = ["PAPER", "TABLE2", "TABLE2_EACHMOVIE", "TABLE2_YELP", "METHODS", "FIGURE_TRAINING", "FIGURE_LR", "FigureReproduction", "figure_summary",

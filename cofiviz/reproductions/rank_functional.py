@@ -32,8 +32,8 @@ Side features and ties (the bilinear rank functional, :class:`cofiviz.models.Bil
     smoothed-rank NDCG loss (ApproxNDCG, the blog post's smoothed rank, γ = 0.3, 1, 3: no validation part,
     every γ is shown). Every fit runs a fixed number of iterations (no early stopping).
 
-Each (model, setting, protocol, seed) is a cell of an :class:`~cofiviz.experiment.Experiment`, so a
-:class:`~cofiviz.store.ResultsStore` keeps finished cells and an interrupted run resumes.
+Each (model, setting, protocol, seed) is a cell of an :class:`~cofiviz.engine.experiment.Experiment`, so a
+:class:`~cofiviz.engine.store.ResultsStore` keeps finished cells and an interrupted run resumes.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..experiment import Experiment, make_split
+from ..engine.experiment import Experiment, make_split
 from ..metrics import score_lists
 
 __all__ = ["DIMS", "MODELS", "PROTOCOLS", "rank1_experiments", "rank1_table", "random_baseline", "lift", "COMMON",
@@ -68,7 +68,7 @@ PROTOCOLS = {
 
 
 def rank1_experiments(protocol: str, dims=DIMS, models=tuple(MODELS), seeds=(0,)):
-    """The :class:`~cofiviz.experiment.Experiment` of one protocol: each model at each dimension, and PopRec."""
+    """The :class:`~cofiviz.engine.experiment.Experiment` of one protocol: each model at each dimension, and PopRec."""
     specs = [{"model": "poprec", "label": "PopRec"}]
     for name in models:
         spec = MODELS[name]

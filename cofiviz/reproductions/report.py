@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..metrics.names import lower_is_better
-from ..results import Results
+from ..engine.results import Results
 from ..search.selection import choose_setting
 from ..significance import best_against_others, holm
 from .lcr import figure_summary, short_labels

@@ -28,13 +28,13 @@ import pandas as pd
 
 from .. import datasets
 from ..errors import DataError
-from ..experiment import Experiment, data_version, run_cell
+from ..engine.experiment import Experiment, data_version, run_cell
 from ..jsonable import canonical_json
 from ..metrics.names import lower_is_better
-from ..results import Results
+from ..engine.results import Results
 from ..significance import holm
-from ..store import ResultsStore, default_store
-from ..sweep import sweep
+from ..engine.store import ResultsStore, default_store
+from ..engine.sweep import sweep
 from .lcr import figure_summary
 from .report import PAIRED_COLUMNS, ReproductionReport, compare, write_html
 from .shipped import ShippedStore, Verification, covering_keys, load, ship, verify, with_shipped
@@ -46,7 +46,7 @@ __all__ = ["reproduce", "status", "cached_status", "compute_cell", "Reproduction
 
 
 def _store(store) -> ResultsStore:
-    """The results store at ``store`` (default :func:`~cofiviz.store.default_store`), its path made absolute: the
+    """The results store at ``store`` (default :func:`~cofiviz.engine.store.default_store`), its path made absolute: the
     Dask workers of a sweep write into it by that path, from whatever folder they were started in."""
     return store if isinstance(store, ResultsStore) else ResultsStore(Path(store or default_store()).resolve())
 
@@ -407,7 +407,7 @@ def reproduce(name: str, *, quick: bool = False, store=None, html_path: str | os
         The reduced version (first N, one seed, first setting of each grid, few iterations); its numbers
         are not the paper's.
     store : ResultsStore or path, optional
-        Default :func:`cofiviz.store.default_store`.
+        Default :func:`cofiviz.engine.store.default_store`.
     html_path : path, optional
         Default ``cofiviz-results/reproduce-<name>[-quick].html``.
     data : str or dict, optional

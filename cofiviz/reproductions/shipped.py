@@ -38,10 +38,10 @@ import pandas as pd
 
 from .._version import __version__
 from ..errors import DataError
-from ..experiment import Cell, resolve_model, run_cell
-from ..result_keys import neutral_params
-from ..results import Results
-from ..store import ResultsStore
+from ..engine.experiment import Cell, resolve_model, run_cell
+from ..engine.result_keys import neutral_params
+from ..engine.results import Results
+from ..engine.store import ResultsStore
 from .agreement import CellAgreement, compare
 from .spec import Reproduction
 
@@ -85,11 +85,11 @@ class Shipped:
         return getattr(self, table).iloc[np.concatenate(parts)].reset_index(drop=True)
 
     def read(self, key: str) -> Results:
-        """The shipped :class:`~cofiviz.results.Results` of one cell."""
+        """The shipped :class:`~cofiviz.engine.results.Results` of one cell."""
         return self.read_many([key])
 
     def read_many(self, keys) -> Results:
-        """The shipped :class:`~cofiviz.results.Results` of the cells ``keys``, in that order."""
+        """The shipped :class:`~cofiviz.engine.results.Results` of the cells ``keys``, in that order."""
         keys = list(keys)
         for key in keys:
             if key not in self:
@@ -131,7 +131,7 @@ class ShippedStore(ResultsStore):
     """The user's results store with shipped results beneath it: what either holds is done.
 
     Reads come from the user's store first (a cell computed here takes precedence), then from the shipped
-    results; writes go to the user's store. Everything that takes a :class:`~cofiviz.store.ResultsStore`
+    results; writes go to the user's store. Everything that takes a :class:`~cofiviz.engine.store.ResultsStore`
     (an experiment's ``run``, a sweep, :func:`~cofiviz.reproductions.run.status`) takes one.
     """
 
@@ -321,7 +321,7 @@ class Verification:
 
 def _shipped_cell(shipped: Shipped, key: str, version: str | None) -> Cell:
     """The cell of a shipped ``key``. A configuration written before its model gained a
-    :data:`~cofiviz.result_keys.KEY_NEUTRAL` parameter lacks it, and the cell it describes is then the one with that parameter at its neutral value
+    :data:`~cofiviz.engine.result_keys.KEY_NEUTRAL` parameter lacks it, and the cell it describes is then the one with that parameter at its neutral value
     (what the model computed then, and what the key says), not at the parameter's new default."""
     cell = Cell.from_config(shipped.config(key), experiment=shipped.name)
     neutral = {p: v for p, v in neutral_params(resolve_model(cell.model)).items() if p not in cell.params}

@@ -26,9 +26,10 @@ import pandas as pd
 
 from .. import datasets
 from ..errors import DataError, ParameterError, named
-from ..experiment import Experiment, resolve_model
-from ..result_keys import shipped_forms
-from ..results import Results
+from ..engine.experiment import Experiment, resolve_model
+from ..engine.result_keys import shipped_forms
+from ..engine.results import Results
+from ..models import get_model_class
 
 __all__ = ["Method", "Reproduction", "PaperCell", "OtherData", "REPRODUCTIONS", "register", "get", "is_available",
            "paper_preset", "paper_frame", "PAPER_COLUMNS", "DATA_LABELS", "data_spec", "data_option", "data_label"]
@@ -65,8 +66,6 @@ _PLACEHOLDERS = {"netflix-prize": "FOLDER"}
 def paper_preset(model: str, without: tuple = ()) -> dict:
     """The settings a model declares for its paper (``presets["paper"]`` of its class), without ``without``: what a
     reproduction's methods start from, read where the model keeps them."""
-    from ..models import get_model_class
-
     return {k: v for k, v in get_model_class(model).presets["paper"].items() if k not in without}
 
 
@@ -120,7 +119,7 @@ class Method:
     measured by running the authors' own code on the same protocol (shown beside the paper's).
 
     Where a model's default has become a faster or guarded form of the same model since its results shipped, every
-    grid sets the form they were computed with (:func:`~cofiviz.result_keys.shipped_forms`) unless ``fixed`` or
+    grid sets the form they were computed with (:func:`~cofiviz.engine.result_keys.shipped_forms`) unless ``fixed`` or
     ``grid`` sets it, so that the shipped cells keep their keys and bits.
     """
 

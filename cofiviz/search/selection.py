@@ -3,7 +3,7 @@
 Two shapes of the same search:
 
 :func:`choose_setting`
-    Over an experiment's tidy results (:class:`~cofiviz.results.Results`): every setting was fitted on
+    Over an experiment's tidy results (:class:`~cofiviz.engine.results.Results`): every setting was fitted on
     every seed's split; each setting's validation score is the mean over seeds (and over the criterion's
     metrics); the chosen setting's test rows are returned. What a reproduction reports per method.
 :func:`grid_search`
