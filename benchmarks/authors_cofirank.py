@@ -58,7 +58,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cofiviz.errors import DataError
+from cofiviz.util.errors import DataError
 from cofiviz.evaluation import evaluate
 from cofiviz.engine.experiment import make_split
 from cofiviz.metrics import score_lists

@@ -45,8 +45,8 @@ QUICK_MODULES = ["cofiviz.models.nmf", "cofiviz.models.svdpp"]
 
 def warmup_command(jobs: int | None, modules: list[str] | None) -> list[str]:
     """The command line of one measurement: a fresh interpreter that runs :func:`cofiviz.warmup`."""
-    code = ("import sys, cofiviz.warmup; "
-            f"sys.modules['cofiviz.engine.warmup'].warmup(jobs={jobs!r}, modules={modules!r}, load=False)")
+    code = ("from cofiviz.engine import warmup; "
+            f"warmup.warmup(jobs={jobs!r}, modules={modules!r}, load=False)")
     return [sys.executable, "-c", code]
 
 
@@ -84,8 +84,7 @@ def run(jobs: int | None = None, quick: bool = False) -> dict:
 
 PLAN_SNIPPET = """
 import json, sys, time
-import cofiviz.engine.warmup
-W = sys.modules["cofiviz.engine.warmup"]
+from cofiviz.engine import warmup as W
 pending, done, out = W._plan([name for name, _ in W._targets()]), set(), {}
 while pending:
     job = next(j for j in pending if set(j.after) <= done)

@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from cofiviz.errors import ModelFitError  # noqa: E402
+from cofiviz.util.errors import ModelFitError  # noqa: E402
 from cofiviz.evaluation import evaluate  # noqa: E402
 from cofiviz.models import get_model_class, ranking_models  # noqa: E402
 

@@ -37,7 +37,7 @@ import time
 
 def build(cells: int, max_iter: int):
     from cofiviz.engine.experiment import Experiment, resolve_model
-    from cofiviz.errors import ParameterError
+    from cofiviz.util.errors import ParameterError
 
     try:
         resolve_model("lcr")

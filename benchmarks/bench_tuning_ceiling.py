@@ -38,7 +38,7 @@ from scipy.stats import spearmanr
 
 import cofiviz
 from cofiviz import datasets
-from cofiviz.errors import ModelFitError
+from cofiviz.util.errors import ModelFitError
 from cofiviz.metrics.scorer import per_user_metrics
 from cofiviz.models import get_model_class, ranking_models
 from cofiviz.protocols import lcr_weak

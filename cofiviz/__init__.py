@@ -15,8 +15,8 @@ import os as _os
 # bits on every CPU). Read by numba when it is first imported.
 _os.environ.setdefault("NUMBA_DISABLE_INTEL_SVML", "1")
 
-from ._version import __version__
-from .errors import CofivizError, DataError, DataSourceError, ModelFitError, ParameterError
+from .util._version import __version__
+from .util.errors import CofivizError, DataError, DataSourceError, ModelFitError, ParameterError
 from .ratings import Ratings
 from .split import Split
 from . import datasets, metrics, models, protocols

@@ -16,7 +16,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from .errors import DataError, ParameterError
+from .util.errors import DataError, ParameterError
 from .metrics.names import ZERO_ONE, check_metrics
 from .metrics.ranking import TIE_RULE
 from .metrics.scorer import default_threshold, mean_metrics, per_user_metrics, resolve_ymax

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from .columns import show_value
-from .errors import DataError
+from .util.errors import DataError
 
 __all__ = ["check_parts", "ORDER"]
 

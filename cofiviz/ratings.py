@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from .columns import check_ids, check_outliers, check_rating_kind
-from .errors import DataError
+from .util.errors import DataError
 
 __all__ = ["Ratings", "DUPLICATE_POLICIES"]
 

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .errors import DataError
+from .util.errors import DataError
 
 __all__ = ["paired_test", "holm", "best_against_others", "PAIRED_FIELDS"]
 

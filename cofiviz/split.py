@@ -18,7 +18,7 @@ import pandas as pd
 
 from .columns import check_ids
 from .datasets.files import read_frame
-from .errors import DataError
+from .util.errors import DataError
 from .parts import check_parts
 from .ratings import Ratings
 

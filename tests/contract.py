@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 from cofiviz import Ratings, Split
-from cofiviz.errors import DataError, ModelFitError, ParameterError
+from cofiviz.util.errors import DataError, ModelFitError, ParameterError
 from cofiviz.evaluation import mean_metrics
 from cofiviz.models.base import IterationInfo, Model
 

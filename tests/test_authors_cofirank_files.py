@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cofiviz.errors import DataError
+from cofiviz.util.errors import DataError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 authors = importlib.import_module("authors_cofirank")

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from cofiviz import Ratings, Split, evaluate, protocols
-from cofiviz.errors import DataError, ParameterError
+from cofiviz.util.errors import DataError, ParameterError
 from cofiviz.evaluation import mean_metrics
 from cofiviz.models import Bilinear, PopRec
 from cofiviz.models.base import Model

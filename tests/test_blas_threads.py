@@ -11,7 +11,7 @@ OpenBLAS also picks its kernels by CPU, and its AVX-512 kernels (``OPENBLAS_CORE
 product in another order than its AVX2 ones (``Haswell``): a model that multiplies matrices with BLAS inside
 its fit (WLT's Newton step, the bilinear model's projections, BPMF's Gibbs sweep) drifted with them. Their
 fits use ``cofiviz.solvers.dense`` instead. NumPy's ``exp``, ``log``, ``power``, ``arccos`` … of arrays change
-with the SIMD set NumPy dispatches to (AVX-512 or AVX2); fits call ``cofiviz.elementary`` instead. Every model
+with the SIMD set NumPy dispatches to (AVX-512 or AVX2); fits call ``cofiviz.util.elementary`` instead. Every model
 is fitted as on an AVX2 and as on an AVX-512 machine (``tests/cpu_kernels.py``) and must score the same.
 """
 

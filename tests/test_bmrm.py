@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 from scipy.optimize import minimize
 
 from cofiviz import losses as L
-from cofiviz.errors import ModelFitError, ParameterError
+from cofiviz.util.errors import ModelFitError, ParameterError
 from cofiviz import Ratings
 from cofiviz.models._cofirank_kernels import item_oracle, user_phase
 from cofiviz.solvers.bmrm import bmrm, qp_simplex

@@ -13,7 +13,7 @@ import pytest
 
 from cofiviz import Split
 from cofiviz.cli import convert_value, main, parse_sets
-from cofiviz.errors import ParameterError
+from cofiviz.util.errors import ParameterError
 
 from contract import planted
 

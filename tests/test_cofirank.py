@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from cofiviz import Ratings, Split
-from cofiviz.errors import DataError, ParameterError
+from cofiviz.util.errors import DataError, ParameterError
 from cofiviz.evaluation import mean_metrics
 from cofiviz.models import PopRec
 from cofiviz.models.cofirank import CofiRank

@@ -4,7 +4,7 @@ import os
 import subprocess
 import sys
 
-from cofiviz.compile_notice import MESSAGE
+from cofiviz.util.compile_notice import MESSAGE
 
 
 def _run(tmp_path, cache):

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from hypothesis.extra.numpy import arrays
 
-from cofiviz.errors import ParameterError
+from cofiviz.util.errors import ParameterError
 from cofiviz.solvers import dense
 
 finite = st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False)

@@ -1,4 +1,4 @@
-"""The elementary functions of :mod:`cofiviz.elementary`: the C library's values, bit for bit, on every CPU.
+"""The elementary functions of :mod:`cofiviz.util.elementary`: the C library's values, bit for bit, on every CPU.
 
 Python's :mod:`math` calls the same C library functions one value at a time, so it is the reference: every value
 must equal it exactly. NumPy's own versions are compared within an ulp (they are what the functions replace), and

@@ -7,7 +7,7 @@ import pytest
 
 import cofiviz
 from cofiviz import Ratings, Split, evaluate
-from cofiviz.errors import DataError, ParameterError
+from cofiviz.util.errors import DataError, ParameterError
 from cofiviz.evaluation import Evaluation, check_metrics, mean_metrics
 from cofiviz.metrics import TIE_RULE, average_precision, ndcg, zero_one
 from cofiviz.models import ItemMean, PopRec

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cofiviz.errors import DataError, ParameterError
+from cofiviz.util.errors import DataError, ParameterError
 from cofiviz.engine.experiment import Cell, Experiment, cell_key, resolve_model, run_cell
 
 DATA = {"name": "synthetic", "kind": "popularity", "n_users": 120, "n_items": 80, "density": 0.3}
@@ -179,7 +179,7 @@ def test_file_errors(tmp_path):
 
 
 def test_a_diverging_cell_is_a_stored_result_that_is_never_chosen(monkeypatch, tmp_path):
-    from cofiviz.errors import ModelFitError
+    from cofiviz.util.errors import ModelFitError
     from cofiviz.models.base import Model
     from cofiviz.models.registry import MODEL_REGISTRY
 

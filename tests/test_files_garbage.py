@@ -112,7 +112,7 @@ def test_cli_refuses_garbage_with_exit_1_and_no_traceback(tmp_path):
 _PROBE = """
 import json, resource, sys
 from cofiviz.datasets import read
-from cofiviz.errors import DataError
+from cofiviz.util.errors import DataError
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 try:
     read(sys.argv[1])

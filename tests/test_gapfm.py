@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cofiviz import Ratings
-from cofiviz.errors import DataError, ParameterError
+from cofiviz.util.errors import DataError, ParameterError
 from cofiviz.evaluation import mean_metrics
 from cofiviz.losses import smoothed_gap as sg
 from cofiviz.models import PopRec

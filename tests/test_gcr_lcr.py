@@ -12,7 +12,7 @@ import pytest
 
 from cofiviz import Ratings, protocols
 from cofiviz.datasets import synthetic
-from cofiviz.errors import DataError, ModelFitError, ParameterError
+from cofiviz.util.errors import DataError, ModelFitError, ParameterError
 from cofiviz.evaluation import mean_metrics
 from cofiviz.losses.surrogates import SURROGATE_CODES, SURROGATES, surrogate_derivative, surrogate_value
 from cofiviz.models import PopRec

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cofiviz import Ratings, Split, evaluate
-from cofiviz.errors import ModelFitError
+from cofiviz.util.errors import ModelFitError
 from cofiviz.models import GPOR, GPR, CGPOR, Model
 from cofiviz.models import _gp
 from cofiviz.models import _gp_evidence as ge

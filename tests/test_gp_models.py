@@ -12,7 +12,7 @@ from scipy.stats import multivariate_normal, norm
 
 from cofiviz import Ratings, Split, evaluate
 from cofiviz.datasets import tiny
-from cofiviz.errors import DataError
+from cofiviz.util.errors import DataError
 from cofiviz.evaluation import mean_metrics
 from cofiviz.models import CGPOR, CGPR, GPOR, GPR, Model
 from cofiviz.models import _gp

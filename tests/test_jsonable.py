@@ -9,7 +9,7 @@ import pytest
 
 from cofiviz import ParameterError
 from cofiviz.engine.experiment import cell_key
-from cofiviz.jsonable import jsonable
+from cofiviz.util.jsonable import jsonable
 
 
 def test_numpy_values_tuples_and_keys_become_plain_json_types():

@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 from hypothesis.extra import numpy as hnp
 from scipy.optimize import linear_sum_assignment as scipy_lsa
 
-from cofiviz.errors import ParameterError
+from cofiviz.util.errors import ParameterError
 from cofiviz.solvers.lap import assignment_workspace, lap_rank2, lap_rank2_free, linear_sum_assignment
 
 SETTINGS = settings(max_examples=150, deadline=None)

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from cofiviz import losses as L
-from cofiviz.errors import ParameterError
+from cofiviz.util.errors import ParameterError
 from cofiviz.losses.structured import c_vector, ndcg_discounts, normalized_gains, reference_weights
 
 SETTINGS = settings(max_examples=120, deadline=None)

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cofiviz.errors import ParameterError
+from cofiviz.util.errors import ParameterError
 from cofiviz.losses import plackett_luce_loss, pl_list_probability, tie_frame, tie_loss, tie_probabilities
 from cofiviz.losses.listwise import PL_TIES, pl_loss_grad, pl_ties_code
 from cofiviz.losses.ties import TIE_MODELS, check_tie_param, tie_code, tie_value_deriv

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cofiviz.errors import ParameterError
+from cofiviz.util.errors import ParameterError
 from cofiviz.losses.surrogates import (SURROGATE_CODES, SURROGATE_LABELS, SURROGATES, _evaluate, figure4_frame,
                                        surrogate_code, surrogate_derivative, surrogate_shape, surrogate_value,
                                        surrogate_value_deriv, zero_one_shape)

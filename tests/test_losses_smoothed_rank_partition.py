@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cofiviz.errors import ParameterError
+from cofiviz.util.errors import ParameterError
 from cofiviz.losses import (LISTWISE_TIES, log_subset_normaliser, ordered_partition_loss, partition_log_constant,
                             plackett_luce_loss, smoothed_positions, smoothed_rank_loss, smoothed_rank_pair_curve)
 from cofiviz.losses.partition import listwise_ties_code, partition_loss_grad, partition_product_loss_grad

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import cofiviz.metrics as M
-from cofiviz.errors import CofivizError, DataError, ParameterError
+from cofiviz.util.errors import CofivizError, DataError, ParameterError
 
 import reference_metrics as R
 

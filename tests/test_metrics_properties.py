@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cofiviz.metrics as M
-from cofiviz.errors import DataError
+from cofiviz.util.errors import DataError
 
 import reference_metrics as R
 

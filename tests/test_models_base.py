@@ -9,7 +9,7 @@ import numpy as np
 import param
 import pytest
 
-from cofiviz.errors import DataError, ModelFitError, ParameterError
+from cofiviz.util.errors import DataError, ModelFitError, ParameterError
 from cofiviz.models.base import Model
 from cofiviz.models.registry import MODEL_REGISTRY, available_models
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from cofiviz import Ratings
-from cofiviz.errors import ParameterError
+from cofiviz.util.errors import ParameterError
 from cofiviz.models import ItemMean, PopRec
 
 from contract import ModelContract, planted

@@ -2,7 +2,7 @@
 
 import pytest
 
-from cofiviz.errors import ParameterError, named
+from cofiviz.util.errors import ParameterError, named
 from cofiviz.losses.listwise import pl_ties_code
 from cofiviz.losses.partition import listwise_ties_code
 from cofiviz.losses.surrogates import surrogate_code

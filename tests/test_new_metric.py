@@ -23,7 +23,7 @@ import cofiviz.metrics as M
 from cofiviz import evaluate
 from cofiviz.cli import main
 from cofiviz.dashboards.playground import MetricPlayground, metric_values
-from cofiviz.errors import ParameterError
+from cofiviz.util.errors import ParameterError
 from cofiviz.metrics.ranking import block_bounds
 from cofiviz.models import ItemMean
 

@@ -4,14 +4,11 @@ and what it declares of its cost reaches each of them."""
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import param
 import pytest
 from contract import ModelContract, planted
 
-import cofiviz.engine.warmup  # noqa: F401 - ``cofiviz.warmup`` the function shadows the module in the package
 from cofiviz.models import MODEL_REGISTRY, available_models
 from cofiviz.models.base import Model
 from cofiviz.models.scale import Scale
@@ -93,7 +90,7 @@ def test_the_monitor_offers_it(toy):
 
 
 def test_the_warm_up_plan_runs_its_modules_warmup(toy):
-    W = sys.modules["cofiviz.engine.warmup"]
+    from cofiviz.engine import warmup as W
     targets = dict(W._targets())
     assert targets[__name__] is warmup
     jobs = W._plan(list(targets))

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from cofiviz import Ratings
-from cofiviz.errors import DataError, ParameterError
+from cofiviz.util.errors import DataError, ParameterError
 from cofiviz.models.bpmf import BPMF, _sample_rows, sample_hyper, sample_wishart
 from cofiviz.models.nmf import NMF, _multiplicative
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cofiviz import metrics as M
-from cofiviz.errors import ParameterError
+from cofiviz.util.errors import ParameterError
 from cofiviz.metrics.family import Family
 from cofiviz.metrics.table import family as family_of
 

@@ -5,7 +5,7 @@ import pytest
 from numba import njit
 from numba.core.errors import TypingError
 
-from cofiviz.prefetch import prefetch
+from cofiviz.util.prefetch import prefetch
 
 
 @njit

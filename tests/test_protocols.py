@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from cofiviz.errors import DataError, ParameterError
+from cofiviz.util.errors import DataError, ParameterError
 from cofiviz.ratings import Ratings
 from cofiviz.split import Split
 from cofiviz import protocols as P

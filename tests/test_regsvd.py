@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 
 from cofiviz import protocols
 from cofiviz.datasets import synthetic
-from cofiviz.errors import ParameterError
+from cofiviz.util.errors import ParameterError
 from cofiviz.evaluation import mean_metrics
 from cofiviz.models import ItemMean
-from cofiviz.lanes import dot8
+from cofiviz.util.lanes import dot8
 from cofiviz.models import _mf_kernels as mk
 from cofiviz.models.regsvd import RegSVD, regsvd_factors
 

@@ -11,7 +11,7 @@ import pytest
 
 from cofiviz import reproductions as R
 from cofiviz.cli import main
-from cofiviz.errors import ParameterError
+from cofiviz.util.errors import ParameterError
 from cofiviz.reproductions.cofirank import AUTHORS_CODE, AUTHORS_CODE_STRONG, AUTHORS_CODE_TOPN, AUTHORS_MMMF
 from cofiviz.significance import holm
 

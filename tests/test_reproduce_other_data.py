@@ -18,7 +18,7 @@ import pytest
 from cofiviz import Ratings, datasets
 from cofiviz import reproductions as R
 from cofiviz.cli import main
-from cofiviz.errors import DataError
+from cofiviz.util.errors import DataError
 from cofiviz.engine.experiment import Experiment
 from cofiviz.reproductions.run import files_needed, one_sweep, preview, stored_runs, views
 from cofiviz.reproductions.spec import data_spec

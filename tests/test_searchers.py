@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cofiviz.errors import ParameterError
+from cofiviz.util.errors import ParameterError
 from cofiviz.models import get_model_class
 from cofiviz.search.searchers import PRUNE_MIN_TRIALS, PRUNE_WARMUP_ITERATIONS
 from cofiviz.search.tuning import tune

@@ -1,11 +1,11 @@
 """A server answers first and prepares its numba kernels behind it: the status, the pages that wait, the process.
 
 The browser test starts ``cofiviz serve`` as ``make serve`` does, on an empty numba cache (``NUMBA_CACHE_DIR``)
-with its background warm-up restricted to ``cofiviz.elementary`` (``$COFIVIZ_WARMUP_MODULES``, a second of
+with its background warm-up restricted to ``cofiviz.util.elementary`` (``$COFIVIZ_WARMUP_MODULES``, a second of
 compiling), and holds the lock of every cache directory the warm-up writes (the lock of
 :func:`cofiviz.engine.warmup.locked_cache_writes`), so that the warm-up cannot finish before the test lets it, however
 fast or loaded the machine: meanwhile the landing page answers and says the kernels are being prepared, and the
-dataset overview (which needs ``cofiviz.elementary``) shows its notice; once the lock is released, the overview
+dataset overview (which needs ``cofiviz.util.elementary``) shows its notice; once the lock is released, the overview
 builds its content and the landing page stops saying it, both without a reload.
 """
 
@@ -25,13 +25,12 @@ import psutil
 import pytest
 from numba.core.caching import _CacheLocator
 
-import cofiviz.engine.warmup  # noqa: F401 - ``cofiviz.warmup`` the function shadows the module in the package
 from cofiviz.background import kernels as K
+from cofiviz.engine import warmup as W
 from cofiviz.dashboards.catalog import APPS, EVERY, first_kernels
 from cofiviz.dashboards.serving import KERNELS_ROUTE, kernels_folder, serve_command, served_kernels_folder
 from conftest import ARTIFACTS, ROOT, free_port, screenshot, server_env, wait_for_http
 
-W = sys.modules["cofiviz.engine.warmup"]
 
 
 def _status(modules, ready, state="compiling", uncached=1.0):
@@ -40,10 +39,10 @@ def _status(modules, ready, state="compiling", uncached=1.0):
 
 
 def test_a_page_is_ready_once_every_module_that_covers_its_kernels_is():
-    status = _status(["cofiviz.elementary", "cofiviz.metrics", "cofiviz.solvers.lap", "cofiviz.solvers.dense"],
-                     ["cofiviz.elementary", "cofiviz.solvers.lap"])
-    assert K.ready(status, ["cofiviz.elementary"])
-    assert not K.ready(status, ["cofiviz.elementary", "cofiviz.metrics"])
+    status = _status(["cofiviz.util.elementary", "cofiviz.metrics", "cofiviz.solvers.lap", "cofiviz.solvers.dense"],
+                     ["cofiviz.util.elementary", "cofiviz.solvers.lap"])
+    assert K.ready(status, ["cofiviz.util.elementary"])
+    assert not K.ready(status, ["cofiviz.util.elementary", "cofiviz.metrics"])
     assert not K.ready(status, ["cofiviz.solvers"])              # cofiviz.solvers.dense is not ready yet
     assert not K.ready(status, ["cofiviz.models.lcr"])           # not prepared by this warm-up: waits for its end
     assert not K.ready(status, EVERY)
@@ -74,8 +73,8 @@ def test_every_page_names_kernels_the_warmup_prepares():
             for name in entry.kernels:
                 assert any(W.covers(m, name) for m in known), (entry.slug, name)
     assert K.prepares(None, EVERY) and not K.prepares(["cofiviz.metrics"], EVERY)
-    assert K.prepares(["cofiviz.elementary", "cofiviz.metrics"], APPS["playground"].kernels)
-    assert not K.prepares(["cofiviz.elementary"], APPS["playground"].kernels)
+    assert K.prepares(["cofiviz.util.elementary", "cofiviz.metrics"], APPS["playground"].kernels)
+    assert not K.prepares(["cofiviz.util.elementary"], APPS["playground"].kernels)
     assert set(first_kernels()) == {n for e in APPS.values() if e.kernels != EVERY for n in e.kernels}
     assert APPS["monitor"].kernels == EVERY       # it trains any model
 
@@ -151,7 +150,7 @@ def test_the_server_answers_first_and_a_page_opens_once_its_kernels_are_ready(tm
     url = f"http://127.0.0.1:{port}"
     ARTIFACTS.mkdir(exist_ok=True)
     log = ARTIFACTS / f"serve-first-{port}.log"
-    env = {**os.environ, **server_env(), "NUMBA_CACHE_DIR": str(cache), K.MODULES_ENV: "cofiviz.elementary"}
+    env = {**os.environ, **server_env(), "NUMBA_CACHE_DIR": str(cache), K.MODULES_ENV: "cofiviz.util.elementary"}
     held = HeldCacheWrites(cache)
     out = open(log, "w")
     proc = subprocess.Popen([sys.executable, "-m", "cofiviz.cli", "serve", "--port", str(port), "--address",
@@ -176,10 +175,10 @@ def test_the_server_answers_first_and_a_page_opens_once_its_kernels_are_ready(tm
         overview.locator(".cofiviz-preparing").first.wait_for(timeout=120_000)
         overview.get_by_text("Dataset overview is being prepared").wait_for(timeout=30_000)
         assert overview.get_by_text("numba kernels are being").count() == 1
-        assert overview.locator(".cofiviz-preparing code", has_text="cofiviz.elementary").count() == 1
+        assert overview.locator(".cofiviz-preparing code", has_text="cofiviz.util.elementary").count() == 1
         screenshot(overview, "serve-first-overview-preparing")
         screenshot(landing, "serve-first-landing-preparing")
-        assert not K.ready(json.loads(_get(f"{url}/{KERNELS_ROUTE}/{K.STATUS}")), ["cofiviz.elementary"])
+        assert not K.ready(json.loads(_get(f"{url}/{KERNELS_ROUTE}/{K.STATUS}")), ["cofiviz.util.elementary"])
 
         # the warm-up writes its kernels: the page builds its content, the landing page stops saying it
         held.release()
@@ -189,7 +188,7 @@ def test_the_server_answers_first_and_a_page_opens_once_its_kernels_are_ready(tm
         assert landing.locator("#app-overview .preparing").is_hidden()
         assert landing.locator("#app-monitor .preparing").is_hidden()     # the warm-up has ended
         status = json.loads(_get(f"{url}/{KERNELS_ROUTE}/{K.STATUS}"))
-        assert status["state"] == "done" and status["ready"] == ["cofiviz.elementary"], status
+        assert status["state"] == "done" and status["ready"] == ["cofiviz.util.elementary"], status
         assert overview.get_by_text("is being prepared").count() == 0
         screenshot(overview, "serve-first-overview-ready")
         for page in (landing, overview):

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from cofiviz.cli import main
-from cofiviz.errors import DataError
+from cofiviz.util.errors import DataError
 from cofiviz.significance import PAIRED_FIELDS, holm, paired_test
 from contract import planted
 

@@ -7,7 +7,7 @@ import os
 import pandas as pd
 import pytest
 
-from cofiviz.errors import DataError
+from cofiviz.util.errors import DataError
 from cofiviz.engine.experiment import Experiment
 from cofiviz.engine.store import ResultsStore
 

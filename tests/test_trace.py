@@ -7,7 +7,7 @@ import pytest
 
 from cofiviz import protocols
 from cofiviz.datasets import synthetic
-from cofiviz.errors import ParameterError
+from cofiviz.util.errors import ParameterError
 from cofiviz.models import RegSVD
 from cofiviz.engine.trace import Trace
 

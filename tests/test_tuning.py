@@ -10,7 +10,7 @@ import pytest
 
 from cofiviz import datasets
 from cofiviz.cli import main
-from cofiviz.errors import ModelFitError, ParameterError
+from cofiviz.util.errors import ModelFitError, ParameterError
 from cofiviz.models import available_models, get_model_class
 from cofiviz.search import space as S
 from cofiviz.search.tuning import ITEM_MEAN_DAMPINGS, tune

@@ -13,11 +13,10 @@ from pathlib import Path
 
 import pytest
 
-import cofiviz.engine.warmup  # noqa: F401 - ``cofiviz.warmup`` the function shadows the module in the package
 from cofiviz.cli import main
-from cofiviz.errors import ParameterError
+from cofiviz.engine import warmup as W
+from cofiviz.util.errors import ParameterError
 
-W = sys.modules["cofiviz.engine.warmup"]
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -82,7 +81,7 @@ def test_the_plan_follows_what_each_model_declares_and_its_seconds_are_measured(
         if klass.__module__ in jobs:
             owners = {next(j.name for j in jobs.values() if fn.__module__ in j.modules) for fn in klass.warmup_after}
             assert owners <= set(jobs[klass.__module__].after), name
-    assert set(jobs["cofiviz.models.cofirank"].after) == {"cofiviz.elementary", "cofiviz.losses",
+    assert set(jobs["cofiviz.models.cofirank"].after) == {"cofiviz.util.elementary", "cofiviz.losses",
                                                           "cofiviz.solvers.bmrm", "cofiviz.solvers.dense"}
     measured = W.measured_seconds()
     assert set(jobs) <= set(measured), sorted(set(jobs) - set(measured))
@@ -103,8 +102,7 @@ def test_parallel_warmup_compiles_in_children_and_the_next_process_only_loads(tm
             def on_end(self, ev):
                 pass
         event.register("numba:compile", Count())
-        import cofiviz.engine.warmup
-        W = sys.modules["cofiviz.engine.warmup"]
+        from cofiviz.engine import warmup as W
 
         def kernels():
             for name, mod in list(sys.modules.items()):
@@ -173,8 +171,7 @@ def test_children_writing_one_index_at_once_keep_every_entry(tmp_path):
     writer = f"""
         import sys
         from numba.core.caching import IndexDataCacheFile
-        import cofiviz.engine.warmup
-        W = sys.modules["cofiviz.engine.warmup"]
+        from cofiviz.engine import warmup as W
         who = sys.argv[1]
         cache = IndexDataCacheFile({str(tmp_path)!r}, "kernel-1.py311", (1.0, 2))
         with W.locked_cache_writes():

@@ -31,7 +31,7 @@ PROJECT_FILES = ("pyproject.toml", "README.md", "cofiviz", "apps", "notebooks", 
 #: the repository's folders the package carries, by their folder in the wheel
 CARRIED = {"apps": "cofiviz/_shipped/apps", "notebooks": "cofiviz/_shipped/notebooks",
            "experiments": "cofiviz/_shipped/experiments"}
-#: the page each server must answer (its only kernels are ``cofiviz.elementary``'s, a second of compiling)
+#: the page each server must answer (its only kernels are ``cofiviz.util.elementary``'s, a second of compiling)
 PAGE = "overview"
 
 
@@ -151,7 +151,7 @@ def _serve(venv: Path, cwd: Path, cmd: list[str], port: int, what: str):
     """Start ``cmd`` of ``venv`` in ``cwd``, wait for its landing page and ``/PAGE`` to answer 200, return the
     landing page; the server is stopped in every case."""
     log = cwd / f"{what}.log"
-    env = _env(venv, **server_env(), NUMBA_CACHE_DIR=str(cwd / "numba-cache"), **{K.MODULES_ENV: "cofiviz.elementary"})
+    env = _env(venv, **server_env(), NUMBA_CACHE_DIR=str(cwd / "numba-cache"), **{K.MODULES_ENV: "cofiviz.util.elementary"})
     with open(log, "w") as out:
         proc = subprocess.Popen([str(venv / "bin" / cmd[0]), *cmd[1:]], cwd=cwd, env=env, stdout=out,
                                 stderr=subprocess.STDOUT)

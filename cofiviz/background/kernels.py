@@ -13,8 +13,8 @@ it; the pages read it with :func:`read_status`), written atomically (a file besi
 process at a time: :func:`start` writes the first, the warm-up process the others, and the server (:func:`wait`)
 writes ``failed`` for a warm-up process that ended without a word::
 
-    {"server_pid": 4242, "pid": 4243, "state": "compiling", "modules": ["cofiviz.elementary", ...],
-     "ready": ["cofiviz.elementary"], "uncached": 1.0, "seconds": 12.5, "error": null,
+    {"server_pid": 4242, "pid": 4243, "state": "compiling", "modules": ["cofiviz.util.elementary", ...],
+     "ready": ["cofiviz.util.elementary"], "uncached": 1.0, "seconds": 12.5, "error": null,
      "message": "numba kernels are being compiled (first start of this installation): 1 of 22 modules ready"}
 
 ``state`` is ``starting`` (the process is importing cofiviz), ``compiling`` (kernels are missing from the

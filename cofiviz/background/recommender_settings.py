@@ -6,7 +6,9 @@ ratings held out), fits the choice on all the ratings to time it, and writes :da
 :func:`shipped_settings` reads it for :mod:`.recommenders`, whose fresh server then spends on each model only its
 fit. The trials a budget allows depend on the machine; the choice of a given number of trials does not
 (``tune(..., trials=...)`` repeats it to the last bit), and each entry's ``score`` is what the chosen setting
-scores on the held-out tenth, which the suite recomputes for the cheap models.
+scores on the held-out tenth, which the suite recomputes for the cheap models. Each entry names every parameter it
+was searched with, so an entry searched under another default (GCR's and LCR's, searched with fixed gradient steps)
+fits as it was searched.
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ import json
 import time
 from pathlib import Path
 
-from .._version import __version__
-from ..jsonable import jsonable
+from ..util._version import __version__
+from ..util.jsonable import jsonable
 from ..models import available_models, make_model
 from ..search.tuning import tune
 from .offered import load_dataset

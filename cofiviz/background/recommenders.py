@@ -55,9 +55,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .._version import __version__
+from ..util._version import __version__
 from ..datasets import default_cache_dir
-from ..jsonable import jsonable
+from ..util.jsonable import jsonable
 from ..models import available_models, get_model_class, make_model
 from ..search.tuning import tune
 from .offered import load_dataset

@@ -31,7 +31,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Callable
 
-from ..errors import ParameterError
+from ..util.errors import ParameterError
 
 __all__ = ["RunQueue", "Place", "Wait", "run_queue", "SLOTS_ENV", "usable_cores", "default_slots", "RECENT"]
 

@@ -37,8 +37,8 @@ import os
 import sys
 from typing import Sequence
 
-from ..compile_notice import announce_compilation
-from ..errors import CofivizError, ParameterError
+from ..util.compile_notice import announce_compilation
+from ..util.errors import CofivizError, ParameterError
 from . import batch, bundled, catalog, compare, course, run, serve, split
 from .options import Parser, convert_value, parse_sets
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import datasets
-from ..errors import ParameterError
+from ..util.errors import ParameterError
 from ..engine.experiment import Experiment
 from ..reproductions import REPRODUCTIONS, format_table, reproduce as run_reproduction
 from ..reproductions.agreement import LOSS_ULP

@@ -3,7 +3,7 @@
 ``cofiviz apps`` lists the dashboards with their titles and files (``--paths``: the files alone, one a line, for
 ``panel serve $(cofiviz apps --paths)``); ``cofiviz notebooks DIR`` copies the course into ``DIR/notebooks`` (with
 ``DIR/experiments``, which notebook 06 reads) for a student to open in JupyterLab. Both read the files where
-:func:`cofiviz.bundled.folder` says they are: the repository's folders in a clone, the package's after ``pip
+:func:`cofiviz.util.bundled.folder` says they are: the repository's folders in a clone, the package's after ``pip
 install``.
 """
 
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import sys
 
-from ..bundled import app_files, copy_course
+from ..util.bundled import app_files, copy_course
 from ..dashboards.catalog import app
-from ..errors import ParameterError
+from ..util.errors import ParameterError
 
 __all__ = ["add_parsers", "apps", "notebooks"]
 

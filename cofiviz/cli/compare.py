@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..errors import DataError
+from ..util.errors import DataError
 from ..metrics.names import check_metrics
 from ..significance import PAIRED_FIELDS, paired_test
 from .options import print_table, write_json

@@ -9,7 +9,7 @@ offline. ``cofiviz serve`` links the pages from the landing page when
 :data:`~cofiviz.dashboards.catalog.COURSE_HTML` holds them.
 
 The notebooks are those of ``--notebooks DIR``; without it, those of ``notebooks/`` in the working directory when
-it holds some (the repository's), else the course cofiviz carries (:mod:`cofiviz.bundled`), copied first to
+it holds some (the repository's), else the course cofiviz carries (:mod:`cofiviz.util.bundled`), copied first to
 :data:`COURSE_SOURCE` with the experiment files it reads, since nothing runs inside an installed package
 (:func:`course_notebooks`).
 """
@@ -23,10 +23,10 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..bundled import copy_course
+from ..util.bundled import copy_course
 from ..course.editions import write_editions
 from ..dashboards.catalog import COURSE_HTML, notebooks
-from ..errors import ParameterError
+from ..util.errors import ParameterError
 
 __all__ = ["add_parser", "course", "execute", "to_html", "export", "editions", "katex_files", "OFFLINE_TEMPLATE",
            "course_notebooks", "COURSE_SOURCE", "NOTEBOOKS"]

@@ -13,8 +13,8 @@ from typing import Any, Sequence
 
 import param
 
-from ..errors import ParameterError
-from ..jsonable import jsonable
+from ..util.errors import ParameterError
+from ..util.jsonable import jsonable
 from ..ratings import DUPLICATE_POLICIES
 
 __all__ = ["UsageError", "Parser", "parse_sets", "convert_value", "convert_plain", "convert_model_sets",

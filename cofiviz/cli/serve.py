@@ -1,6 +1,6 @@
 """``cofiviz serve``: every dashboard and the landing page, as ``make serve`` starts them.
 
-The pages are the app files cofiviz carries (:func:`cofiviz.bundled.app_files`), so the command serves them from
+The pages are the app files cofiviz carries (:func:`cofiviz.util.bundled.app_files`), so the command serves them from
 any folder, in the repository or after ``pip install``. A class served from a teacher's machine listens on
 ``--address 0.0.0.0``: pages opened by the machine's names and LAN addresses may then open their websockets
 (:func:`~cofiviz.dashboards.serving.allowed_origins`), and ``--allow-origin`` adds another name (an alias, a

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import datasets, protocols
-from ..errors import ParameterError
+from ..util.errors import ParameterError
 from .options import UsageError, add_reading_arguments, convert_plain, parse_sets, reading
 
 __all__ = ["add_parser", "split", "load_data"]

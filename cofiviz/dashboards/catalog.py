@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..background.kernels import EVERY
-from ..bundled import MissingFiles, folder
+from ..util.bundled import MissingFiles, folder
 
 __all__ = ["App", "APPS", "Notebook", "notebooks", "INDEX_TEMPLATE", "THUMBNAILS", "app", "COURSE_HTML",
            "course_html", "EVERY", "first_kernels"]
@@ -54,7 +54,7 @@ class App:
 APPS: dict[str, App] = {a.slug: a for a in [
     App("overview", "Dataset overview",
         "MovieLens 100K or your own ratings file: counts, rating and activity distributions, long tails.",
-        ("cofiviz.elementary",)),                                         # the synthetic data sets' generators
+        ("cofiviz.util.elementary",)),                                         # the synthetic data sets' generators
     App("monitor", "Training monitor",
         "Train any model on a protocol's split and watch NDCG, AP and GAP per iteration; stop, save, compare runs.",
         EVERY),
@@ -66,10 +66,10 @@ APPS: dict[str, App] = {a.slug: a for a in [
         EVERY),
     App("playground", "Metric playground",
         "Move items up and down a graded list and watch NDCG, AP, GAP, P@k, ERU and MRR respond, ties included.",
-        ("cofiviz.elementary", "cofiviz.metrics")),
+        ("cofiviz.util.elementary", "cofiviz.metrics")),
     App("losses", "Loss shapes",
         "The surrogates CofiRank, LCR and GAPfm minimise, drawn against the metrics they stand in for; ties.",
-        ("cofiviz.elementary", "cofiviz.losses", "cofiviz.metrics")),
+        ("cofiviz.util.elementary", "cofiviz.losses", "cofiviz.metrics")),
 ]}
 
 
@@ -111,7 +111,7 @@ def _first_markdown(path: Path) -> tuple[str, str]:
 
 def notebooks(directory: str | Path | None = None) -> list[Notebook]:
     """The notebooks of ``directory`` (relative to the working directory), in file-name order; by default the
-    course cofiviz carries (:func:`cofiviz.bundled.folder`), none when the installation carries no course.
+    course cofiviz carries (:func:`cofiviz.util.bundled.folder`), none when the installation carries no course.
 
     A notebook that cannot be read is listed under its file name with an empty summary.
     """

@@ -30,7 +30,7 @@ import panel as pn
 import param
 
 from ..background.cells import compute_cells, describe_cell
-from ..errors import ParameterError
+from ..util.errors import ParameterError
 from ..reproductions import REPRODUCTIONS, figure_trends, short_labels
 from ..reproductions.report import p_text
 from ..reproductions.run import files_needed, shipped_note, views

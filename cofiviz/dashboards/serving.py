@@ -1,7 +1,7 @@
 """How the dashboards are served: the one ``panel serve`` command line (``cofiviz serve``, ``make serve`` and the
 browser tests all run it).
 
-Every app cofiviz carries is served (:func:`cofiviz.bundled.app_files`: ``apps/`` in the repository, the installed
+Every app cofiviz carries is served (:func:`cofiviz.util.bundled.app_files`: ``apps/`` in the repository, the installed
 package's copy after ``pip install``), the landing page (:data:`~.catalog.INDEX_TEMPLATE`) lists them with their
 thumbnails (served at ``/thumbnails/``) and the notebooks, every page loads the script of ``static/`` (served at
 ``/cofiviz-static/``: the sidebar starts closed on a narrow screen), and the status of the background warm-up of the
@@ -28,7 +28,7 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
-from ..bundled import app_files as bundled_app_files, folder
+from ..util.bundled import app_files as bundled_app_files, folder
 from .catalog import INDEX_TEMPLATE, THUMBNAILS, course_html
 
 __all__ = ["served_apps", "serve_command", "app_files", "WEBSOCKET_MAX_MESSAGE", "SETUP", "KERNELS_ROUTE",
@@ -72,7 +72,7 @@ def served_kernels_folder(argv: Sequence[str]) -> Path | None:
 
 def app_files(directory: str | Path | None = None) -> list[Path]:
     """The dashboards of ``directory`` (its ``*.py``), in file-name order; by default the apps the package carries
-    (:func:`cofiviz.bundled.app_files`)."""
+    (:func:`cofiviz.util.bundled.app_files`)."""
     files = bundled_app_files() if directory is None else sorted(Path(directory).glob("*.py"))
     if not files:
         where = folder("apps") if directory is None else Path(directory).resolve()

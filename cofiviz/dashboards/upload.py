@@ -16,7 +16,7 @@ import tempfile
 import panel as pn
 
 from ..datasets import read
-from ..errors import DataError
+from ..util.errors import DataError
 
 __all__ = ["UPLOAD", "UPLOAD_LIMIT_MB", "UPLOAD_CHUNK", "upload_widget", "read_upload"]
 
@@ -40,7 +40,7 @@ def read_upload(data: bytes | str, filename: str):
 
     Raises
     ------
-    cofiviz.errors.DataError
+    cofiviz.util.errors.DataError
         The file is empty, larger than :data:`UPLOAD_LIMIT_MB`, or malformed (the message says which rows
         and why).
     """

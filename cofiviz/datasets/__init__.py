@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..errors import ParameterError
+from ..util.errors import ParameterError
 from ..ratings import Ratings
 from .eachmovie import eachmovie, write_eachmovie
 from .files import read, read_frame

@@ -21,7 +21,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import DataError
+from ..util.errors import DataError
 from ..ratings import DUPLICATE_POLICIES
 
 __all__ = ["Column", "dense_codes", "user_item_order", "merge_duplicates", "check_duplicates_policy"]

@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import DataError, ParameterError
+from ..util.errors import DataError, ParameterError
 from ..ratings import Ratings
 from .columnar import Column, check_duplicates_policy, dense_codes, merge_duplicates, user_item_order
 from .streams import check_head

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..errors import DataError
+from ..util.errors import DataError
 from ..ratings import DUPLICATE_POLICIES, Ratings
 from .streams import check_encoding, check_head, compression, member_name, open_binary, text_lines
 

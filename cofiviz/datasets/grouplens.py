@@ -31,7 +31,7 @@ from urllib.parse import urlparse
 
 import pandas as pd
 
-from ..errors import DataError
+from ..util.errors import DataError
 from ..ratings import Ratings
 from .sources import SourceChain, obtain
 

@@ -53,7 +53,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from ..errors import DataError
+from ..util.errors import DataError
 from ..ratings import Ratings
 from .grouplens import SOURCES, Release, require_columns, release_years, ReleaseTables, zip_members, obtain_release
 from .movielens import GENRES

@@ -43,7 +43,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from ..errors import DataError
+from ..util.errors import DataError
 from ..ratings import Ratings
 from .grouplens import (SOURCES, Release, require_columns, release_years, ReleaseTables, zip_members, default_cache_dir,
                         obtain_release)

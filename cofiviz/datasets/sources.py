@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from ..errors import DataError, DataSourceError, ParameterError
+from ..util.errors import DataError, DataSourceError, ParameterError
 from ..ratings import Ratings
 
 __all__ = ["SourceChain", "obtain"]

@@ -24,7 +24,7 @@ import zlib
 from pathlib import Path
 from typing import IO, Iterator
 
-from ..errors import DataError, ParameterError
+from ..util.errors import DataError, ParameterError
 
 __all__ = ["COMPRESSIONS", "compression", "open_binary", "check_head", "text_lines", "check_encoding",
            "HEAD_BYTES", "MAX_LINE_CHARS"]

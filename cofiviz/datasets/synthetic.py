@@ -46,8 +46,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import elementary
-from ..errors import ParameterError
+from ..util import elementary
+from ..util.errors import ParameterError
 from ..ratings import Ratings
 
 __all__ = ["synthetic", "netflix_like", "tiny", "Planted", "KINDS", "NETFLIX"]

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import DataError, ParameterError
+from ..util.errors import DataError, ParameterError
 from ..ratings import Ratings
 from .columnar import Column, check_duplicates_policy, merge_duplicates, user_item_order
 from .streams import COMPRESSIONS, check_head, open_binary

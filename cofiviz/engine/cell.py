@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .._version import __version__
-from ..errors import DataError
-from ..jsonable import canonical_json, jsonable
+from ..util._version import __version__
+from ..util.errors import DataError
+from ..util.jsonable import canonical_json, jsonable
 from .loading import load_data, make_split
 from ..metrics.names import check_metrics
 from ..metrics.scorer import default_threshold
@@ -148,7 +148,7 @@ def _identity_columns(cell: Cell, key: str) -> dict:
 def run_cell(cell: Cell, key: str | None = None, expected_version: str | None = None) -> Results:
     """Run one cell in this process: data, split, fit with a trace, evaluate.
 
-    A fit that diverges (:class:`~cofiviz.errors.ModelFitError`) is an outcome of its setting, not a failure:
+    A fit that diverges (:class:`~cofiviz.util.errors.ModelFitError`) is an outcome of its setting, not a failure:
     :meth:`Results.diverged`, stored like any other cell, so that a grid with diverging settings completes (a
     setting with a NaN validation value is never chosen, :func:`cofiviz.search.selection.choose_setting`).
 
@@ -159,7 +159,7 @@ def run_cell(cell: Cell, key: str | None = None, expected_version: str | None = 
         The cell's store key (computed here when not given).
     expected_version : str, optional
         The data version the caller computed; a different one here (another copy of the data on a
-        worker) raises :class:`~cofiviz.errors.DataError` rather than storing mislabelled results.
+        worker) raises :class:`~cofiviz.util.errors.DataError` rather than storing mislabelled results.
 
     Returns
     -------

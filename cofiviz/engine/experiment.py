@@ -36,7 +36,7 @@ import numpy as np
 
 from .. import protocols
 from .cell import Cell, cell_key, resolve_model, run_cell
-from ..errors import CofivizError, DataError, ParameterError
+from ..util.errors import CofivizError, DataError, ParameterError
 from .loading import data_version, load_data, make_split
 from ..metrics.names import check_metrics
 from .results import Results
@@ -272,7 +272,7 @@ class Experiment:
         on_cell : callable, optional
             Called as ``on_cell(cell, key, results)`` after each cell that ran.
         errors : {"raise", "record"}
-            What a cell that fails with a :class:`~cofiviz.errors.CofivizError` (data that cannot be
+            What a cell that fails with a :class:`~cofiviz.util.errors.CofivizError` (data that cannot be
             loaded or split, say) does: stop the run, or be listed in ``results.failed`` as ``(key,
             description, error)`` while the other cells run (a failed cell is not stored: it runs again next
             time). A diverging fit is not a failure but a stored result (:func:`run_cell`).

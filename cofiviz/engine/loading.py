@@ -15,8 +15,8 @@ from collections import OrderedDict
 import numpy as np
 
 from .. import datasets, protocols
-from ..errors import ParameterError
-from ..jsonable import canonical_json
+from ..util.errors import ParameterError
+from ..util.jsonable import canonical_json
 from ..ratings import Ratings
 from ..split import Split
 

@@ -34,8 +34,8 @@ from typing import Iterable
 
 import pandas as pd
 
-from .._version import __version__
-from ..errors import DataError
+from ..util._version import __version__
+from ..util.errors import DataError
 from .results import Results
 
 __all__ = ["ResultsStore", "MANIFEST", "TABLES", "default_store"]

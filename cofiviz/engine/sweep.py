@@ -27,7 +27,7 @@ import time
 import uuid
 from typing import Any, Callable
 
-from ..errors import ParameterError
+from ..util.errors import ParameterError
 from .experiment import Cell, Experiment, data_version, run_cell
 from .results import Results
 from .store import ResultsStore

@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 import pandas as pd
 
-from ..errors import ParameterError
+from ..util.errors import ParameterError
 from ..metrics.names import check_metrics
 from ..metrics.scorer import mean_metrics
 from ..ratings import Ratings

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable
 
 import pandas as pd
 
-from ..errors import ModelFitError, ParameterError
+from ..util.errors import ModelFitError, ParameterError
 from ..evaluation import Evaluation, evaluate
 from ..metrics.names import check_metrics
 from ..models import get_model_class
@@ -115,7 +115,7 @@ def train_and_evaluate(model, split: Split, *, metrics: Iterable[str] = (), part
     callbacks : list of callable
         Called after the trace at every iteration (``callback(info)``; returning ``True`` stops the fit).
     keep_divergence : bool
-        A diverging fit (:class:`~cofiviz.errors.ModelFitError`) is returned as :attr:`Run.diverged`, with
+        A diverging fit (:class:`~cofiviz.util.errors.ModelFitError`) is returned as :attr:`Run.diverged`, with
         the trace up to it and no evaluation, instead of raised.
     early_stopping : bool
         Give the fit ``split.valid`` (its early stopping, when the model's ``patience`` asks for it); False fits

@@ -46,8 +46,9 @@ from typing import Callable, Iterator, Sequence
 from numba.core import caching
 from numba.core.dispatcher import Dispatcher
 
-from .. import elementary, losses, metrics, solvers
-from ..errors import CofivizError, ParameterError
+from .. import losses, metrics, solvers
+from ..util import elementary
+from ..util.errors import CofivizError, ParameterError
 from ..models import available_models, get_model_class
 
 try:  # POSIX; without it every module warms up in this process
@@ -135,13 +136,13 @@ def covers(module: str, name: str) -> bool:
 #: neither holds runs in one last job, after all of these.
 SHARED: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     (("cofiviz.losses.surrogates",), ()),
-    (("cofiviz.elementary",), ()),
-    (("cofiviz.losses", "cofiviz.solvers.lap"), ("cofiviz.losses.surrogates", "cofiviz.elementary")),
+    (("cofiviz.util.elementary",), ()),
+    (("cofiviz.losses", "cofiviz.solvers.lap"), ("cofiviz.losses.surrogates", "cofiviz.util.elementary")),
     (("cofiviz.solvers.dense",), ()),
     (("cofiviz.solvers.bmrm",), ("cofiviz.solvers.dense",)),
-    (("cofiviz.models._local_kernels",), ("cofiviz.losses.surrogates", "cofiviz.elementary")),
+    (("cofiviz.models._local_kernels",), ("cofiviz.losses.surrogates", "cofiviz.util.elementary")),
     (("cofiviz.models._wals_kernels",), ()),
-    (("cofiviz.metrics",), ("cofiviz.elementary",)),
+    (("cofiviz.metrics",), ("cofiviz.util.elementary",)),
 )
 
 #: CPU seconds of each job's cold compile, written by ``benchmarks/bench_compile.py --plan --ship``

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ..errors import ParameterError
+from ..util.errors import ParameterError
 from .pairwise import level_costs, ordinal_loss_grad, pairs_loss_grad
 from .regression import regression_loss_grad
 from .structured import (ASSIGNMENT_STARTS, REFERENCE_CODES, REFERENCE_ORDERS, gains_inplace, normalize_gains,

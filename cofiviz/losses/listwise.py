@@ -63,7 +63,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ..errors import ParameterError, named
+from ..util.errors import ParameterError, named
 
 __all__ = ["PL_TIES", "pl_ties_code", "pl_loss_grad", "plackett_luce_loss", "pl_list_probability", "warmup"]
 

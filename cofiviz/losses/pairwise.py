@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..errors import ParameterError
+from ..util.errors import ParameterError
 
 __all__ = ["ordinal_loss", "preference_loss", "pairs_loss", "ordinal_loss_grad",
            "pairs_loss_grad", "preference_loss_grad", "rating_levels", "level_costs", "PAIR_COSTS"]

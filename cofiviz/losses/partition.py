@@ -117,7 +117,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ..errors import ParameterError, named
+from ..util.errors import ParameterError, named
 from .listwise import PL_TIES, check_scored_list, group_log_sums, tie_groups
 
 __all__ = ["LISTWISE_TIES", "POTENTIALS", "listwise_ties_code", "partition_loss_grad", "partition_product_loss_grad",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..errors import ParameterError
+from ..util.errors import ParameterError
 
 __all__ = ["regression_loss", "regression_loss_grad"]
 

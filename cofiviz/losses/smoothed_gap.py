@@ -69,7 +69,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ..errors import DataError, ParameterError
+from ..util.errors import DataError, ParameterError
 from ..metrics.gap import grade_deltas
 from ..metrics.ranking import rank_order
 

@@ -53,7 +53,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ..errors import ParameterError
+from ..util.errors import ParameterError
 from .listwise import check_scored_list
 
 __all__ = ["smoothed_rank_loss_grad", "smoothed_rank_loss", "smoothed_positions", "smoothed_rank_pair_curve",

@@ -44,8 +44,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .. import elementary
-from ..errors import ParameterError
+from ..util import elementary
+from ..util.errors import ParameterError
 from ..solvers.lap import lap_rank2, lap_rank2_free
 from .pairwise import check_scored_list
 

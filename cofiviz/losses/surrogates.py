@@ -42,7 +42,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ..errors import ParameterError, named
+from ..util.errors import ParameterError, named
 
 __all__ = ["SURROGATES", "SURROGATE_CODES", "SURROGATE_LABELS", "surrogate_code", "surrogate_value",
            "surrogate_derivative", "surrogate_value_deriv", "surrogate_shape",

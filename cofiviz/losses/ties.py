@@ -39,7 +39,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ..errors import ParameterError, named
+from ..util.errors import ParameterError, named
 from .surrogates import softplus_sigmoid
 
 __all__ = ["TIE_MODELS", "TIE_CODES", "tie_code", "tie_value_deriv", "tie_loss", "tie_probabilities",

@@ -1,7 +1,7 @@
 """Input checks shared by the public metric functions (private).
 
 Everything a user can get wrong is caught here, before any numba kernel runs, and reported as a
-:class:`~cofiviz.errors.DataError` (bad arrays) or :class:`~cofiviz.errors.ParameterError` (bad
+:class:`~cofiviz.util.errors.DataError` (bad arrays) or :class:`~cofiviz.util.errors.ParameterError` (bad
 parameter) whose message names the argument and says what was expected.
 """
 
@@ -12,7 +12,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from ..errors import DataError, ParameterError
+from ..util.errors import DataError, ParameterError
 
 __all__: list[str] = []
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ..errors import DataError
+from ..util.errors import DataError
 from ._validation import check_k, check_list, check_real
 from .family import Family, cut
 from .ranking import block_bounds, ranked

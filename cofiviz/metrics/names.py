@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Iterable, NamedTuple
 
-from ..errors import ParameterError
+from ..util.errors import ParameterError
 from .table import BUILT_IN, ZERO_ONE, ZERO_ONE_ALIASES, families
 
 __all__ = ["METRIC_FORMS", "FAMILIES", "ZERO_ONE", "ZERO_ONE_ALIASES", "MetricSpec", "parse_metric", "parse_metrics",

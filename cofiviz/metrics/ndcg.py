@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .. import elementary
+from ..util import elementary
 from ._validation import check_k, check_list
 from .family import Family, cut
 from .ranking import MAX_TABLE_GRADE, block_bounds, ranked

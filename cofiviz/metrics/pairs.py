@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ..errors import DataError
+from ..util.errors import DataError
 from ._validation import as_float_vector, check_offsets, n_blocks_for, threads_for
 from .ranking import block_bounds, sort_scratch, sort_order
 

@@ -8,7 +8,7 @@ and never scores above a random order, and a pair with equal scores and differen
 mis-ordered pair.
 
 The kernels here check one list (NaN scores, bad ratings: a status code per list, turned into a
-:class:`~cofiviz.errors.DataError` by the caller), rank it into an index array and build its ideal
+:class:`~cofiviz.util.errors.DataError` by the caller), rank it into an index array and build its ideal
 order (true ratings descending). Ranking compares the composite key (score desc, rating asc,
 position asc), so ties need no second pass: short lists are insertion-sorted; longer ones are first
 distributed into 2n buckets by a monotone map of the score (about O(n) for spread-out scores), with
@@ -23,7 +23,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from ..errors import DataError
+from ..util.errors import DataError
 from ._validation import MAX_GAP_GRADE, as_float_vector, check_list, check_offsets, n_blocks_for, threads_for
 
 __all__ = ["rank_order", "TIE_RULE"]

@@ -12,7 +12,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import DataError
+from ..util.errors import DataError
 from ..ratings import Ratings
 from ..split import Split
 from .batch import score_lists

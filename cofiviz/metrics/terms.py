@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..errors import ParameterError
+from ..util.errors import ParameterError
 from ._validation import check_list
 from .batch import score_lists
 from .family import Options

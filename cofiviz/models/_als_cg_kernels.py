@@ -19,7 +19,7 @@ implicit feedback, here for explicit ratings. A row with no ratings is set to 0,
 The residuals are kept between the halves: a half-sweep reads each rating's residual and leaves the residual after
 its own update (``e_q − δ·ỹ_q``, accumulated from the steps' ``v``), which is the next half's once reordered (each
 half reads its ratings in its own rows' order, so that every pass over them runs straight through memory). Every sum runs in a
-written order (the dot products by :func:`cofiviz.lanes.dot8`, the others elementwise in order of the ratings), so a
+written order (the dot products by :func:`cofiviz.util.lanes.dot8`, the others elementwise in order of the ratings), so a
 result is the same on every CPU, in the precision of the arrays (float64 or float32).
 """
 
@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ..lanes import dot8
+from ..util.lanes import dot8
 
 __all__ = ["cg_half", "residuals", "ROW_BLOCK", "warmup"]
 
@@ -162,7 +162,7 @@ def cg_half(row_indptr, col_of, Y, X, xb, residual, lam, lam_b, row_bias, per_ra
 
 @njit(cache=True, parallel=True)
 def residuals(users, items, ratings, P, Q, bu, bi, mu, out):
-    """``out = ratings − (μ + b_u + b_i + P_u·Q_i)`` for each entry, the dot product by :func:`cofiviz.lanes.dot8`, in the
+    """``out = ratings − (μ + b_u + b_i + P_u·Q_i)`` for each entry, the dot product by :func:`cofiviz.util.lanes.dot8`, in the
     arrays' float type; returns the sum of the squared residuals in float64."""
     n = users.shape[0]
     n_blocks = (n + 1023) // 1024

@@ -43,8 +43,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import log_ndtr
 
-from .. import elementary
-from ..errors import ModelFitError
+from ..util import elementary
+from ..util.errors import ModelFitError
 from ..solvers import dense
 from . import _gp_kernels as gk
 

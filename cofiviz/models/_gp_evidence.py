@@ -40,8 +40,8 @@ import math
 
 import numpy as np
 
-from .. import elementary
-from ..errors import ModelFitError
+from ..util import elementary
+from ..util.errors import ModelFitError
 from ..solvers import dense
 from . import _gp
 from . import _gp_kernels as gk

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ParameterError
+from ..util.errors import ParameterError
 from ..solvers import dense
 from . import _lambdarank_kernels as K
 from .base import Model

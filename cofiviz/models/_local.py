@@ -20,7 +20,7 @@ import time
 import numpy as np
 import param
 
-from ..errors import DataError
+from ..util.errors import DataError
 from ..losses.surrogates import SURROGATES, surrogate_code
 from ..ratings import Ratings
 from ..solvers import dense

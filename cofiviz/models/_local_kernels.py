@@ -54,7 +54,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .. import elementary
+from ..util import elementary
 from ..losses.surrogates import surrogate_value_deriv
 from ._wals_kernels import tiny_problem
 

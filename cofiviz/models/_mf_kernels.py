@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ..lanes import dot8
-from ..prefetch import prefetch
+from ..util.lanes import dot8
+from ..util.prefetch import prefetch
 
 __all__ = ["sgd_epoch", "sgd_epoch_lanes", "predict_mf", "SGD_LANES", "SGD_CHUNK", "SGD_PREFETCH", "SGD_GATHER_AHEAD",
            "warmup"]
@@ -110,7 +110,7 @@ def _dot_lanes(x, y):
     ``c mod 8`` and the entries ``c8 … r−1`` to sum 0, each sum in order of ``c``; the sums are then added pairwise,
     ``((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))``. A fixed order of operations, so the same bits on every
     CPU, in the precision of ``x`` and ``y`` (1-D, C-contiguous); the eight sums are one SIMD vector
-    (:func:`cofiviz.lanes.dot8`)."""
+    (:func:`cofiviz.util.lanes.dot8`)."""
     return dot8(x, y, x.shape[0])
 
 

@@ -39,7 +39,7 @@ from typing import Any, Callable, ClassVar, Iterable, Sequence
 import numpy as np
 import param
 
-from ..errors import DataError, ModelFitError, ParameterError
+from ..util.errors import DataError, ModelFitError, ParameterError
 from ..metrics.names import check_metrics, lower_is_better
 from ..metrics.scorer import mean_metrics
 from ..ratings import Ratings
@@ -110,7 +110,7 @@ class Model(param.Parameterized):
     A callback is called as ``callback(info)`` with an :class:`IterationInfo` after every iteration;
     returning ``True`` stops training after that iteration (it is how the dashboards' Stop button
     works). A diverging fit (a non-finite or exploding loss or learned array) raises
-    :class:`~cofiviz.errors.ModelFitError` naming the parameters in :attr:`divergence_hint`.
+    :class:`~cofiviz.util.errors.ModelFitError` naming the parameters in :attr:`divergence_hint`.
     """
 
     __abstract = True

@@ -55,7 +55,7 @@ import param
 
 from .. import losses
 from ..datasets import tiny
-from ..errors import DataError, ModelFitError
+from ..util.errors import DataError, ModelFitError
 from ..losses.partition import LISTWISE_TIES, listwise_ties_code
 from ..losses.surrogates import SURROGATES
 from ..ratings import Ratings

@@ -36,7 +36,7 @@ import param
 from numba import njit, prange
 
 from ..datasets import tiny
-from ..errors import ParameterError
+from ..util.errors import ParameterError
 from ..ratings import Ratings
 from ..solvers import dense
 from .base import Model

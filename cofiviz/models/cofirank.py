@@ -76,9 +76,9 @@ import time
 import numpy as np
 import param
 
-from .. import elementary
+from ..util import elementary
 from ..datasets import tiny
-from ..errors import DataError, ModelFitError
+from ..util.errors import DataError, ModelFitError
 from .. import losses
 from ..losses.collab import LOSS_NAMES, USER_WEIGHTS, build_loss_data
 from ..losses.pairwise import PAIR_COSTS

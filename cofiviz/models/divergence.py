@@ -1,7 +1,7 @@
 """Detecting a diverging fit: a non-finite or exploding loss, or learned arrays that blow up.
 
 :meth:`cofiviz.models.Model.fit` checks every iteration with :func:`check_divergence` against the
-:class:`DivergenceWatch` of the fit, and the :class:`~cofiviz.errors.ModelFitError` it raises names
+:class:`DivergenceWatch` of the fit, and the :class:`~cofiviz.util.errors.ModelFitError` it raises names
 the parameters to change (the model's ``divergence_advice()``).
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ModelFitError
+from ..util.errors import ModelFitError
 from ..ratings import Ratings
 
 __all__ = ["LOSS_GROWTH_LIMIT", "NORM_GROWTH_LIMIT", "DivergenceWatch", "check_divergence"]
@@ -66,7 +66,7 @@ def _rms(arr: np.ndarray) -> float:
 
 
 def check_divergence(model, iteration: int, loss: float, watch: DivergenceWatch) -> None:
-    """Raise :class:`~cofiviz.errors.ModelFitError` if ``model``'s iteration ``iteration`` diverged.
+    """Raise :class:`~cofiviz.util.errors.ModelFitError` if ``model``'s iteration ``iteration`` diverged.
 
     Checked after every iteration, in this order: the loss is NaN (for a method that has a
     loss) or infinite; the loss rose above its best value so far by more than

@@ -43,7 +43,7 @@ import numpy as np
 import param
 
 from ..datasets import tiny
-from ..errors import ParameterError
+from ..util.errors import ParameterError
 from ..losses.smoothed_gap import OBJECTIVES, WEIGHTS, prepare
 from ..losses.smoothed_gap import objective as smoothed_gap_objective
 from ..losses.smoothed_gap import warmup as loss_warmup

@@ -53,9 +53,9 @@ import numpy as np
 import pandas as pd
 import param
 
-from .. import elementary
+from ..util import elementary
 from ..datasets import tiny
-from ..errors import DataError, ModelFitError
+from ..util.errors import DataError, ModelFitError
 from ..ratings import Ratings
 from ..solvers import dense
 from . import _gp

@@ -43,7 +43,7 @@ import numpy as np
 import param
 
 from ..datasets import tiny
-from ..errors import DataError, ModelFitError
+from ..util.errors import DataError, ModelFitError
 from ..ratings import Ratings
 from . import _mmmf_kernels as mk
 from .base import Model

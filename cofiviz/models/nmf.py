@@ -23,7 +23,7 @@ import param
 from numba import njit, prange
 
 from ..datasets import tiny
-from ..errors import DataError, ParameterError
+from ..util.errors import DataError, ParameterError
 from ..ratings import Ratings
 from ..solvers import dense
 from .base import Model

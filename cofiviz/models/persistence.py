@@ -2,7 +2,7 @@
 
 :meth:`cofiviz.models.Model.save` and :meth:`~cofiviz.models.Model.load` are the entry points; this
 module holds the file format (:data:`FORMAT_VERSION`) and every check :meth:`~cofiviz.models.Model.load`
-makes, so that a damaged, truncated or mismatched save is a :class:`~cofiviz.errors.DataError` naming
+makes, so that a damaged, truncated or mismatched save is a :class:`~cofiviz.util.errors.DataError` naming
 the file and the problem.
 """
 
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import CofivizError, DataError, ParameterError
-from ..jsonable import jsonable
+from ..util.errors import CofivizError, DataError, ParameterError
+from ..util.jsonable import jsonable
 from ..ratings import Ratings
 
 __all__ = ["FORMAT_VERSION", "save", "read_meta", "restore"]

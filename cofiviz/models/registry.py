@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import named
+from ..util.errors import named
 
 __all__ = ["MODEL_REGISTRY", "available_models", "ranking_models", "baseline_models", "get_model_class", "make_model"]
 

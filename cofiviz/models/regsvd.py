@@ -53,7 +53,7 @@ import numpy as np
 import param
 
 from ..datasets import tiny
-from ..errors import DataError
+from ..util.errors import DataError
 from ..ratings import Ratings
 from . import _als_cg_kernels as cgk
 from . import _wals_kernels as wk

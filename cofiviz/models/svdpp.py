@@ -41,7 +41,7 @@ import numpy as np
 import param
 
 from ..datasets import tiny
-from ..errors import DataError
+from ..util.errors import DataError
 from ..ratings import Ratings
 from . import _svdpp_kernels as K
 from .base import Model

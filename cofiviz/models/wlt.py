@@ -53,7 +53,7 @@ import numpy as np
 import param
 
 from ..datasets import tiny
-from ..errors import DataError
+from ..util.errors import DataError
 from ..ratings import Ratings
 from ..solvers import dense
 from . import _lambdarank_kernels as LK

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DataError, ParameterError
-from ..jsonable import jsonable
+from ..util.errors import DataError, ParameterError
+from ..util.jsonable import jsonable
 from ..ratings import Ratings
 from ..split import Split
 from .registry import REFERENCES

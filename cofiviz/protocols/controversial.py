@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import elementary
-from ..errors import DataError
+from ..util import elementary
+from ..util.errors import DataError
 from ..ratings import Ratings
 from ..split import Split
 from ._common import assemble, check_ratings, check_seed, choice, fraction, int_at_least

@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable, NamedTuple
 
-from ..errors import ParameterError
+from ..util.errors import ParameterError
 from ..ratings import Ratings
 from ..split import Split
 

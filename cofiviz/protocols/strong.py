@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import DataError
+from ..util.errors import DataError
 from ..ratings import Ratings
 from ..split import Split
 from ._common import Record, all_dropped, assemble, check_ratings, check_seed, ids_of, int_at_least, random_ranks

@@ -7,8 +7,8 @@ import math
 
 import numpy as np
 
-from ..errors import DataError, ParameterError
-from ..jsonable import jsonable
+from ..util.errors import DataError, ParameterError
+from ..util.jsonable import jsonable
 from ..ratings import Ratings
 from ..split import Split
 from ._common import (Record, all_dropped, assemble, check_ratings, check_seed, choice, group_shuffle, ids_of,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import DataError
+from ..util.errors import DataError
 from ..ratings import Ratings
 
 __all__ = ["carve_validation"]

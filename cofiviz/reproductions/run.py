@@ -27,9 +27,9 @@ from typing import Any, Callable
 import pandas as pd
 
 from .. import datasets
-from ..errors import DataError
+from ..util.errors import DataError
 from ..engine.experiment import Experiment, data_version, run_cell
-from ..jsonable import canonical_json
+from ..util.jsonable import canonical_json
 from ..metrics.names import lower_is_better
 from ..engine.results import Results
 from ..significance import holm

@@ -36,8 +36,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .._version import __version__
-from ..errors import DataError
+from ..util._version import __version__
+from ..util.errors import DataError
 from ..engine.experiment import Cell, resolve_model, run_cell
 from ..engine.result_keys import neutral_params
 from ..engine.results import Results

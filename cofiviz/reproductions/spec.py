@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 from .. import datasets
-from ..errors import DataError, ParameterError, named
+from ..util.errors import DataError, ParameterError, named
 from ..engine.experiment import Experiment, resolve_model
 from ..engine.result_keys import shipped_forms
 from ..engine.results import Results

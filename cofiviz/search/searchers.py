@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import ParameterError
+from ..util.errors import ParameterError
 from .space import contains, sample
 
 __all__ = ["SEARCHERS", "RandomSearcher", "OptunaSearcher", "make_searcher", "PRUNE_MIN_TRIALS",

@@ -50,7 +50,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from ..errors import ModelFitError, ParameterError
+from ..util.errors import ModelFitError, ParameterError
 from ..metrics.names import check_metrics, lower_is_better
 from ..protocols.validation import carve_validation
 from ..ratings import Ratings

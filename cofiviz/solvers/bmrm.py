@@ -41,7 +41,7 @@ from typing import Callable
 import numpy as np
 from numba import njit
 
-from ..errors import ModelFitError, ParameterError
+from ..util.errors import ModelFitError, ParameterError
 from .dense import dot as _dot
 
 __all__ = ["bmrm", "BMRMResult", "qp_simplex", "bundle_add", "bundle_primal", "check_bmrm_params",
@@ -195,7 +195,7 @@ def qp_tolerance(gap, tol, rel_tol, obj):
 
 
 def check_bmrm_params(lam, tol, rel_tol, max_iter, max_planes) -> None:
-    """Validate BMRM settings (raises :class:`~cofiviz.errors.ParameterError`)."""
+    """Validate BMRM settings (raises :class:`~cofiviz.util.errors.ParameterError`)."""
     if not (np.isfinite(lam) and lam > 0):
         raise ParameterError(f"the regularisation λ must be a positive number, got {lam}")
     if not (tol >= 0 and rel_tol >= 0):

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ..errors import ParameterError
+from ..util.errors import ParameterError
 
 __all__ = ["dot", "matvec", "matmul", "cholesky", "solve_lower", "solve_lower_t", "cho_solve", "spd_inverse",
            "solve", "warmup"]

@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..errors import ParameterError
+from ..util.errors import ParameterError
 
 __all__ = ["linear_sum_assignment", "lap_dense", "lap_rank2", "lap_rank2_free", "assignment_workspace", "warmup"]
 

@@ -23,7 +23,7 @@ __all__ = ["KINDS", "COURSE_KINDS", "SHIPPED", "folder", "app_files", "notebook_
 #: the folders cofiviz carries, by the name of the repository's folder
 KINDS = ("apps", "notebooks", "experiments")
 #: the folder of the package that holds them (links to the repository's folders before a wheel is built)
-SHIPPED = Path(__file__).resolve().parent / "_shipped"
+SHIPPED = Path(__file__).resolve().parents[1] / "_shipped"
 #: the folders of the course a copy holds, each beside the other as in the repository: notebook 06 reads
 #: ``experiments/lcr_rank_local.yaml`` from the folder above its own
 COURSE_KINDS = ("notebooks", "experiments")
