@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from tornado.template import Template
 
-from cofiviz import bundled
+from cofiviz.util import bundled
 from cofiviz.cli import build_parser, main
 from cofiviz.cli import course as course_cli
 from cofiviz.dashboards.catalog import INDEX_TEMPLATE, notebooks

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from cofiviz import elementary
+from cofiviz.util import elementary
 
 FLOATS = st.floats(min_value=-700.0, max_value=700.0, allow_nan=False)
 POSITIVE = st.floats(min_value=1e-300, max_value=1e300, allow_nan=False)
@@ -89,7 +89,7 @@ def test_broadcast_read_only_and_strided_arguments_warn_nothing_and_leave_the_in
 _PROGRAM = """
 import json, numpy as np
 from numpy._core import _multiarray_umath as mu
-from cofiviz import elementary as E
+from cofiviz.util import elementary as E
 from numba.core import config
 k = np.arange(1, 4001, dtype=np.float64)
 x = np.linspace(-1.0, 1.0, 4001)
