@@ -17,7 +17,6 @@ from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from .util.errors import DataError
 
@@ -70,6 +69,8 @@ def paired_test(a, b, metric: str = "") -> dict:
     d = x - y
     t_p = w_p = float("nan")
     if n >= 2:
+        from scipy import stats     # here: scipy.stats takes half a second to import, and the CLI starts without it
+
         if np.all(d == d[0]):  # a constant difference: no variance, the t statistic is undefined
             t_p = 1.0 if d[0] == 0 else 0.0
         else:

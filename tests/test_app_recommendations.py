@@ -87,7 +87,7 @@ def test_poprec_follows_popularity_and_itemmean_less(tmp_path):
     counts = r.item_counts()
     lean = {}
     for name in ("poprec", "itemmean"):
-        meta = train_one(name, tmp_path, quick=True, ratings=r)
+        meta = train_one(name, tmp_path, ratings=r, how=Recipe(search=False))
         assert meta["name"] == name and meta["tuned"] is False
         model = get_model_class(name).load(tmp_path / name / "model")
         items, _ = model.recommend(0, k=10)
@@ -204,7 +204,7 @@ def test_the_em_on_a_sample_of_users_then_every_user_folded_in(tmp_path):
 
 def test_excluding_what_a_user_rated_is_excluding_the_seen_items_for_a_model_trained_on_all_ratings(tmp_path):
     r = load_dataset(DATA)
-    train_one("itemmean", tmp_path, quick=True, ratings=r)
+    train_one("itemmean", tmp_path, ratings=r, how=Recipe(search=False))
     model = get_model_class("itemmean").load(tmp_path / "itemmean" / "model")
     for u in (0, 5, 900):
         np.testing.assert_array_equal(model.recommend(u, 12, exclude_seen=False, exclude=r.items[r.user_slice(u)])[0],
@@ -240,6 +240,7 @@ def test_the_pool_trains_in_the_background_and_reports_failures(quick_pool):
     # a pool whose every model is saved starts no worker: a server started later loads them
     assert not RecommenderPool(quick_pool.directory, names=st.ready, quick=True).start()
     assert quick_pool.meta("regsvd")["params"]["max_iter"] <= 3
+    assert quick_pool.meta("regsvd")["fitted_on"]["items"] == QUICK_ITEMS     # quick mode's subset, here too
     m1, m2 = quick_pool.model("regsvd"), quick_pool.model("regsvd")
     assert m1 is m2  # loaded once per save
 

@@ -34,9 +34,8 @@ MovieLens 1M
 
 ``$COFIVIZ_RECOMMENDERS_QUICK=1`` trains every model for :data:`QUICK_ITERATIONS` iterations (a heavy one for
 :data:`QUICK_HEAVY_ITERATIONS`; an inner loop such as a hyper-parameter ascent, ``Model.inner_iterations``, as many)
-at its defaults instead (the test suite's servers use it); on MovieLens 1M it trains on a quick subset too
-(:func:`quick_subset`: the ratings of the :data:`QUICK_ITEMS` most-rated movies, at most :data:`QUICK_PER_USER`
-a user). ``$COFIVIZ_RECOMMENDERS_DIR`` puts the saved models elsewhere (MovieLens 1M's in its subfolder
+at its defaults instead, on a quick subset of the data set (:func:`quick_subset`: the ratings of the
+:data:`QUICK_ITEMS` most-rated movies, at most :data:`QUICK_PER_USER` a user); the test suite's servers use it. ``$COFIVIZ_RECOMMENDERS_DIR`` puts the saved models elsewhere (MovieLens 1M's in its subfolder
 ``movielens-1m``).
 
 The worker ends with the server: it watches a pipe whose other end the server holds, and exits when it closes.
@@ -85,7 +84,7 @@ TUNE_USERS = 1000
 #: from before every user is folded in
 HEAVY_ITERATIONS = 3
 HEAVY_USERS = 1000
-#: MovieLens 1M in quick mode: the most-rated movies kept, and the ratings kept per user at most
+#: quick mode's subset: the most-rated movies kept, and the ratings kept per user at most
 QUICK_ITEMS = 300
 QUICK_PER_USER = 30
 
@@ -236,7 +235,7 @@ def cap_per_user(ratings, per_user: int, seed: int = 0, keep=None):
 
 
 def quick_subset(ratings, n_items: int = QUICK_ITEMS, per_user: int = QUICK_PER_USER, seed: int = 0):
-    """Quick mode's MovieLens 1M: the ratings of the ``n_items`` most-rated items, at most ``per_user`` of each
+    """Quick mode's data: the ratings of the ``n_items`` most-rated items, at most ``per_user`` of each
     user's (a seeded choice), in a table of those items and of the users left with ratings."""
     counts = ratings.item_counts()
     items = np.sort(np.lexsort((np.arange(ratings.n_items), -counts))[:n_items])
@@ -261,10 +260,9 @@ def _fit(name: str, ratings, budget: float, quick: bool, data: str, how: Recipe 
     """Model ``name`` trained on ``ratings`` by recipe ``how`` (default: :func:`recipe`'s): ``(model, trials or
     None, the table fitted on, the recipe)``."""
     if quick:
-        how = Recipe(search=False, note=("quick: a few iterations at the defaults" if data != ML1M else
-                                         f"quick: a few iterations at the defaults on the ratings of the "
+        how = Recipe(search=False, note=(f"quick: a few iterations at the defaults on the ratings of the "
                                          f"{QUICK_ITEMS} most-rated movies, at most {QUICK_PER_USER} a user"))
-        data_fit = quick_subset(ratings) if data == ML1M else ratings
+        data_fit = quick_subset(ratings)
         model = make_model(name)
         most = QUICK_HEAVY_ITERATIONS if type(model).scale.heavy else QUICK_ITERATIONS
         caps = ("max_iter", *type(model).inner_iterations)   # its iterations and any inner loop's
@@ -292,7 +290,7 @@ def train_one(name: str, directory: str | Path, *, budget: float = BUDGET, quick
 
     ``ratings`` are ``data``'s ratings (loaded when not given). ``how`` overrides :func:`recipe`'s recipe.
     When ``quick``, the model is fitted at its defaults for at most :data:`QUICK_ITERATIONS` iterations (on
-    :func:`quick_subset` for MovieLens 1M) and ``how`` is not used. The folder appears complete or not at all
+    :func:`quick_subset`) and ``how`` is not used. The folder appears complete or not at all
     (it is written beside and renamed).
     """
     if ratings is None:

@@ -191,9 +191,8 @@ class Recommendations(pn.viewable.Viewer):
     def _how(self) -> str:
         models = self.pool
         if models.quick:
-            return ("a few iterations at their defaults" + (
-                f", on the ratings of the {QUICK_ITEMS} most-rated movies (at most {QUICK_PER_USER} a user)"
-                if models.data == ML1M else ""))
+            return (f"a few iterations at their defaults, on the ratings of the {QUICK_ITEMS} most-rated movies "
+                    f"(at most {QUICK_PER_USER} a user)")
         if models.data == ML1M:
             return (f"each tuned for {models.budget:g} s on a seeded sample of {TUNE_USERS:,} users (a tenth of "
                     f"their ratings held out), then refitted on all of MovieLens 1M; CGPR, CGPOR and CofiRank are "
