@@ -11,8 +11,8 @@ reads (:func:`cofiviz.engine.result_keys.unread_params`) is fitted beside the de
 (``lcr-weak``: ``--n-train`` training ratings per user, 10 for validation, the rest tested; the validation part is
 given to the fit where the model stops early on it, ``patience > 0``), on each data set and seed. A row gives both forms' NDCG@10 over the (seed,
 test user) pairs, the mean difference (default − slower form), the two-sided p-values of the paired t-test and of
-Wilcoxon's signed-rank test over those pairs (:func:`cofiviz.significance.paired_test`), and both forms' seconds
-(the quickest of ``--repeats`` alternated fits on each split, summed over the seeds) with their ratio,
+Wilcoxon's signed-rank test over those pairs (:func:`cofiviz.evaluation.significance.paired_test`), and both
+forms' seconds (the quickest of ``--repeats`` alternated fits on each split, summed over the seeds) with their ratio,
 slower / default.
 
 The rule the defaults follow: a default is *level* with a slower form when the mean difference is above −0.002 and
@@ -38,7 +38,7 @@ from cofiviz.metrics.scorer import per_user_metrics
 from cofiviz.models import available_models, get_model_class
 from cofiviz.protocols import lcr_weak
 from cofiviz.engine.result_keys import unread_params
-from cofiviz.significance import paired_test
+from cofiviz.evaluation.significance import paired_test
 
 METRIC = "ndcg@10"
 #: a default is level with a slower form when their mean difference is above -TOLERANCE ...

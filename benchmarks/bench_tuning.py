@@ -28,7 +28,7 @@ from cofiviz.evaluation import evaluate
 from cofiviz.models import get_model_class, ranking_models
 from cofiviz.protocols import lcr_weak
 from cofiviz.search import tune
-from cofiviz.significance import paired_test
+from cofiviz.evaluation.significance import paired_test
 
 METRIC = "ndcg@10"
 

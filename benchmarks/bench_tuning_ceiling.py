@@ -18,7 +18,7 @@ its damping tuned on the same validation part, per (model, N), as means over the
 ``ρ``          Spearman's rank correlation between validation and test NDCG@10 over the settings;
 ``p``          for the picked and the ceiling settings, the two-sided p-values of the paired t-test and the Wilcoxon
                signed-rank test of their per-user test NDCG@10 against the item mean's
-               (:func:`cofiviz.significance.paired_test`).
+               (:func:`cofiviz.evaluation.significance.paired_test`).
 
 A ceiling near zero says the search space holds no setting clearly above the item mean on that split, whatever
 the selection; a ceiling well above ``picked`` says the selection is what loses. The ceiling's p-value is
@@ -44,7 +44,7 @@ from cofiviz.models import get_model_class, ranking_models
 from cofiviz.protocols import lcr_weak
 from cofiviz.search import anchors, trial_params, tune
 from cofiviz.search.space import sample
-from cofiviz.significance import paired_test
+from cofiviz.evaluation.significance import paired_test
 
 METRIC = "ndcg@10"
 VALID_METRICS = ("ndcg@10", "ndcg@5", "ap")

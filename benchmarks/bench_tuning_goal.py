@@ -17,10 +17,11 @@ The models (``--models``) default to the ranking models: those that can be reduc
 (``Model.item_mean_setting``).
 
 Each cell (model, N, seed) gives the test NDCG@10 of the model (``picked``) and of the item mean, their
-difference, and the two-sided p-value of the paired t-test on the users (:func:`cofiviz.significance.paired_test`).
+difference, and the two-sided p-value of the paired t-test on the users
+(:func:`cofiviz.evaluation.significance.paired_test`).
 The goal: no cell significantly below the item mean (difference < 0 with p < 0.05), and the mean difference over
 the seeds above 0 at N = 50. The report also counts the cells below after Holm's adjustment over every cell of the
-run (:func:`cofiviz.significance.holm`): among 72 tests at the 5 % level, a few fall below by chance alone.
+run (:func:`cofiviz.evaluation.significance.holm`): among 72 tests at the 5 % level, a few fall below by chance alone.
 
 Cells are appended to ``--cells`` (JSON lines, default ``benchmarks/results/tuning-goal-MODE.jsonl``, git-ignored)
 as they finish; a rerun skips the cells already there, so an interrupted run resumes. The search's time budget is
@@ -43,7 +44,7 @@ from cofiviz.metrics.scorer import per_user_metrics
 from cofiviz.models import get_model_class, ranking_models
 from cofiviz.search.tuning import tune
 from cofiviz.protocols import lcr_weak
-from cofiviz.significance import holm, paired_test
+from cofiviz.evaluation.significance import holm, paired_test
 
 METRIC = "ndcg@10"
 #: the ranking models: those that can be reduced to the damped item mean (``Model.item_mean_setting``)

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from conftest import PanelServer, count_canvases, heading_sizes, screenshot
-from cofiviz import reproduce as R
+from cofiviz import reproductions as R
 from cofiviz.dashboards.comparisons import Comparisons
 from cofiviz.reproductions import cached_status
 from cofiviz.engine.store import ResultsStore

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import PanelServer, count_canvases, screenshot
 from cofiviz import datasets
-from cofiviz import reproduce as R
+from cofiviz import reproductions as R
 from cofiviz.dashboards.comparisons import Comparisons
 
 DATA = {"name": "synthetic", "kind": "popularity", "n_users": 150, "n_items": 100, "density": 0.4}

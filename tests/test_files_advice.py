@@ -18,7 +18,8 @@ import pytest
 import cofiviz
 from cofiviz.cli import build_parser, main
 
-SOURCES = ["datasets/files.py", "datasets/streams.py", "ratings.py", "split.py", "columns.py", "parts.py"]
+SOURCES = ["datasets/files.py", "datasets/streams.py", "ratings/__init__.py", "split/__init__.py", "ratings/columns.py",
+           "split/parts.py"]
 ADVICE = re.compile(r"--(?P<flag>[a-z]+)[ =](?P<value>[^\s;()]+)")
 
 

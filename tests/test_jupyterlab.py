@@ -32,7 +32,7 @@ VIEWS = {
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """A JupyterLab server (no token, app exposed to the page's scripts) over a folder with one notebook."""
-    from cofiviz import reproduce as R
+    from cofiviz import reproductions as R
 
     root = tmp_path_factory.mktemp("lab")
     store = root / "store"

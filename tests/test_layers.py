@@ -152,13 +152,17 @@ def test_every_module_opens_by_saying_the_one_thing_it_holds():
     assert unfinished == [], f"modules whose docstring opens with no finished sentence: {unfinished}"
 
 
-def test_the_architecture_names_every_top_level_module():
-    """Every module directly under ``cofiviz/`` is in ARCHITECTURE.md's layer table, so that a new concept gets
-    its place in the layers when it gets its module."""
-    table = (ROOT / "ARCHITECTURE.md").read_text().split("## The layers", 1)[1].split("\n## ", 1)[0]
-    top = sorted(name.split(".")[1] for name in MODULES if name.count(".") == 1)
-    absent = [m for m in top if f"`{m}`" not in table]
-    assert absent == [], f"modules of cofiviz/ missing from ARCHITECTURE.md's layer table: {absent}"
+def test_the_layers_are_the_folders_of_the_package():
+    """Every layer is made of folders: each package directly under ``cofiviz/`` is named in exactly one row of
+    ARCHITECTURE.md's layer table, each name of the table is such a package, and no module stands beside them
+    (``__init__`` aside), so that a new concept gets its place in the layers when it gets its folder."""
+    folders = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file())
+    loose = sorted(p.name for p in PACKAGE.glob("*.py") if p.name != "__init__.py")
+    named = [prefix.split(".", 1)[1] for _, prefixes in LAYERS[:-1] for prefix in prefixes]
+    assert loose == [], f"modules directly under cofiviz/, outside every layer's folder: {loose}"
+    assert sorted(named) == folders, (f"named in the table but no package: {sorted(set(named) - set(folders))}; "
+                                      f"packages the table does not name: {sorted(set(folders) - set(named))}; "
+                                      f"named twice: {sorted({n for n in named if named.count(n) > 1})}")
 
 
 def test_no_two_packages_import_each_other():
@@ -224,3 +228,14 @@ def test_no_second_home_is_defined_and_paper_settings_are_read_from_the_model_cl
                 readers.append(f"{rel}:{node.lineno}")
     assert found == [], found
     assert [r.split(":")[0] for r in readers] == ["cofiviz/reproductions/spec.py"], readers
+
+
+def test_the_readme_lists_every_folder_of_the_package():
+    """README's "What is inside" names each folder of ``cofiviz/`` (``losses/ solvers/`` on one line) and no other."""
+    block = (ROOT / "README.md").read_text().split("## What is inside", 1)[1].split("```", 2)[1]
+    inside = block.split("\ncofiviz/", 1)[1].split("\napps/", 1)[0]
+    heads = [re.match(r"  ((?:\w+/ )*\w+/)\s", line) for line in inside.splitlines()]   # a line's leading names
+    listed = sorted(name.rstrip("/") for head in heads if head for name in head.group(1).split())
+    folders = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file())
+    assert listed == folders, (f"listed but no folder: {sorted(set(listed) - set(folders))}; "
+                               f"folders not listed: {sorted(set(folders) - set(listed))}")

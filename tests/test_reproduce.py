@@ -13,7 +13,7 @@ from cofiviz import reproductions as R
 from cofiviz.cli import main
 from cofiviz.util.errors import ParameterError
 from cofiviz.reproductions.cofirank import AUTHORS_CODE, AUTHORS_CODE_STRONG, AUTHORS_CODE_TOPN, AUTHORS_MMMF
-from cofiviz.significance import holm
+from cofiviz.evaluation.significance import holm
 
 DATA = {"name": "synthetic", "kind": "popularity", "n_users": 150, "n_items": 100, "density": 0.4}
 NAMES = ["cofirank-table2", "cofirank-table3", "lcr-table2", "lcr-figures", "gapfm-table4", "gapfm-topn"]

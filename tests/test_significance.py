@@ -16,7 +16,7 @@ from scipy import stats
 
 from cofiviz.cli import main
 from cofiviz.util.errors import DataError
-from cofiviz.significance import PAIRED_FIELDS, holm, paired_test
+from cofiviz.evaluation.significance import PAIRED_FIELDS, holm, paired_test
 from contract import planted
 
 VALUE = st.one_of(st.floats(0, 1), st.just(float("nan")), st.sampled_from([0.0, 0.25, 0.5, 1.0]))

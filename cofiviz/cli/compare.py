@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..util.errors import DataError
 from ..metrics.names import check_metrics
-from ..significance import PAIRED_FIELDS, paired_test
+from ..evaluation.significance import PAIRED_FIELDS, paired_test
 from .options import print_table, write_json
 
 __all__ = ["add_parser", "compare", "read_per_user"]

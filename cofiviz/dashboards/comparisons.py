@@ -1,11 +1,11 @@
 """Comparisons: the papers' tables and figures, paper beside cofiviz, from the results store.
 
-One page for every reproduction of :mod:`cofiviz.reproduce`: CofiRank's NDCG / ordinal / regression
+One page for every reproduction of :mod:`cofiviz.reproductions`: CofiRank's NDCG / ordinal / regression
 losses (Tables 2 and 3), LCR against its baselines (Table 2) and over rank × number of local models ×
 loss (Figures 1, 2, 3 and 5: curves over iterations and a heatmap of the final values), GAPfm against
 CofiRank and PopRec (Table 4 and the top-N protocol). The paper's numbers are drawn beside ours.
 
-Nothing is computed to show a page: :func:`cofiviz.reproduce.status` reads the cells already in the
+Nothing is computed to show a page: :func:`cofiviz.reproductions.status` reads the cells already in the
 store (written by ``cofiviz reproduce NAME`` or by a sweep), so cached results show at once. A table with rows on
 data sets read from the user's files (EachMovie, the Netflix Prize, Yelp) shows, in its Data choice, each run of
 them the store holds (found from the cells' manifests, the data not read again); the rows not run yet show their

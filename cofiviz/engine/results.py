@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ..metrics.names import lower_is_better
-from ..significance import PAIRED_FIELDS, best_against_others, holm
+from ..evaluation.significance import PAIRED_FIELDS, best_against_others, holm
 
 __all__ = ["Results"]
 
@@ -85,7 +85,7 @@ class Results:
         ``per_user=True``) are paired with the best method's by (seed, user), since a seed fixes the split. The
         best has the highest mean over seeds of ``metric`` (lowest for an error rate), as :meth:`summary` ranks. Columns: the protocol's columns,
         ``label``, ``setting``, ``best`` and ``best_setting`` (the best method's), ``is_best``, the fields of
-        :func:`cofiviz.significance.paired_test` (``a`` this method, ``b`` the best) and ``p_holm``, the
+        :func:`cofiviz.evaluation.significance.paired_test` (``a`` this method, ``b`` the best) and ``p_holm``, the
         Wilcoxon p-value after Holm's correction across every test of the table. Empty without per-user values.
         """
         columns = ["label", "setting", "best", "best_setting", "is_best", *PAIRED_FIELDS, "p_holm"]

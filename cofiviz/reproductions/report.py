@@ -15,7 +15,7 @@ import pandas as pd
 from ..metrics.names import lower_is_better
 from ..engine.results import Results
 from ..search.selection import choose_setting
-from ..significance import best_against_others, holm
+from ..evaluation.significance import best_against_others, holm
 from .lcr import figure_summary, short_labels
 from .spec import REPRODUCTIONS, Reproduction, paper_frame
 
@@ -130,8 +130,8 @@ def add_paired_tests(table: pd.DataFrame, results: Results) -> pd.DataFrame:
 
     Users are paired within a split (the same seed); ``vs_best`` is the method's mean per-user difference to the
     best one (0 on the best row), ``t_test_p`` and ``wilcoxon_p`` the two-sided p-values of
-    :func:`cofiviz.significance.paired_test`, ``p_holm`` the Wilcoxon p-value after Holm's correction across every
-    test of the table. NaN where a method has no per-user values (cells computed without them), and in every row of
+    :func:`cofiviz.evaluation.significance.paired_test`, ``p_holm`` the Wilcoxon p-value after Holm's correction
+    across every test of the table. NaN where a method has no per-user values (cells computed without them), and in every row of
     a (metric, N) whose best method has none: the best is the best mean of all the rows, not of those with values.
     """
     table = table.copy()

@@ -32,7 +32,7 @@ from ..engine.experiment import Experiment, data_version, run_cell
 from ..util.jsonable import canonical_json
 from ..metrics.names import lower_is_better
 from ..engine.results import Results
-from ..significance import holm
+from ..evaluation.significance import holm
 from ..engine.store import ResultsStore, default_store
 from ..engine.sweep import sweep
 from .lcr import figure_summary

@@ -23,7 +23,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from .util.errors import DataError
+from ..util.errors import DataError
 
 __all__ = ["check_ids", "check_rating_kind", "check_outliers", "OUTLIER_FACTOR"]
 

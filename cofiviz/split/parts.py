@@ -23,8 +23,8 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from .columns import show_value
-from .util.errors import DataError
+from ..ratings.columns import show_value
+from ..util.errors import DataError
 
 __all__ = ["check_parts", "ORDER"]
 

@@ -18,7 +18,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .util.errors import DataError
+from ..util.errors import DataError
 
 __all__ = ["paired_test", "holm", "best_against_others", "PAIRED_FIELDS"]
 

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from .columns import check_ids, check_outliers, check_rating_kind
-from .util.errors import DataError
+from ..util.errors import DataError
 
 __all__ = ["Ratings", "DUPLICATE_POLICIES"]
 
@@ -135,7 +135,7 @@ class Ratings:
         scale : (float, float), optional
             Declared rating scale; every rating must lie inside it. Default: the observed
             (min, max), once no rating lies absurdly far from the others (more than
-            :data:`cofiviz.columns.OUTLIER_FACTOR` times the size of the bulk, e.g. 1e308 among 1–5
+            :data:`cofiviz.ratings.columns.OUTLIER_FACTOR` times the size of the bulk, e.g. 1e308 among 1–5
             stars): such a rating is an error that advises declaring the scale.
         duplicates : {"error", "first", "last", "mean"}
             What to do with several ratings of one (user, item) pair: raise (default), keep the
@@ -153,7 +153,7 @@ class Ratings:
             (or absurdly far from the others without one), a duplicate (user, item) pair under
             ``duplicates="error"``, ids that are booleans, dates or times or that mix integers with
             decimal numbers (``1`` and ``2.5``, ``'3'`` and ``'3.0'``), ratings that are booleans or
-            dates. See :mod:`cofiviz.columns`; how ids were read when they are neither plain
+            dates. See :mod:`cofiviz.ratings.columns`; how ids were read when they are neither plain
             integers nor text is recorded in ``report["ids"]``.
         """
         if not isinstance(df, pd.DataFrame):

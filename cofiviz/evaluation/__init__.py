@@ -16,13 +16,13 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from .util.errors import DataError, ParameterError
-from .metrics.names import ZERO_ONE, check_metrics
-from .metrics.ranking import TIE_RULE
-from .metrics.scorer import default_threshold, mean_metrics, per_user_metrics, resolve_ymax
-from .models.base import Model
-from .ratings import Ratings
-from .split import Split
+from ..util.errors import DataError, ParameterError
+from ..metrics.names import ZERO_ONE, check_metrics
+from ..metrics.ranking import TIE_RULE
+from ..metrics.scorer import default_threshold, mean_metrics, per_user_metrics, resolve_ymax
+from ..models.base import Model
+from ..ratings import Ratings
+from ..split import Split
 
 # check_metrics, mean_metrics, per_user_metrics, default_threshold and ZERO_ONE live in the metrics
 # package; they are re-exported here, where the scoring of a model on a split is looked for.

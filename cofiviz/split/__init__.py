@@ -2,7 +2,7 @@
 
 A :class:`Split` holds the parts a protocol (:mod:`cofiviz.protocols`) cuts from one
 :class:`~cofiviz.Ratings` table, or that :meth:`Split.from_files` reads from separate files, all in one
-index space. Parts read from files are checked against each other by :func:`cofiviz.parts.check_parts`.
+index space. Parts read from files are checked against each other by :func:`cofiviz.split.parts.check_parts`.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from .columns import check_ids
-from .datasets.files import read_frame
-from .util.errors import DataError
+from ..ratings.columns import check_ids
+from ..datasets.files import read_frame
+from ..util.errors import DataError
 from .parts import check_parts
-from .ratings import Ratings
+from ..ratings import Ratings
 
 __all__ = ["Split"]
 
@@ -129,7 +129,7 @@ class Split:
         """Validate each part's ``user item rating`` frame and put all parts in one index space.
 
         Each frame is validated by :meth:`Ratings.from_dataframe`; then the parts are checked against
-        each other (:func:`cofiviz.parts.check_parts`): a test, validation or given part sharing no
+        each other (:func:`cofiviz.split.parts.check_parts`): a test, validation or given part sharing no
         user or no item with train is an error (users of ``given`` count as known), and so is a
         (user, item) pair in two parts (a sampled negative included). Users and items of test and
         validation with no rating in train (nor given) are counted in ``split.report["unseen"]``.
