@@ -35,8 +35,8 @@ MovieLens 1M
 ``$COFIVIZ_RECOMMENDERS_QUICK=1`` trains every model for :data:`QUICK_ITERATIONS` iterations (a heavy one for
 :data:`QUICK_HEAVY_ITERATIONS`; an inner loop such as a hyper-parameter ascent, ``Model.inner_iterations``, as many)
 at its defaults instead, on a quick subset of the data set (:func:`quick_subset`: the ratings of the
-:data:`QUICK_ITEMS` most-rated movies, at most :data:`QUICK_PER_USER` a user); the test suite's servers use it. ``$COFIVIZ_RECOMMENDERS_DIR`` puts the saved models elsewhere (MovieLens 1M's in its subfolder
-``movielens-1m``).
+:data:`QUICK_ITEMS` most-rated movies, at most :data:`QUICK_PER_USER` a user); the test suite's servers use it.
+``$COFIVIZ_RECOMMENDERS_DIR`` puts the saved models elsewhere (MovieLens 1M's in its subfolder ``movielens-1m``).
 
 The worker ends with the server: it watches a pipe whose other end the server holds, and exits when it closes.
 """
