@@ -12,9 +12,9 @@ import pytest
 
 from cofiviz.background.offered import load_dataset
 from cofiviz.background.recommender_settings import SETTINGS_FILE, ship_settings, shipped_settings
-from cofiviz.background.recommenders import (DATA, HEAVY_ITERATIONS, HEAVY_USERS, ML1M, QUICK_ITEMS,
+from cofiviz.background.recommenders import (DATA, HEAVY_ITERATIONS, HEAVY_USERS, ML1M, MODELS_ENV, QUICK_ITEMS,
                                              QUICK_ITERATIONS, QUICK_PER_USER, TUNE_USERS, Recipe, RecommenderPool, cap_per_user,
-                                             defaults_digest, ordered, quick_subset, recipe, recommenders_dir, train_one,
+                                             defaults_digest, models_from_environment, ordered, quick_subset, recipe, recommenders_dir, train_one,
                                              user_sample)
 from cofiviz.dashboards.recommendations import Recommendations, list_overlap, popularity_lean
 from cofiviz.metrics.scorer import per_user_metrics
@@ -344,33 +344,29 @@ def test_the_page_fills_in_every_model_with_plots_and_follows_the_user(server, c
     assert page_errors.errors == [], page_errors.errors
 
 
-@pytest.mark.browser
-def test_the_page_trains_and_shows_movielens_1m_once_chosen(server, chromium, page_errors):
-    page = page_errors(chromium.new_page(viewport={"width": 1500, "height": 1200}))
-    page.goto(f"{server.url}/recommendations", wait_until="domcontentloaded")
-    page.locator(".cofiviz-recommenders-progress").first.wait_for(timeout=60_000)
-    page.locator(".cofiviz-data select").first.select_option(ML1M)
-    page.get_by_text("models are trained on MovieLens 1M").first.wait_for(timeout=120_000)
-    n_models = len(available_models())
-    # queued behind MovieLens 100K's models, then trained in the background; the lists fill in meanwhile
-    done = re.compile(rf"All {n_models} models are trained\s+on MovieLens 1M")
-    page.locator(".cofiviz-recommenders-progress", has_text=done).first.wait_for(timeout=1_200_000)
-    r = load_dataset(ML1M)
-    titles = set(r.item_info["title"])
-    rated = set(r.item_info["title"].to_numpy()[r.items[r.user_slice(0)]])
-    for name in available_models():
-        page.locator(f".cofiviz-top-{name} td").first.wait_for(timeout=60_000)
-        shown = set(_titles(page, name)) & titles
-        assert len(shown) == 10, (name, shown)           # ten MovieLens 1M titles, none the user rated
-        assert not shown & rated, name
-    assert page.get_by_text("User 1: 53 ratings").count() >= 1
-    assert page.locator(".bk-Canvas, canvas").count() >= 2  # the popularity-lean bars and the overlap heat map
-    screenshot(page, "recommendations-ml1m-user1")
-    box = page.locator(".cofiviz-user input").first
-    box.fill("6040")
-    box.press("Enter")
-    page.get_by_text("User 6040:").first.wait_for(timeout=60_000)
-    box.fill("6041")
-    box.press("Enter")
-    page.get_by_text("is not in MovieLens 1M (ids run from 1 to 6040)").first.wait_for(timeout=60_000)
-    assert page_errors.errors == [], page_errors.errors
+def test_the_models_offered_can_be_named_in_the_environment_and_a_wrong_name_is_said(monkeypatch, tmp_path, capsys):
+    """``$COFIVIZ_RECOMMENDERS_MODELS`` names the models a server trains and shows (any case, spaces around the
+    commas), every registered one when it is unset or blank; a name the registry does not know, an empty name or a
+    name given twice is refused with the variable and the names expected, by the pool and by ``cofiviz serve``
+    before it serves anything."""
+    from cofiviz.cli import main
+    from cofiviz.util.errors import ParameterError
+
+    monkeypatch.delenv(MODELS_ENV, raising=False)
+    assert models_from_environment() == available_models()
+    monkeypatch.setenv(MODELS_ENV, "  ")
+    assert models_from_environment() == available_models()
+    monkeypatch.setenv(MODELS_ENV, "LCR, poprec ,itemmean")
+    assert models_from_environment() == ["lcr", "poprec", "itemmean"]
+    assert sorted(RecommenderPool(tmp_path, quick=True).names) == ["itemmean", "lcr", "poprec"]
+    for bad, said in (("lcr,nope", "'nope'"), ("lcr,,poprec", "an empty name"), ("lcr,LCR", "'lcr' more than once")):
+        monkeypatch.setenv(MODELS_ENV, bad)
+        with pytest.raises(ParameterError, match=f"{MODELS_ENV} names {re.escape(said)}"):
+            models_from_environment()
+        with pytest.raises(ParameterError):
+            RecommenderPool(tmp_path, quick=True)
+        assert main(["serve", "--port", "1"]) == 2
+        err = capsys.readouterr().err
+        assert MODELS_ENV in err and said in err, err
+    monkeypatch.setenv(MODELS_ENV, "nope")
+    assert "among: " + ", ".join(available_models()) in str(pytest.raises(ParameterError, models_from_environment).value)

@@ -37,6 +37,8 @@ MovieLens 1M
 at its defaults instead, on a quick subset of the data set (:func:`quick_subset`: the ratings of the
 :data:`QUICK_ITEMS` most-rated movies, at most :data:`QUICK_PER_USER` a user); the test suite's servers use it.
 ``$COFIVIZ_RECOMMENDERS_DIR`` puts the saved models elsewhere (MovieLens 1M's in its subfolder ``movielens-1m``).
+``$COFIVIZ_RECOMMENDERS_MODELS`` (registry names separated by commas) trains and shows only those models, on every
+data set: a server on few cores can offer a class fewer of them (:func:`models_from_environment`).
 
 The worker ends with the server: it watches a pipe whose other end the server holds, and exits when it closes.
 """
@@ -56,6 +58,7 @@ import numpy as np
 
 from ..util._version import __version__
 from ..datasets import default_cache_dir
+from ..util.errors import ParameterError
 from ..util.jsonable import jsonable
 from ..models import available_models, get_model_class, make_model
 from ..search.tuning import tune
@@ -66,7 +69,8 @@ from .training_process import leave_a_core, worker_context
 __all__ = ["DATA", "ML1M", "OFFERED", "BUDGET", "QUICK_ITERATIONS", "TUNE_USERS", "SETTINGS_FILE", "Recipe", "recipe",
            "defaults_digest",
            "RecommenderPool", "PoolStatus", "pool", "ordered", "train_one", "recommenders_dir", "user_sample",
-           "cap_per_user", "quick_subset", "budget_from_environment", "quick_from_environment", "ml1m_from_environment"]
+           "cap_per_user", "quick_subset", "budget_from_environment", "quick_from_environment", "ml1m_from_environment",
+           "models_from_environment", "MODELS_ENV"]
 
 ML1M = "MovieLens 1M"
 #: the data sets the page offers, the default first
@@ -175,6 +179,35 @@ def ml1m_from_environment() -> bool:
     """True when ``$COFIVIZ_RECOMMENDERS_ML1M`` is ``1``: a server trains MovieLens 1M's models from its start
     (after MovieLens 100K's), not only once a page asks for them."""
     return os.environ.get("COFIVIZ_RECOMMENDERS_ML1M", "") == "1"
+
+
+#: the environment variable that names the models the pages train (default: every registered one)
+MODELS_ENV = "COFIVIZ_RECOMMENDERS_MODELS"
+
+
+def models_from_environment() -> list[str]:
+    """The models the recommendations page trains and shows: the registry names in ``$COFIVIZ_RECOMMENDERS_MODELS``
+    (separated by commas, each once), else every registered model.
+
+    Raises
+    ------
+    ParameterError
+        When the variable names a model the registry does not know, names one twice, or names none.
+    """
+    raw = os.environ.get(MODELS_ENV, "").strip()
+    if not raw:
+        return available_models()
+    names = [n.strip().lower() for n in raw.split(",")]
+    known = available_models()
+    unknown = [n for n in names if n and n not in known]
+    if unknown or "" in names:
+        shown = ", ".join(repr(n) for n in unknown) if unknown else "an empty name"
+        raise ParameterError(f"${MODELS_ENV} names {shown}; expected registry names separated by commas, "
+                         f"among: {', '.join(known)}")
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ParameterError(f"${MODELS_ENV} names {', '.join(map(repr, twice))} more than once: {raw!r}")
+    return names
 
 
 def defaults_digest() -> str:
@@ -377,7 +410,8 @@ class RecommenderPool:
     directory : path, optional
         Where the models are saved (default :func:`recommenders_dir`).
     names : list of str, optional
-        The models (default: every registered one).
+        The models (default: :func:`models_from_environment`, every registered one unless
+        ``$COFIVIZ_RECOMMENDERS_MODELS`` names some).
     budget : float, optional
         Tuning seconds per model (default :func:`budget_from_environment`).
     quick : bool, optional
@@ -396,7 +430,7 @@ class RecommenderPool:
         self.quick = quick_from_environment() if quick is None else bool(quick)
         self.directory = Path(directory) if directory is not None else recommenders_dir(self.budget, self.quick,
                                                                                          data)
-        self.names = ordered(available_models() if names is None else names)
+        self.names = ordered(models_from_environment() if names is None else names)
         self.after = after
         self._process = None
         self._control = None

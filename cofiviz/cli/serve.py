@@ -19,6 +19,7 @@ import os
 import sys
 
 from ..background.kernels import start as start_kernels
+from ..background.recommenders import models_from_environment
 from ..background.run_queue import SLOTS_ENV, default_slots, usable_cores
 from ..dashboards.catalog import first_kernels
 from ..dashboards.serving import EVERY_INTERFACE, allowed_origins, kernels_folder, serve_command
@@ -65,6 +66,7 @@ def serve(args) -> int:
     if args.run_slots is not None:               # the server process reads it when its queue is made
         os.environ[SLOTS_ENV] = str(args.run_slots)
     default_slots()                              # a malformed $COFIVIZ_RUN_SLOTS is said here, not at the first Run
+    models_from_environment()                    # and an unknown model in $COFIVIZ_RECOMMENDERS_MODELS
     cmd = serve_command(port=args.port, address=args.address, threads=args.threads, origins=args.origins)
     start_kernels(kernels_folder(args.port), first=first_kernels())
     print(f"cofiviz: serving the dashboards at http://{args.address}:{args.port}/ (numba kernels are prepared "
