@@ -187,6 +187,24 @@ PAGE_BOXES_JS = """() => {
   return out; }"""
 
 
+def settled_boxes(page, still_ms: int = 600, every_ms: int = 150, timeout_ms: int = 15_000) -> dict:
+    """:data:`PAGE_BOXES_JS` once the page's layout holds still: the same plots, tables and scroll width read
+    again and again for ``still_ms`` (the plots lay themselves out a few frames after the window's size changed,
+    and a loaded machine takes longer), at most ``timeout_ms``; the last reading then."""
+    # two frames: the resize observers have fired and the plots have begun to lay themselves out
+    page.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
+    last, since = None, time.monotonic()
+    deadline = since + timeout_ms / 1000
+    while True:
+        boxes = page.evaluate(PAGE_BOXES_JS)
+        now = time.monotonic()
+        if boxes != last:
+            last, since = boxes, now
+        elif now - since >= still_ms / 1000 or now > deadline:
+            return boxes
+        page.wait_for_timeout(every_ms)
+
+
 def count_canvases(page) -> int:
     """Canvases in the page, shadow roots included (every Bokeh plot draws into one)."""
     return page.evaluate(_CANVASES_JS)

@@ -8,7 +8,7 @@ import pytest
 
 from cofiviz.dashboards.catalog import APPS as CATALOG
 from cofiviz.dashboards.catalog import notebooks
-from conftest import PAGE_BOXES_JS, ROOT, PanelServer, screenshot, wait_for_canvases
+from conftest import PAGE_BOXES_JS, ROOT, PanelServer, screenshot, settled_boxes, wait_for_canvases
 
 pytestmark = pytest.mark.browser
 
@@ -92,8 +92,7 @@ def test_every_page_serves_and_fits_a_phone_a_projector_and_a_desktop(server, ch
                 wait_for_canvases(page, 1, timeout=60_000)
         else:
             page.set_viewport_size({"width": width, "height": height})
-        page.wait_for_timeout(1500)    # the layout settles once every plot has its size
-        boxes = page.evaluate(PAGE_BOXES_JS)
+        boxes = settled_boxes(page)    # once every plot has its size
         screenshot(page, f"width-{name}-{width}")
         assert boxes["scroll"] <= width, f"{name} scrolls sideways at {width} px: {boxes['scroll']} px wide"
         outside = [b for b in boxes["plots"] + boxes["tables"] if b[0] < -1 or b[1] > width + 1]
