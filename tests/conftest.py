@@ -7,7 +7,6 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 import warnings
@@ -115,6 +114,19 @@ class PanelServer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
         self._logf.close()
+
+
+#: pages whose tests need no server of their own (nothing trains, no setting of the environment): one server per
+#: pytest worker serves them together (:func:`quiet_pages`)
+QUIET_PAGES = ["apps/losses.py", "apps/overview.py", "apps/playground.py"]
+
+
+@pytest.fixture(scope="session")
+def quiet_pages():
+    """One server of :data:`QUIET_PAGES` for every test of this worker that opens one of them."""
+    srv = PanelServer(QUIET_PAGES)
+    yield srv
+    srv.close()
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import PanelServer, count_canvases, screenshot, wait_for_canvases
+from conftest import count_canvases, screenshot, wait_for_canvases
 from cofiviz.dashboards.losses import LossShapes
 from cofiviz.losses.surrogates import surrogate_shape
 
@@ -84,10 +84,8 @@ def test_smoothed_rank_panel_draws_the_pair_loss_for_a_few_gammas():
 
 
 @pytest.fixture(scope="module")
-def server():
-    srv = PanelServer(["apps/losses.py"])
-    yield srv
-    srv.close()
+def server(quiet_pages):
+    return quiet_pages
 
 
 def _table_numbers(page, table: str = ".cofiviz-fig4-table"):

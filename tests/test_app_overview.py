@@ -4,16 +4,14 @@ import re
 
 import pytest
 
-from conftest import PanelServer, count_canvases, screenshot
+from conftest import count_canvases, screenshot
 
 pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
-def server():
-    srv = PanelServer(["apps/overview.py"])
-    yield srv
-    srv.close()
+def server(quiet_pages):
+    return quiet_pages
 
 
 def test_overview_renders_movielens_and_switches_dataset(server, chromium, page_errors):

@@ -5,7 +5,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import PanelServer, count_canvases, screenshot, wait_for_canvases
+from conftest import count_canvases, screenshot, wait_for_canvases
 from conftest import playground_ndcg as _ndcg
 from cofiviz import metrics as M
 from cofiviz.dashboards.playground import ITEMS, METRICS, PRESETS, MetricPlayground, contributions, metric_values
@@ -71,10 +71,8 @@ def test_each_bar_chart_shows_the_order_it_draws_after_a_move():
 
 
 @pytest.fixture(scope="module")
-def server():
-    srv = PanelServer(["apps/playground.py"])
-    yield srv
-    srv.close()
+def server(quiet_pages):
+    return quiet_pages
 
 
 @pytest.mark.browser
