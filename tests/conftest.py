@@ -116,6 +116,20 @@ class PanelServer:
         self._logf.close()
 
 
+def forkservers(srv: PanelServer) -> list:
+    """The training workers' forkservers under a test server's process."""
+    import psutil
+
+    found = []
+    for p in psutil.Process(srv.proc.pid).children():
+        try:
+            if "forkserver" in " ".join(p.cmdline()):
+                found.append(p)
+        except psutil.Error:          # one that has ended (the kernels' warm-up, once done)
+            pass
+    return found
+
+
 #: pages whose tests need no server of their own (nothing trains, no setting of the environment): one server per
 #: pytest worker serves them together (:func:`quiet_pages`)
 QUIET_PAGES = ["apps/losses.py", "apps/overview.py", "apps/playground.py"]

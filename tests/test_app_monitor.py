@@ -12,7 +12,8 @@ import panel as pn
 import psutil
 import pytest
 
-from conftest import PAGE_BOXES_JS, WEBSOCKET_MAX_MESSAGE, PanelServer, count_canvases, screenshot, serve_command, wait_for_canvases
+from conftest import (PAGE_BOXES_JS, WEBSOCKET_MAX_MESSAGE, PanelServer, count_canvases, forkservers, screenshot,
+                      serve_command, wait_for_canvases)
 from cofiviz.dashboards._shared import model_names
 from cofiviz.dashboards.monitor import UPLOAD, UPLOAD_LIMIT_MB, TrainingMonitor
 from cofiviz.background.training_process import COLUMNS, TrainingJob, TrainingProcess
@@ -668,6 +669,11 @@ def test_uploads_large_too_large_and_empty(open_page, page_errors, tmp_path):
 
 
 @pytest.mark.browser
+def test_a_server_of_the_monitor_starts_its_training_workers_at_once(server):
+    """A server of a page that trains starts the training workers' forkserver in its setup, before any Run."""
+    assert len(forkservers(server)) == 1
+
+
 def test_a_stopped_server_leaves_no_worker_process(chromium, page_errors):
     srv = PanelServer(["apps/monitor.py"], setup=False)
     try:

@@ -5,7 +5,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import count_canvases, screenshot, wait_for_canvases
+from conftest import count_canvases, forkservers, screenshot, wait_for_canvases
 from conftest import playground_ndcg as _ndcg
 from cofiviz import metrics as M
 from cofiviz.dashboards.playground import ITEMS, METRICS, PRESETS, MetricPlayground, contributions, metric_values
@@ -110,3 +110,15 @@ def test_playground_moving_an_item_changes_ndcg(server, chromium, page_errors):
         time.sleep(0.2)
     assert _ndcg(page) == "1.000"
     assert page_errors.errors == [], page_errors.errors
+
+
+def test_a_server_of_pages_that_train_nothing_starts_no_training_worker(server):
+    """The playground, losses and overview pages train nothing: their server, warm, holds no forkserver (a server of
+    the monitor does: ``test_app_monitor``); a notebook served, which may train, counts as a page that does."""
+    from cofiviz.dashboards.catalog import APPS, needs_workers
+
+    assert forkservers(server) == []
+    assert not needs_workers(["playground", "losses", "overview"]) and not needs_workers([])
+    assert needs_workers(["playground", "monitor"]) and needs_workers(["recommendations"])
+    assert needs_workers(["01-ranking-metrics"]) and needs_workers(None)
+    assert {name for name, entry in APPS.items() if entry.trains} == {"monitor", "recommendations"}

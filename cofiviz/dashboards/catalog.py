@@ -16,7 +16,7 @@ from pathlib import Path
 from ..background.kernels import EVERY
 from ..util.bundled import MissingFiles, folder
 
-__all__ = ["App", "APPS", "Notebook", "notebooks", "INDEX_TEMPLATE", "THUMBNAILS", "app", "COURSE_HTML",
+__all__ = ["App", "APPS", "Notebook", "notebooks", "INDEX_TEMPLATE", "THUMBNAILS", "app", "COURSE_HTML", "needs_workers",
            "course_html", "EVERY", "first_kernels"]
 
 HERE = Path(__file__).resolve().parent
@@ -39,12 +39,16 @@ class App:
     kernels : tuple of str
         The modules whose numba kernels the page runs (in the server or in its worker processes), as
         :func:`cofiviz.warmup` names them, or :data:`EVERY`; empty for a page that runs none, which opens at once.
+    trains : bool
+        Whether the page trains models in the training workers' processes (forked from the forkserver that a
+        server serving such a page starts at once, :func:`needs_workers`).
     """
 
     slug: str
     title: str
     description: str
     kernels: tuple[str, ...] = ()
+    trains: bool = False
 
     @property
     def thumbnail(self) -> Path:
@@ -57,13 +61,13 @@ APPS: dict[str, App] = {a.slug: a for a in [
         ("cofiviz.util.elementary",)),                                         # the synthetic data sets' generators
     App("monitor", "Training monitor",
         "Train any model on a protocol's split and watch NDCG, AP and GAP per iteration; stop, save, compare runs.",
-        EVERY),
+        EVERY, trains=True),
     App("comparisons", "Comparisons",
         "The papers' tables and figures reproduced, each cell beside the published number, with its trace.",
         EVERY),                                                           # it computes any reproduction's cells
     App("recommendations", "Recommendations",
         "A user's top-N lists from the models side by side, and how much each leans on popularity.",
-        EVERY),
+        EVERY, trains=True),
     App("playground", "Metric playground",
         "Move items up and down a graded list and watch NDCG, AP, GAP, P@k, ERU and MRR respond, ties included.",
         ("cofiviz.util.elementary", "cofiviz.metrics")),
@@ -71,6 +75,12 @@ APPS: dict[str, App] = {a.slug: a for a in [
         "The surrogates CofiRank, LCR and GAPfm minimise, drawn against the metrics they stand in for; ties.",
         ("cofiviz.util.elementary", "cofiviz.losses", "cofiviz.metrics")),
 ]}
+
+
+def needs_workers(names) -> bool:
+    """Whether a server of the apps ``names`` (None: all of them) trains models in worker processes: it serves a
+    page that does (:attr:`App.trains`), or something the catalog does not describe (a notebook, which may)."""
+    return names is None or any(name not in APPS or APPS[name].trains for name in names)
 
 
 def first_kernels() -> list[str]:

@@ -1,7 +1,8 @@
 """Run by `panel serve --setup` before the server listens: start what the server needs, and leave the long work behind it.
 
-First starts the training workers' forkserver, which readies its own copy of cofiviz (modules, data sets, and the
-kernels when numba's cache holds them) in the background. Then selects numba's thread-safe ``omp`` threading
+First starts the training workers' forkserver when a page it serves trains models in them
+(:func:`cofiviz.dashboards.catalog.needs_workers`), which readies its own copy of cofiviz (modules, data sets, and
+the kernels when numba's cache holds them) in the background; a server of pages that train nothing starts none. Then selects numba's thread-safe ``omp`` threading
 layer before any parallel kernel runs here: Panel runs the sessions' callbacks on several threads
 (``--num-threads``) and the comparisons page computes cells in a thread per session, and the ``workqueue`` layer
 crashes when parallel kernels are launched from several threads at once.
@@ -23,15 +24,18 @@ import time
 
 t0 = time.perf_counter()
 from cofiviz.background.training_process import start_forkserver  # noqa: E402
+from cofiviz.dashboards.catalog import needs_workers  # noqa: E402
+from cofiviz.dashboards.serving import served_apps  # noqa: E402
 
-start_forkserver()
+if needs_workers(served_apps(sys.argv)):
+    start_forkserver()
 from cofiviz.dashboards._shared import use_thread_safe_numba  # noqa: E402
 
 use_thread_safe_numba()
 from cofiviz.background.kernels import start as start_kernels, status_of  # noqa: E402
 from cofiviz.dashboards.catalog import first_kernels  # noqa: E402
 from cofiviz.dashboards.gate import watch_kernels  # noqa: E402
-from cofiviz.dashboards.serving import served_apps, served_kernels_folder  # noqa: E402
+from cofiviz.dashboards.serving import served_kernels_folder  # noqa: E402
 from cofiviz.dashboards.warm import warm_server  # noqa: E402
 
 folder = served_kernels_folder(sys.argv)
