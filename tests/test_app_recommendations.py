@@ -369,4 +369,5 @@ def test_the_models_offered_can_be_named_in_the_environment_and_a_wrong_name_is_
         err = capsys.readouterr().err
         assert MODELS_ENV in err and said in err, err
     monkeypatch.setenv(MODELS_ENV, "nope")
-    assert "among: " + ", ".join(available_models()) in str(pytest.raises(ParameterError, models_from_environment).value)
+    refused = pytest.raises(ParameterError, models_from_environment).value
+    assert "among: " + ", ".join(available_models()) in str(refused)

@@ -12,6 +12,7 @@ import time
 import nbformat
 import pytest
 
+from cofiviz.background.recommenders import MODELS_ENV
 from conftest import ARTIFACTS, count_canvases, free_port, screenshot, server_env, wait_for_http
 
 pytestmark = pytest.mark.browser
@@ -58,8 +59,11 @@ def lab(tmp_path_factory):
     # restored workspace reopens notebooks that do not exist here)
     home = tmp_path_factory.mktemp("jupyter-home")
     cmd += [f"--LabApp.workspaces_dir={home / 'workspaces'}", f"--LabApp.user_settings_dir={home / 'settings'}"]
+    # the recommendations view trains three models in the kernel's background (that every model trains and fills
+    # in its card is the recommendations page's test)
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=root,
-                            env={**os.environ, **server_env(), "JUPYTER_PLATFORM_DIRS": "1", "JUPYTER_CONFIG_DIR": str(home / "config"),
+                            env={**os.environ, **server_env(), MODELS_ENV: "poprec,itemmean,lcr",
+                                 "JUPYTER_PLATFORM_DIRS": "1", "JUPYTER_CONFIG_DIR": str(home / "config"),
                                  "JUPYTER_DATA_DIR": str(home / "data"), "JUPYTER_RUNTIME_DIR": str(home / "runtime")})
     url = f"http://127.0.0.1:{port}"
     if not wait_for_http(f"{url}/api/status", proc, log_path, 120, "jupyter lab"):

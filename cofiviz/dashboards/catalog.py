@@ -16,8 +16,8 @@ from pathlib import Path
 from ..background.kernels import EVERY
 from ..util.bundled import MissingFiles, folder
 
-__all__ = ["App", "APPS", "Notebook", "notebooks", "INDEX_TEMPLATE", "THUMBNAILS", "app", "COURSE_HTML", "needs_workers",
-           "course_html", "EVERY", "first_kernels"]
+__all__ = ["App", "APPS", "Notebook", "notebooks", "INDEX_TEMPLATE", "THUMBNAILS", "app", "COURSE_HTML",
+           "course_html", "EVERY", "first_kernels", "needs_workers"]
 
 HERE = Path(__file__).resolve().parent
 #: the landing page, a Tornado template (``panel serve --index``)
