@@ -681,10 +681,9 @@ def test_a_stopped_server_leaves_no_worker_process(chromium, page_errors):
         _set_long_run(page)
         page.get_by_role("button", name="Run").click()
         assert _wait_points(page, 2) >= 2
-        server = psutil.Process(srv.proc.pid)
-        workers = server.children(recursive=True)
-        forkservers = [w for w in server.children() if "forkserver" in " ".join(w.cmdline())]
-        assert len(forkservers) == 1 and forkservers[0].children(), "no training process under the forkserver"
+        workers = psutil.Process(srv.proc.pid).children(recursive=True)
+        found = forkservers(srv)
+        assert len(found) == 1 and found[0].children(), "no training process under the forkserver"
         page.close()
     finally:
         srv.close()
