@@ -45,7 +45,7 @@ def reference_features(table: Ratings, u: int, n: int, K: int) -> np.ndarray:
     items_of = {v: sorted(b for (a, b) in R if a == v) for v in range(table.n_users)}
 
     def agreement(v):
-        return sum(1 - abs(R[u, m] - R[v, m]) / span for m in items_of[u] if (v, m) in R and m != n)
+        return sum(1 - abs(R[u, m] - R[v, m]) / span for m in items_of.get(u, []) if (v, m) in R and m != n)
 
     out = np.zeros(18)
     raters = [v for v in range(table.n_users) if (v, n) in R and v != u]
@@ -94,6 +94,50 @@ def test_features_equal_the_reference_for_rated_and_unrated_items(K):
     if K == 1:
         np.testing.assert_allclose(X[0, [0, 3, 6]], [1 / 3, 1 / 3, 1 / 3])
         assert X[0, 16] == 1.0  # a tie on balance, out of K = 1 slot
+
+
+def _dense_table(seed: int, n_users: int, n_items: int, density: float) -> Ratings:
+    """A table of ``n_users`` × ``n_items`` about ``density`` rated on a 1-5 scale: items of many raters, agreements
+    that tie often."""
+    rng = np.random.default_rng(seed)
+    u, i = np.nonzero(rng.random((n_users, n_items)) < density)
+    return Ratings(u, i, rng.integers(1, 6, len(u)).astype(float), user_ids=np.arange(n_users),
+                   item_ids=np.arange(n_items), scale=(1, 5))
+
+
+@pytest.mark.parametrize("seed, n_users, n_items, density", [(0, 30, 8, 0.7), (1, 30, 8, 0.7), (2, 80, 3, 0.9)])
+def test_features_equal_the_reference_on_items_of_many_raters_and_do_not_depend_on_the_cut(seed, n_users, n_items,
+                                                                                          density):
+    """The K most agreeing of an item's many raters (equal agreement: the lower index), chosen by insertion (up to
+    64) or by sorting them all (K = 0 and K = 70 of about 72 raters): the reference's rows for every pair, two
+    users without ratings included; and the same bits whatever the number of runs the users' groups are cut into."""
+    from cofiviz.models import _neighbour_preferences as NP
+    from cofiviz.models.wlt import _Table
+
+    table = _dense_table(seed, n_users, n_items, density)
+    users, items = (a.ravel() for a in np.meshgrid(np.arange(n_users + 2), np.arange(n_items), indexing="ij"))
+    trained = users < n_users
+    untrained = np.flatnonzero(~trained)
+    for K in (0, 1, 3, 30, 70):
+        X = WLT(n_neighbors=K, max_iter=1).fit(table).pair_features(users[trained], items[trained])
+        for row, (u, n) in enumerate(zip(users[trained], items[trained])):
+            np.testing.assert_allclose(X[row], reference_features(table, u, n, K), rtol=0, atol=1e-14,
+                                       err_msg=f"pair ({u}, {n}), K = {K}")
+        t = _Table(table)
+        group_ptr = np.arange(0, len(users) + 1, n_items, dtype=np.int64)
+        cuts = []
+        for runs in (1, 3, 1000):
+            out = np.empty((len(users), NP.N_FEATURES))
+            NP.features(users.astype(np.int64), items.astype(np.int64), group_ptr, K, t.indptr, t.items, t.ratings,
+                        t.item_indptr, t.positions, t.item_users, t.item_ratings, t.prefs, t.r_range, n_users,
+                        n_items, runs, out)
+            cuts.append(out.tobytes())
+        assert cuts[0] == cuts[1] == cuts[2], K
+        raw = np.frombuffer(cuts[0]).reshape(-1, NP.N_FEATURES)
+        np.testing.assert_array_equal(raw[trained], X)
+        for row in untrained:                       # no agreement with anyone: the first K raters
+            np.testing.assert_allclose(raw[row], reference_features(table, users[row], items[row], K), rtol=0,
+                                       atol=1e-14, err_msg=f"untrained user {users[row]}, item {items[row]}, K = {K}")
 
 
 def test_a_training_pair_does_not_see_its_own_rating():

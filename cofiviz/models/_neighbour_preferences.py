@@ -66,40 +66,78 @@ def preferences(indptr, ratings, r_min, r_range, out):
             out[p, 6] = (hi - lo - 1) * inv
 
 
+#: at most this many neighbours are chosen by insertion into a sorted buffer; more by a stable sort of all raters
+_INSERTION_MAX = 64
+
+
 @njit(cache=True, nogil=True)
-def _pair_row(u, n, K, agree, own, item_indptr, positions, users, ratings, prefs, r_range, row):
+def _candidate_key(v, b, agree, known, own_n, rated, item_ratings, r_range):
+    """``−sim`` of rater ``v`` (``positions[b]``) of the item: minus its agreement with the user, the item's own term
+    left out when the user rated it."""
+    if (known[v >> 6] >> np.uint64(v & 63)) & np.uint64(1):
+        sim = agree[v]
+        if rated:
+            sim -= 1.0 - abs(own_n - item_ratings[b]) / r_range
+        return -sim
+    return -0.0          # no item in common (had the user rated this item, v would share it): agreement 0
+
+
+@njit(cache=True, nogil=True)
+def _pair_row(u, n, K, agree, known, own, item_indptr, positions, item_users, item_ratings, prefs, r_range, row,
+              cand, key):
     """The feature row of pair (u, n). ``agree[v]`` is the rating agreement of u with v over all of u's training
     items; ``own[n]`` is u's training rating of n (NaN when u did not rate it), whose term is left out of the
-    agreement so that a training pair's neighbours do not see its rating."""
+    agreement so that a training pair's neighbours do not see its rating. ``item_users[b]`` and ``item_ratings[b]``
+    are the rater and the rating of ``positions[b]``, in the items' order. Bit ``v`` of ``known`` is set when u and
+    v rated an item in common: every other rater's agreement is zero, read without touching ``agree`` (a bit array
+    of all users stays in the CPU's cache, ``agree`` does not). ``cand`` and ``key`` are work space of at least the
+    item's number of raters.
+
+    The neighbours are the ``K`` raters of smallest ``−sim`` in the order of a stable sort of the raters in index
+    order (equal agreement: the lower index first), the order ``np.argsort(keys, kind="mergesort")[:K]`` gives.
+    """
     for c in range(N_FEATURES):
         row[c] = 0.0
-    b0, b1 = item_indptr[n], item_indptr[n + 1]
+    own_n = own[n]
+    rated = not math.isnan(own_n)
     n_cand = 0
-    for b in range(b0, b1):
-        if users[positions[b]] != u:
-            n_cand += 1
+    for b in range(item_indptr[n], item_indptr[n + 1]):
+        v = item_users[b]
+        if v == u:
+            continue
+        key[n_cand] = _candidate_key(v, b, agree, known, own_n, rated, item_ratings, r_range)
+        cand[n_cand] = positions[b]
+        n_cand += 1
+    c = n_cand if K == 0 or K > n_cand else K
+    chosen = cand
+    if c > _INSERTION_MAX:
+        if n_cand:
+            chosen = cand[np.argsort(key[:n_cand], kind="mergesort")[:c]]
+    else:
+        # insertion into cand[:m], key[:m], kept in order, in place: the most agreeing first
+        m = 0
+        for i in range(n_cand):
+            k = key[i]
+            if m == c:
+                if not k < key[m - 1]:     # a later rater with an equal key does not displace an earlier one
+                    continue
+                j = m - 1
+            else:
+                j = m
+                m += 1
+            p = cand[i]
+            while j > 0 and key[j - 1] > k:
+                key[j] = key[j - 1]
+                cand[j] = cand[j - 1]
+                j -= 1
+            key[j] = k
+            cand[j] = p
     if n_cand == 0:
         row[N_FEATURES - 1] = 1.0
         return
-    cand = np.empty(n_cand, dtype=np.int64)      # positions of the ratings (v, n), raters in index order
-    key = np.empty(n_cand)
-    i = 0
-    for b in range(b0, b1):
-        p = positions[b]
-        v = users[p]
-        if v == u:
-            continue
-        sim = agree[v]
-        if not math.isnan(own[n]):
-            sim -= 1.0 - abs(own[n] - ratings[p]) / r_range
-        cand[i] = p
-        key[i] = -sim
-        i += 1
-    order = np.argsort(key, kind="mergesort")  # most agreeing first; ties: the lower user index
-    c = n_cand if K == 0 or K > n_cand else K
     slots = float(K) if K > 0 else float(c)
     for j in range(c):
-        p = cand[order[j]]
+        p = chosen[j]
         for q in range(N_PREF):
             row[q] += prefs[p, q]
         net = prefs[p, 0] - prefs[p, 3]
@@ -112,7 +150,7 @@ def _pair_row(u, n, K, agree, own, item_indptr, positions, users, ratings, prefs
     for q in range(N_PREF):
         row[q] /= c
     for j in range(c):
-        p = cand[order[j]]
+        p = chosen[j]
         for q in range(N_PREF):
             d = prefs[p, q] - row[q]
             row[N_PREF + q] += d * d
@@ -123,34 +161,55 @@ def _pair_row(u, n, K, agree, own, item_indptr, positions, users, ratings, prefs
 
 
 @njit(parallel=True, cache=True)
-def features(pair_users, pair_items, group_ptr, K, indptr, items, ratings, users, item_indptr, positions, prefs,
-             r_range, n_users, n_items, out):
+def features(pair_users, pair_items, group_ptr, K, indptr, items, ratings, item_indptr, positions, item_users,
+             item_ratings, prefs, r_range, n_users, n_items, n_runs, out):
     """``out[p]``: the feature row of pair ``(pair_users[p], pair_items[p])``; the pairs are grouped by user
-    (``group_ptr``: the bounds of each user's run).
+    (``group_ptr``: the bounds of each user's run), and the groups cut into ``n_runs`` runs of consecutive groups
+    (a few per thread), each with its own work space; no result depends on the cut. ``item_users`` and
+    ``item_ratings`` are the raters and ratings of ``positions`` (each item's raters side by side in memory).
 
     The agreement of u with another user v is ``Σ_{m ∈ V(u) ∩ V(v)} (1 − |R(u,m) − R(v,m)| / r_range)``: the items
-    both rated, each counted by how closely their ratings agree.
+    both rated, each counted by how closely their ratings agree. Each run of groups holds one agreement array of all
+    users and puts back to zero only what a user wrote, so the work grows with the users' co-raters, not with the
+    number of users times itself.
     """
     n_groups = len(group_ptr) - 1
-    for g in prange(n_groups):
-        g0, g1 = group_ptr[g], group_ptr[g + 1]
-        if g1 == g0:
-            continue
-        u = pair_users[g0]
+    most = 0
+    for n in range(len(item_indptr) - 1):
+        most = max(most, item_indptr[n + 1] - item_indptr[n])
+    n_runs = max(1, min(n_groups, n_runs))
+    for r in prange(n_runs):
         agree = np.zeros(n_users)
+        known = np.zeros((n_users + 63) // 64, dtype=np.uint64)
         own = np.full(n_items, np.nan)
-        if u < len(indptr) - 1:
-            for a in range(indptr[u], indptr[u + 1]):
-                m = items[a]
-                own[m] = ratings[a]
-                for b in range(item_indptr[m], item_indptr[m + 1]):
-                    p = positions[b]
-                    v = users[p]
-                    if v != u:
-                        agree[v] += 1.0 - abs(ratings[a] - ratings[p]) / r_range
-        for q in range(g0, g1):
-            _pair_row(u, pair_items[q], K, agree, own, item_indptr, positions, users, ratings, prefs, r_range,
-                      out[q])
+        cand = np.empty(most, dtype=np.int64)
+        key = np.empty(most)
+        for g in range(r * n_groups // n_runs, (r + 1) * n_groups // n_runs):
+            g0, g1 = group_ptr[g], group_ptr[g + 1]
+            if g1 == g0:
+                continue
+            u = pair_users[g0]
+            trained = u < len(indptr) - 1
+            if trained:
+                for a in range(indptr[u], indptr[u + 1]):
+                    m = items[a]
+                    own[m] = ratings[a]
+                    for b in range(item_indptr[m], item_indptr[m + 1]):
+                        v = item_users[b]
+                        if v != u:
+                            agree[v] += 1.0 - abs(ratings[a] - item_ratings[b]) / r_range
+                            known[v >> 6] |= np.uint64(1) << np.uint64(v & 63)
+            for q in range(g0, g1):
+                _pair_row(u, pair_items[q], K, agree, known, own, item_indptr, positions, item_users, item_ratings, prefs,
+                          r_range, out[q], cand, key)
+            if trained:
+                for a in range(indptr[u], indptr[u + 1]):
+                    m = items[a]
+                    own[m] = np.nan
+                    for b in range(item_indptr[m], item_indptr[m + 1]):
+                        v = item_users[b]
+                        agree[v] = 0.0
+                        known[v >> 6] = np.uint64(0)
 
 
 def warmup() -> None:
@@ -165,4 +224,5 @@ def warmup() -> None:
     positions = np.array([0, 2, 1, 3], dtype=np.int64)
     out = np.empty((2, N_FEATURES))
     features(np.array([0, 0], dtype=np.int64), np.array([0, 1], dtype=np.int64), np.array([0, 2], dtype=np.int64),
-             1, indptr, items, ratings, users, item_indptr, positions, prefs, 4.0, 2, 2, out)
+             1, indptr, items, ratings, item_indptr, positions, users[positions], ratings[positions], prefs, 4.0, 2, 2,
+             2, out)

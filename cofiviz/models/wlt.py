@@ -57,6 +57,7 @@ measures the defaults against it).
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import param
 
@@ -90,6 +91,8 @@ class _Table:
         item_indptr, positions = train.item_index()
         self.item_indptr = np.ascontiguousarray(item_indptr, dtype=np.int64)
         self.positions = np.ascontiguousarray(positions, dtype=np.int64)
+        self.item_users = np.ascontiguousarray(self.users[self.positions])    # each item's raters side by side
+        self.item_ratings = np.ascontiguousarray(self.ratings[self.positions])
         lo = float(self.ratings.min()) if len(self.ratings) else 0.0
         hi = float(self.ratings.max()) if len(self.ratings) else 1.0
         self.r_min, self.r_range = lo, (hi - lo) if hi > lo else 1.0
@@ -105,9 +108,9 @@ class _Table:
         starts = np.flatnonzero(np.diff(su) != 0) + 1
         group_ptr = np.concatenate([[0], starts, [len(su)]]).astype(np.int64)
         rows = np.empty((len(su), NP.N_FEATURES))
-        NP.features(su, si, group_ptr, int(n_neighbors), self.indptr, self.items, self.ratings, self.users,
-                    self.item_indptr, self.positions, self.prefs, self.r_range, self.train.n_users,
-                    self.train.n_items, rows)
+        NP.features(su, si, group_ptr, int(n_neighbors), self.indptr, self.items, self.ratings, self.item_indptr,
+                    self.positions, self.item_users, self.item_ratings, self.prefs, self.r_range, self.train.n_users,
+                    self.train.n_items, 4 * numba.get_num_threads(), rows)
         out = np.empty_like(rows)
         out[order] = rows
         return out
