@@ -20,6 +20,7 @@ from cofiviz.background.training_process import COLUMNS, TrainingJob, TrainingPr
 from cofiviz.dashboards.monitor_run import MonitorRun
 from cofiviz.models import available_models, get_model_class
 from cofiviz.protocols import OFFERED, PROTOCOLS, parameters
+from playwright.sync_api import expect
 
 # the largest number of rows any Bokeh data source with an "iteration" column holds: the points drawn
 POINTS_JS = """() => { let best = 0;
@@ -499,15 +500,15 @@ def test_monitor_on_movielens_1m_scores_cofirank_between_its_iterations(open_pag
     _select(page, "Data", "MovieLens 1M")
     _select(page, "Model", "cofirank")
     page.locator("strong", has_text="CofiRank").first.wait_for(state="visible", timeout=30_000)
-    _fill(page, "Max iter", 12)
+    _fill(page, "Max iter", 6)
     page.wait_for_timeout(300)
     page.get_by_role("button", name="Run").click()
     assert _wait_points(page, 2, timeout=600) >= 2, page.evaluate(POINTS_JS)
     seen = page.evaluate(POINTS_JS)
     assert _wait_points(page, seen + 1, timeout=300) > seen, "the curves stopped advancing"
-    page.get_by_text("Finished after 12 iterations.").first.wait_for(timeout=600_000)
+    page.get_by_text("Finished after 6 iterations.").first.wait_for(timeout=600_000)
     rows, scored = _downloaded_run(page, "cofirank")
-    assert len(rows) == 12 and scored[0]["iteration"] == "1" and scored[-1]["iteration"] == "12"
+    assert len(rows) == 6 and scored[0]["iteration"] == "1" and scored[-1]["iteration"] == "6"
     screenshot(page, "monitor-ml1m-cofirank")
     assert page_errors.errors == [], page_errors.errors
 
@@ -603,7 +604,7 @@ def test_out_of_bounds_n_is_reset_with_a_message_in_the_page(open_page, page_err
     page = open_page()
     _fill(page, "N [", 500)
     page.get_by_text("N = 500 is above its upper bound 100; set to 100.").first.wait_for(timeout=30_000)
-    assert _input(page, "N [").input_value() == "100"
+    expect(_input(page, "N [")).to_have_value("100", timeout=30_000)   # the box follows the message
     screenshot(page, "monitor-n-reset")
     assert page_errors.errors == [], page_errors.errors
 

@@ -21,6 +21,7 @@ from cofiviz.metrics.scorer import per_user_metrics
 from cofiviz.models import available_models, get_model_class, make_model
 from cofiviz.protocols.validation import carve_validation
 from conftest import ROOT, PanelServer, heading_sizes, screenshot
+from playwright.sync_api import expect
 
 
 def test_every_model_ships_settings_its_class_takes_and_the_quickest_fits_train_first():
@@ -340,7 +341,7 @@ def test_the_page_fills_in_every_model_with_plots_and_follows_the_user(server, c
     box.press("Enter")
     page.get_by_text("User = 0 is below its lower bound 1; set to 1.").first.wait_for(timeout=60_000)
     page.get_by_text("User 1:").first.wait_for(timeout=60_000)
-    assert box.input_value() == "1"
+    expect(box).to_have_value("1", timeout=30_000)
     assert page_errors.errors == [], page_errors.errors
 
 
