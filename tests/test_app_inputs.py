@@ -83,7 +83,7 @@ def test_the_losses_page_draws_what_its_inputs_show():
     gamma = by_label["γ (margin)"]
     gamma.widget.value = 99
     assert v.gamma == 3.0
-    first = v._fig4.objects[0]
+    first = v._fig4.objects[0][()]                                # the plot as the page draws it now
     assert hv.Store.lookup_options("bokeh", first, "plot").kwargs["title"].endswith("γ = 3")   # the plot's title
     assert 3.0486 in v._fig4_table.object.select_dtypes("number").round(4).to_numpy()  # Log[M] at Δf = 0: log(1 + e³)
     theta = by_label["θ (Rao–Kupper)"]
@@ -91,7 +91,7 @@ def test_the_losses_page_draws_what_its_inputs_show():
     assert v.theta == 1.0 and not theta.note.visible
     rk = v._ties_table.object[v._ties_table.object["model"] == "Rao–Kupper θ=1"]
     assert rk["P(tie)"].tolist() == [0.0, 0.0, 0.0]
-    rk_plot = v._ties.objects[0]
+    rk_plot = v._ties.objects[0][()]
     assert "Bradley–Terry" in hv.Store.lookup_options("bokeh", rk_plot, "plot").kwargs["title"]
     nu = by_label["ν (Davidson)"]
     nu.widget.value = 0

@@ -21,12 +21,18 @@ loss against the score difference under Rao–Kupper (θ adjustable) and Davidso
 visitor edits, with its gradient per item and the loss while one item's score moves
 (:func:`cofiviz.losses.plackett_luce_loss`, Breslow or Efron ties). Tabs are rendered when first shown.
 
+Every plot that follows an input is a HoloViews ``DynamicMap`` on the inputs (``hv.streams.Params``): a change
+redraws the curves of the plots already on the page (new data, titles and ranges), not new plots. An input that
+cannot be drawn (a malformed list) leaves the last curves that could be drawn, with the message beside them.
+
 ``panel serve apps/losses.py`` serves it; in JupyterLab, ``LossShapes()`` shows it inline, and each panel can be
 shown alone where a text speaks of it: ``surrogates_panel()``, ``bound_panel()``, ``gapfm_panel()``,
 ``smoothed_rank_panel()``, ``ties_panel()`` and ``plackett_luce_panel()``.
 """
 
 from __future__ import annotations
+
+from functools import partial
 
 import holoviews as hv
 import holoviews.plotting.bokeh  # noqa: F401  (registers the Bokeh backend so .opts works anywhere)
@@ -52,6 +58,19 @@ __all__ = ["LossShapes", "figure4_summary", "tie_summary", "smoothed_rank_summar
 FAMILIES = {"Log": ("log_m", "log_a"), "Exp": ("exp_m", "exp_a"), "Hinge": ("hinge_m", "hinge_a")}
 DM_COLORS = {1.0: "#4c72b0", 2.0: "#55a868", 3.0: "#c44e52", 4.0: "#8172b2"}
 ITEMS = tuple("ABCDEF")
+# each plot's own axes: Panel links the axes of plots that share a dimension, and plots that redraw in place
+# keep ranges of their own
+SURROGATE_DF = hv.Dimension("surrogate_df", label="Δf")
+SURROGATE_LOSS = hv.Dimension("surrogate_loss", label="loss")
+BOUND_SCORE = hv.Dimension("bound_score", label="score of the moving item")
+BOUND_LOSS = hv.Dimension("bound_loss", label="loss")
+PL_SCORE = hv.Dimension("pl_score", label="score of the moving item")
+PL_LOSS = hv.Dimension("pl_loss", label="loss")
+
+
+def _framewise(elements) -> hv.Overlay:
+    """An overlay whose axes follow each frame it is redrawn with (``framewise`` is an option of its elements)."""
+    return hv.Overlay([element.opts(framewise=True) for element in elements])
 
 
 def figure4_summary(frame: pd.DataFrame) -> pd.DataFrame:
@@ -134,143 +153,174 @@ class LossShapes(pn.viewable.Viewer):
 
     def __init__(self, **params):
         super().__init__(**params)
+        self._memo: dict[str, tuple] = {}
         self._error = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
-        self._fig4 = PlotFlow()
         self._fig4_table = pn.pane.DataFrame(pd.DataFrame(), index=False, sizing_mode="stretch_width",
                                              css_classes=["cofiviz-fig4-table"])
-        self._bound = pn.pane.HoloViews(sizing_mode="stretch_width")
         self._bound_error = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
         self._bound_text = pn.pane.Markdown(sizing_mode="stretch_width", css_classes=["cofiviz-bound-text"])
-        self._gapfm = PlotFlow()
         self._gapfm_text = pn.pane.Markdown(sizing_mode="stretch_width")
         self._smoothed = PlotFlow()
         self._smoothed_table = pn.pane.DataFrame(smoothed_rank_summary(), index=False, sizing_mode="stretch_width",
                                                  css_classes=["cofiviz-smoothed-table"])
-        self._last_list = (np.array([5, 4, 3, 2, 1, 0.0]), np.array([0.5, 0.9, 0.1, 0.3, -0.2, -0.6]))
-        self._ties = PlotFlow()
         self._ties_table = pn.pane.DataFrame(pd.DataFrame(), index=False, sizing_mode="stretch_width",
                                              css_classes=["cofiviz-ties-table"])
-        self._pl = PlotFlow()
         self._pl_error = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
         self._pl_text = pn.pane.Markdown(sizing_mode="stretch_width", css_classes=["cofiviz-pl-text"])
+        # the tables and texts first: they compute what the plots draw, and keep the last list that could be drawn
         self._update_fig4()
         self._update_bound()
         self._update_gapfm()
-        self._draw_smoothed_rank()
         self._update_ties()
         self._update_pl()
+
+        def follows(*names):
+            return [hv.streams.Params(parameterized=self, parameters=list(names))]
+
+        # not linked: each plot sets its own ranges as it redraws (the two plots of Figure 4 the same ones)
+        self._fig4 = PlotFlow([hv.DynamicMap(partial(self._fig4_plot, i), streams=follows("family", "gamma", "df_range"))
+                               for i in (0, 1)], linked_axes=False)
+        self._bound = pn.pane.HoloViews(
+            hv.DynamicMap(self._bound_plot, streams=follows("grades", "scores", "moving", "k")),
+            sizing_mode="stretch_width", linked_axes=False)
+        self._gapfm = PlotFlow([hv.DynamicMap(self._indicator_plot, streams=follows("scale")),
+                                hv.DynamicMap(self._reciprocal_rank_plot, streams=follows("scale", "grades", "scores"))],
+                               linked_axes=False)
+        self._draw_smoothed_rank()
+        self._ties = PlotFlow([hv.DynamicMap(partial(self._ties_plot, m), streams=follows("theta", "nu", "tie_range"))
+                               for m in ("rao_kupper", "davidson")], linked_axes=False)
+        pl = follows("pl_grades", "pl_scores", "pl_ties", "pl_moving")
+        self._pl = PlotFlow([hv.DynamicMap(self._pl_curve_plot, streams=pl),
+                             hv.DynamicMap(self._pl_gradient_plot, streams=pl)], linked_axes=False)
+
+    def _remember(self, name: str, key, compute):
+        """What ``compute()`` returns for ``key``, computed once while ``key`` stays the latest asked under
+        ``name`` (a table and the plots that follow the same inputs share one computation)."""
+        held = self._memo.get(name)
+        if held is None or held[0] != key:
+            held = (key, compute())
+            self._memo[name] = held
+        return held[1]
 
     def _show_error(self, msg: str | None):
         self._error.object = msg or ""
         self._error.visible = bool(msg)
 
     # ----------------------------------------------------------------------------- LCR Figure 4
+    def _fig4_frame(self, family: str, gamma: float, df_range: float) -> pd.DataFrame:
+        def compute():
+            grid = np.linspace(-df_range, df_range, 241)
+            return figure4_frame(FAMILIES[family], delta_m=(1, 2, 3, 4), margin=float(gamma),
+                                 delta_f=np.unique(np.concatenate([grid, [0.0]])))
+        frame = self._remember("fig4", (family, float(gamma), float(df_range)), compute)
+        self._fig4_drawn = (family, float(gamma), float(df_range), frame)
+        return frame
+
     @param.depends("family", "gamma", "df_range", watch=True)
     def _update_fig4(self):
-        grid = np.linspace(-self.df_range, self.df_range, 241)
         try:
-            frame = figure4_frame(FAMILIES[self.family], delta_m=(1, 2, 3, 4), margin=float(self.gamma),
-                                  delta_f=np.unique(np.concatenate([grid, [0.0]])))
+            frame = self._fig4_frame(self.family, self.gamma, self.df_range)
         except Exception as exc:
             self._show_error(f"Could not compute the LCR losses: {exc}")
             return
         self._show_error(None)
-        plots = []
-        for loss in FAMILIES[self.family]:
-            sub = frame[frame["loss"] == loss]
-            curves = []
-            for dm, g in sub.groupby("delta_m"):
-                v = g["value"].to_numpy()
-                curves.append(hv.Curve((g["delta_f"], np.minimum(v, 1e6)), "Δf", "loss", label=f"ΔM = {dm:g}").opts(
-                    color=DM_COLORS.get(dm, "black"), line_width=2, tools=["hover"]))
-            zo = sub[sub["delta_m"] == 1.0]
-            curves.append(hv.Curve((zo["delta_f"], zo["zero_one"]), "Δf", "loss", label="zero-one").opts(
-                color="black", line_dash="dashed", line_width=1.5))
-            ymax = 8.0 if loss.startswith("exp") else None
-            plots.append(hv.Overlay(curves).opts(
-                title=f"{SURROGATE_LABELS[loss]}, γ = {self.gamma:g}", height=320, responsive=True,
-                legend_position="top_right", ylim=(-0.2, ymax) if ymax else (-0.2, None), toolbar="above"))
-        self._fig4.objects = plots
         self._fig4_table.object = figure4_summary(frame)
 
+    def _fig4_plot(self, index: int, family: str, gamma: float, df_range: float) -> hv.Overlay:
+        """The ``index``-th loss of the family against Δf for ΔM = 1…4, over the zero-one loss; both plots of a
+        family on one y range."""
+        try:
+            frame = self._fig4_frame(family, gamma, df_range)
+        except Exception:  # the message is the table's; the last curves stay
+            family, gamma, df_range, frame = self._fig4_drawn
+        loss = FAMILIES[family][index]
+        sub = frame[frame["loss"] == loss]
+        curves = []
+        for dm, g in sub.groupby("delta_m"):
+            curves.append(hv.Curve((g["delta_f"], np.minimum(g["value"].to_numpy(), 1e6)), SURROGATE_DF,
+                                   SURROGATE_LOSS, label=f"ΔM = {dm:g}").opts(
+                color=DM_COLORS.get(dm, "black"), line_width=2, tools=["hover"]))
+        zo = sub[sub["delta_m"] == 1.0]
+        curves.append(hv.Curve((zo["delta_f"], zo["zero_one"]), SURROGATE_DF, SURROGATE_LOSS, label="zero-one").opts(
+            color="black", line_dash="dashed", line_width=1.5))
+        # the exponential losses grow too fast to show whole; the others up to the family's largest value
+        top = 8.0 if family == "Exp" else 1.05 * max(1.0, float(np.minimum(frame["value"], 1e6).max()))
+        return _framewise(curves).redim.range(surrogate_df=(-df_range, df_range), surrogate_loss=(-0.2, top)).opts(
+            title=f"{SURROGATE_LABELS[loss]}, γ = {gamma:g}", height=320, responsive=True, legend_position="top_right",
+            framewise=True, toolbar="above")
+
     # ----------------------------------------------------------------------------- CofiRank bound
-    def _parse_list(self):
-        y = np.asarray(parse_numbers(self.grades, 6, "Grades", integers=True, low=0, high=10), dtype=np.float64)
-        f = np.asarray(parse_numbers(self.scores, 6, "Scores"), dtype=np.float64)
+    def _parse_list(self, grades: str | None = None, scores: str | None = None):
+        grades = self.grades if grades is None else grades
+        scores = self.scores if scores is None else scores
+        y = np.asarray(parse_numbers(grades, 6, "Grades", integers=True, low=0, high=10), dtype=np.float64)
+        f = np.asarray(parse_numbers(scores, 6, "Scores"), dtype=np.float64)
         if not np.any(y > 0):
             raise ValueError("Grades: at least one grade must be above 0 (otherwise NDCG is undefined)")
         return y, f
 
+    def _bound_curves(self) -> dict:
+        """The bound and the regret along the moving item's line, for the inputs as they are; the last list that
+        could be drawn when they cannot be (the error is :meth:`_update_bound`'s to show), at first the defaults."""
+        def curves(grades, scores, moving, k):
+            y, f = self._parse_list(grades, scores)
+            i = ITEMS.index(moving)
+            direction = np.zeros(len(f))
+            direction[i] = 1.0
+            ts = np.unique(np.concatenate([np.linspace(-3.0, 3.0, 241), [0.0]]))
+            loss, _ = structured_loss_curve(y, f, direction, ts, k=k)
+            regret = np.array([true_regret(y, f + t * direction, k) for t in ts])
+            return {"y": y, "f": f, "i": i, "moving": moving, "k": k, "x": f[i] + ts, "loss": loss,
+                    "regret": regret, "here_loss": ndcg_loss(f, y, k=k)[0], "here_regret": true_regret(y, f, k)}
+        key = (self.grades, self.scores, self.moving, self.k)
+        try:
+            self._bound_drawn = self._remember("bound", key, partial(curves, *key))
+        except ValueError:
+            if getattr(self, "_bound_drawn", None) is None:
+                defaults = [self.param[n].default for n in ("grades", "scores")]
+                self._bound_drawn = curves(*defaults, self.moving, self.k)
+        return self._bound_drawn
+
     @param.depends("grades", "scores", "moving", "k", watch=True)
     def _update_bound(self):
         try:
-            y, f = self._parse_list()
+            self._parse_list()
         except ValueError as exc:
             self._bound_error.object = str(exc)
             self._bound_error.visible = True
             return
         self._bound_error.visible = False
-        i = ITEMS.index(self.moving)
-        direction = np.zeros(len(f))
-        direction[i] = 1.0
-        ts = np.linspace(-3.0, 3.0, 241) - 0.0
-        ts = np.unique(np.concatenate([ts, [0.0]]))
-        loss, _ = structured_loss_curve(y, f, direction, ts, k=self.k)
-        regret = np.array([true_regret(y, f + t * direction, self.k) for t in ts])
-        x = f[i] + ts
-        here_loss = ndcg_loss(f, y, k=self.k)[0]
-        here_regret = true_regret(y, f, self.k)
-        curves = hv.Overlay([
-            hv.Curve((x, loss), f"score of {self.moving}", "loss", label="convex bound (eq 4)").opts(
-                color="#c44e52", line_width=2, tools=["hover"]),
-            hv.Curve((x, regret), f"score of {self.moving}", "loss", label=f"1 − NDCG@{self.k}").opts(
-                color="#4c72b0", line_width=2, interpolation="steps-mid", tools=["hover"]),
-            hv.Scatter([(f[i], here_loss), (f[i], here_regret)], f"score of {self.moving}", "loss",
-                       label="current scores").opts(color="black", size=8),
-        ]).opts(title=f"CofiRank NDCG@{self.k} loss while item {self.moving}'s score moves", height=340,
-                responsive=True, legend_position="top_left", toolbar="above")
-        self._bound.object = curves
+        c = self._bound_curves()
+        y, f, k = c["y"], c["f"], c["k"]
         order = M.rank_order(y, f)
         tied = len(f) - len(np.unique(f))
         self._bound_text.object = (
             f"Current order: **{' '.join(ITEMS[j] for j in order)}** (grades {' '.join(str(int(y[j])) for j in order)}"
             f"{'; equal scores put the lower grade first, as every metric of cofiviz does' if tied else ''}). "
-            f"Convex bound **{here_loss:.4f}** ≥ true regret 1 − NDCG@{self.k} = **{here_regret:.4f}**. "
+            f"Convex bound **{c['here_loss']:.4f}** ≥ true regret 1 − NDCG@{k} = **{c['here_regret']:.4f}**. "
             "The bound is piecewise linear and convex in the scores; the regret is a staircase that only changes "
             "when two items swap places, which is why CofiRank minimises the bound instead.")
+
+    def _bound_plot(self, grades, scores, moving, k) -> hv.Overlay:
+        """The convex bound of eq 4 and the true regret while one item's score moves, and the current scores."""
+        c = self._bound_curves()
+        here = c["f"][c["i"]]
+        return _framewise([
+            hv.Curve((c["x"], c["loss"]), BOUND_SCORE, BOUND_LOSS, label="convex bound (eq 4)").opts(
+                color="#c44e52", line_width=2, tools=["hover"]),
+            hv.Curve((c["x"], c["regret"]), BOUND_SCORE, BOUND_LOSS, label="1 − NDCG@k").opts(
+                color="#4c72b0", line_width=2, interpolation="steps-mid", tools=["hover"]),
+            hv.Scatter([(here, c["here_loss"]), (here, c["here_regret"])], BOUND_SCORE, BOUND_LOSS,
+                       label="current scores").opts(color="black", size=8),
+        ]).opts(title=f"CofiRank NDCG@{c['k']} loss while item {c['moving']}'s score moves", height=340,
+                responsive=True, legend_position="top_left", framewise=True, toolbar="above")
 
     # ----------------------------------------------------------------------------- GAPfm smoothing
     @param.depends("scale", "grades", "scores", watch=True)
     def _update_gapfm(self):
         c = float(self.scale)
-        d = np.linspace(-6.0, 6.0, 241)
-        exact_ind, smooth_ind = rank_indicator_shape(c * d)
-        ind = hv.Overlay([
-            hv.Curve((d, exact_ind), "Δf = f_j − f_i", "value", label="I(R_j ≤ R_i) exact").opts(
-                color="black", interpolation="steps-mid", line_width=2),
-            hv.Curve((d, smooth_ind), "Δf = f_j − f_i", "value", label=f"g({c:g}·Δf) (eq 6)").opts(
-                color="#c44e52", line_width=2, tools=["hover"]),
-        ]).opts(title="Rank indicator and its logistic smoothing", height=300, responsive=True,
-                legend_position="top_left", toolbar="above")
-        try:
-            y, f = self._parse_list()
-        except ValueError:
-            y, f = self._last_list
-        self._last_list = (y, f)
-        others = np.delete(f, 0)
-        grid = np.linspace(min(f.min(), -2.0) - 1.0, max(f.max(), 2.0) + 1.0, 241)
-        exact_rr, smooth_rr = reciprocal_rank_curve(c * grid, c * others)
-        _, smooth_rank = reciprocal_rank_curve(c * grid, c * others, smooth_rank=True)
-        rr = hv.Overlay([
-            hv.Curve((grid, exact_rr), "score of A", "1/R", label="1/R exact").opts(
-                color="black", interpolation="steps-mid", line_width=2),
-            hv.Curve((grid, smooth_rr), "score of A", "1/R", label=f"g({c:g}·f) (eq 7)").opts(
-                color="#c44e52", line_width=2, tools=["hover"]),
-            hv.Curve((grid, smooth_rank), "score of A", "1/R", label="1/(1 + Σ g(c·(f_j − f)))").opts(
-                color="#55a868", line_width=2, line_dash="dashed"),
-        ]).opts(title="1/R of item A (other scores fixed) and its smoothings", height=300, responsive=True,
-                legend_position="top_right", toolbar="above")
-        self._gapfm.objects = [ind, rr]
+        drawn = self._bound_curves()
+        y, f = drawn["y"], drawn["f"]
         grades = np.minimum(y, 5).astype(int)
         rated = grades >= 1  # GAPfm's sums run over the user's rated items only
         try:
@@ -283,6 +333,37 @@ class LossShapes(pn.viewable.Viewer):
                 "which ignores the other items entirely: it only tracks 1/R when scores are spread over a wide range.")
         except Exception as exc:  # e.g. a list with no rated item
             self._gapfm_text.object = f"Smoothed GAP is not defined for this list: {exc}"
+
+    def _indicator_plot(self, scale) -> hv.Overlay:
+        """The rank indicator I(R_j ≤ R_i) and its logistic g(c·Δf) (eq 6)."""
+        c = float(scale)
+        d = np.linspace(-6.0, 6.0, 241)
+        exact_ind, smooth_ind = rank_indicator_shape(c * d)
+        return _framewise([
+            hv.Curve((d, exact_ind), "Δf = f_j − f_i", "value", label="I(R_j ≤ R_i) exact").opts(
+                color="black", interpolation="steps-mid", line_width=2),
+            hv.Curve((d, smooth_ind), "Δf = f_j − f_i", "value", label="g(c·Δf) (eq 6)").opts(
+                color="#c44e52", line_width=2, tools=["hover"]),
+        ]).opts(title=f"Rank indicator and its smoothing, c = {c:g}", height=300, responsive=True,
+                legend_position="top_left", framewise=True, toolbar="above")
+
+    def _reciprocal_rank_plot(self, scale, grades, scores) -> hv.Overlay:
+        """1/R of item A as its score moves (the others fixed) and its two smoothings."""
+        c = float(scale)
+        f = self._bound_curves()["f"]
+        others = np.delete(f, 0)
+        grid = np.linspace(min(f.min(), -2.0) - 1.0, max(f.max(), 2.0) + 1.0, 241)
+        exact_rr, smooth_rr = reciprocal_rank_curve(c * grid, c * others)
+        _, smooth_rank = reciprocal_rank_curve(c * grid, c * others, smooth_rank=True)
+        return _framewise([
+            hv.Curve((grid, exact_rr), "score of A", "1/R", label="1/R exact").opts(
+                color="black", interpolation="steps-mid", line_width=2),
+            hv.Curve((grid, smooth_rr), "score of A", "1/R", label="g(c·f) (eq 7)").opts(
+                color="#c44e52", line_width=2, tools=["hover"]),
+            hv.Curve((grid, smooth_rank), "score of A", "1/R", label="1/(1 + Σ g(c·(f_j − f)))").opts(
+                color="#55a868", line_width=2, line_dash="dashed"),
+        ]).opts(title=f"1/R of item A and its smoothings, c = {c:g}", height=300,
+                responsive=True, legend_position="top_right", framewise=True, toolbar="above")
 
     # ----------------------------------------------------------------------------- smoothed rank (ApproxNDCG)
     def _draw_smoothed_rank(self):
@@ -305,67 +386,93 @@ class LossShapes(pn.viewable.Viewer):
         ]
 
     # ----------------------------------------------------------------------------- ties (Rao–Kupper, Davidson)
-    @param.depends("theta", "nu", "tie_range", watch=True)
+    @param.depends("theta", "nu", watch=True)
     def _update_ties(self):
-        d = np.linspace(-self.tie_range, self.tie_range, 241)
-        plots = []
-        bt = " (Bradley–Terry: no ties)"
-        for model, title, p in (("rao_kupper", f"Rao–Kupper (1967), θ = {self.theta:g}" + bt * (self.theta == 1),
-                                 float(self.theta)),
-                                ("davidson", f"Davidson (1970), ν = {self.nu:g}" + bt * (self.nu == 0), float(self.nu))):
-            probs = outcome_probabilities(model, d, p)
-            curves = [hv.Curve((d, probs[o]), "Δf = f_i − f_j", "probability", label=f"P({o})").opts(
-                color=OUTCOME_COLORS[o], line_width=2, tools=["hover"]) for o in ("win", "tie", "loss")]
-            plots.append(hv.Overlay(curves).opts(title=title, height=320, responsive=True, ylim=(0, 1.02),
-                                                 legend_position="right", toolbar="above"))
-        self._ties.objects = plots
         self._ties_table.object = tie_summary(float(self.theta), float(self.nu))
 
+    def _ties_plot(self, model: str, theta, nu, tie_range) -> hv.Overlay:
+        """P(win), P(tie) and P(loss) of one tie-aware model against the score difference."""
+        d = np.linspace(-tie_range, tie_range, 241)
+        bt = " (Bradley–Terry: no ties)"
+        if model == "rao_kupper":
+            p, title = float(theta), f"Rao–Kupper (1967), θ = {theta:g}" + bt * (theta == 1)
+        else:
+            p, title = float(nu), f"Davidson (1970), ν = {nu:g}" + bt * (nu == 0)
+        probs = outcome_probabilities(model, d, p)
+        curves = [hv.Curve((d, probs[o]), "Δf = f_i − f_j", "probability", label=f"P({o})").opts(
+            color=OUTCOME_COLORS[o], line_width=2, tools=["hover"]) for o in ("win", "tie", "loss")]
+        ranges = {"Δf = f_i − f_j": (-tie_range, tie_range), "probability": (0, 1.02)}
+        return _framewise(curves).redim.range(**ranges).opts(title=title, height=320, responsive=True, framewise=True,
+                                                             legend_position="right", toolbar="above")
+
     # ----------------------------------------------------------------------------- Plackett–Luce
-    def _parse_pl(self):
-        y = np.asarray(parse_numbers(self.pl_grades, 6, "Ratings", low=0, high=10), dtype=np.float64)
-        f = np.asarray(parse_numbers(self.pl_scores, 6, "Scores"), dtype=np.float64)
-        return y, f
+    def _pl_state(self) -> dict:
+        """The list's loss and gradient, and the loss while one item's score moves, for the inputs as they are; the
+        last list that could be drawn when they cannot be (the error is :meth:`_update_pl`'s), at first the
+        defaults."""
+        def compute(grades, scores, ties, moving):
+            y = np.asarray(parse_numbers(grades, 6, "Ratings", low=0, high=10), dtype=np.float64)
+            f = np.asarray(parse_numbers(scores, 6, "Scores"), dtype=np.float64)
+            loss, grad = plackett_luce_loss(f, y, ties)
+            i = ITEMS.index(moving)
+            ts = np.linspace(-4.0, 4.0, 161)
+            moved = []
+            for t in ts:
+                g = f.copy()
+                g[i] += t
+                moved.append(plackett_luce_loss(g, y, ties)[0])
+            return {"y": y, "f": f, "i": i, "ties": ties, "moving": moving, "loss": loss, "grad": grad,
+                    "x": f[i] + ts, "moved": np.asarray(moved)}
+        key = (self.pl_grades, self.pl_scores, self.pl_ties, self.pl_moving)
+        try:
+            self._pl_drawn = self._remember("pl", key, partial(compute, *key))
+        except ValueError:
+            if getattr(self, "_pl_drawn", None) is None:
+                defaults = [self.param[n].default for n in ("pl_grades", "pl_scores")]
+                self._pl_drawn = compute(*defaults, self.pl_ties, self.pl_moving)
+        return self._pl_drawn
 
     @param.depends("pl_grades", "pl_scores", "pl_ties", "pl_moving", watch=True)
     def _update_pl(self):
         try:
-            y, f = self._parse_pl()
+            for text, label in ((self.pl_grades, "Ratings"), (self.pl_scores, "Scores")):
+                parse_numbers(text, 6, label, **({"low": 0, "high": 10} if label == "Ratings" else {}))
         except ValueError as exc:
             self._pl_error.object = str(exc)
             self._pl_error.visible = True
             return
         self._pl_error.visible = False
-        loss, grad = plackett_luce_loss(f, y, self.pl_ties)
-        i = ITEMS.index(self.pl_moving)
-        ts = np.linspace(-4.0, 4.0, 161)
-        moved = []
-        for t in ts:
-            g = f.copy()
-            g[i] += t
-            moved.append(plackett_luce_loss(g, y, self.pl_ties)[0])
-        x = f[i] + ts
-        curve = hv.Overlay([
-            hv.Curve((x, moved), f"score of {self.pl_moving}", "loss", label=f"Plackett–Luce ({self.pl_ties})").opts(
-                color="#c44e52", line_width=2, tools=["hover"]),
-            hv.Scatter([(f[i], loss)], f"score of {self.pl_moving}", "loss", label="current scores").opts(
-                color="black", size=8),
-        ]).opts(title=f"Plackett–Luce loss while item {self.pl_moving}'s score moves", height=320, responsive=True,
-                legend_position="top_right", toolbar="above")
-        bars = hv.Bars(pd.DataFrame({"item": [f"{a} ({y[k]:g})" for k, a in enumerate(ITEMS)], "gradient": grad}),
-                       "item", "gradient").opts(title="∂loss/∂f per item (rating): negative = push up", height=320,
-                                                responsive=True, color="#4c72b0", toolbar="above")
-        self._pl.objects = [curve, bars]
+        st = self._pl_state()
+        y, f, loss = st["y"], st["f"], st["loss"]
         order = M.rank_order(y, f)
         n_tied = int(len(y) - len(np.unique(y)))
         self._pl_text.object = (
             f"Order by score: **{' '.join(ITEMS[j] for j in order)}** (ratings {' '.join(f'{y[j]:g}' for j in order)}). "
-            f"Plackett–Luce loss ({self.pl_ties}) **{loss:.4f}**; likelihood of the ratings' ordering "
+            f"Plackett–Luce loss ({st['ties']}) **{loss:.4f}**; likelihood of the ratings' ordering "
             f"exp(−loss) = **{np.exp(-loss):.4f}**. The probability of the strict order by score, "
             f"Π exp(f_i)/Σ_(j≥i) exp(f_j), is **{pl_list_probability(f[order]):.4f}**. "
             f"{n_tied} item(s) share a rating with another: Breslow chooses every tied item from the same set, "
             "Efron removes the group's items on average as they are chosen (closer to averaging over every order "
             "of the tied items).")
+
+    def _pl_curve_plot(self, pl_grades, pl_scores, pl_ties, pl_moving) -> hv.Overlay:
+        """The Plackett–Luce loss while one item's score moves, and the current scores."""
+        st = self._pl_state()
+        return _framewise([
+            hv.Curve((st["x"], st["moved"]), PL_SCORE, PL_LOSS, label="Plackett–Luce").opts(
+                color="#c44e52", line_width=2, tools=["hover"]),
+            hv.Scatter([(st["f"][st["i"]], st["loss"])], PL_SCORE, PL_LOSS, label="current scores").opts(
+                color="black", size=8),
+        ]).opts(title=f"Plackett–Luce ({st['ties']}) as item {st['moving']}'s score moves", height=320,
+                responsive=True, legend_position="top_right", framewise=True, toolbar="above")
+
+    def _pl_gradient_plot(self, pl_grades, pl_scores, pl_ties, pl_moving) -> hv.Bars:
+        """The loss's gradient per item, the items named with their ratings."""
+        st = self._pl_state()
+        frame = pd.DataFrame({"item": [f"{a} ({st['y'][k]:g})" for k, a in enumerate(ITEMS)], "gradient": st["grad"]})
+        return hv.Bars(frame, "item", "gradient").opts(
+            title="∂loss/∂f per item (rating): negative = push up", height=320, responsive=True, color="#4c72b0",
+            framewise=True, toolbar="above")
 
     # ------------------------------------------------------------------ one panel per section (a notebook shows one)
     def surrogates_panel(self) -> pn.Column:
