@@ -223,6 +223,30 @@ def test_objective_equals_the_reference_and_its_gradient_and_hessian_the_finite_
     small.set_params(ndcg_k=0)
 
 
+@pytest.mark.parametrize("block", [1, 5, 12, 4096])
+def test_the_objective_run_a_block_of_lists_at_a_time_is_the_sum_of_every_lists_rows(small, block, monkeypatch):
+    """The gradients and Hessians are held a block of lists at a time; whatever the block, the result is, to the
+    last bit, the sum NumPy computes of every list's rows held at once."""
+    from cofiviz.models import _lambdarank as LR
+    from cofiviz.models import _lambdarank_kernels as LK
+
+    list_ptr, labels, X, items = small._training_table().lists(4)
+    w = np.random.default_rng(5).normal(0, 1.0, X.shape[1])
+    n, F = len(list_ptr) - 1, X.shape[1]
+    s = np.empty(len(X))
+    LK.linear_scores(X, w, s)
+    s += small.prior_[items]
+    loss_u, grad_u, hess_u = np.empty(n), np.empty((n, F)), np.empty((n, F, F))
+    active = LK.lambdarank(list_ptr, labels, X, s, float(small.sigma), 0, True, 0, loss_u, grad_u, hess_u)
+    assert 0 < active.sum() < n or active.all()
+    monkeypatch.setattr(LR, "_LISTS_PER_BLOCK", block)
+    f, g, H = small.objective(w, hessian=True)
+    n_active, reg = active.sum(), float(small.reg)
+    assert f == loss_u[active].sum() / n_active + 0.5 * reg * float(np.sum(w * w))
+    assert np.array_equal(g, grad_u[active].sum(axis=0) / n_active + reg * w)
+    assert np.array_equal(H, hess_u[active].sum(axis=0) / n_active + reg * np.eye(F))
+
+
 def test_newton_steps_lower_the_objective_and_stop_at_a_stationary_point(small):
     model = WLT(n_neighbors=4, reg=0.01, max_iter=200, tol=0.0, item_prior=0.0).fit(small.train_)
     losses = [row["loss"] for row in model.history_]

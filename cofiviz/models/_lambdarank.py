@@ -38,6 +38,8 @@ _ARMIJO = 1e-4
 _MAX_HALVINGS = 30
 #: ridge added to the Newton system, relative to its mean diagonal, so that it is always solvable
 _RIDGE = 1e-9
+#: lists whose gradients (and Hessians) are held at once: 4,096 Hessians of WLT's 18 features are 10.6 MB
+_LISTS_PER_BLOCK = 4096
 
 
 class LinearLambdaRank(Model):
@@ -98,17 +100,27 @@ class LinearLambdaRank(Model):
             s += self.prior_[items]
         n_lists = len(list_ptr) - 1
         loss_u = np.empty(n_lists)
-        grad_u = np.empty((n_lists, F))
-        hess_u = np.empty((n_lists, F, F) if hessian else (1, 1, 1))
-        active = K.lambdarank(list_ptr, labels, X, s, float(self.sigma), int(self.ndcg_k), bool(hessian),
-                              loss_u, grad_u, hess_u)
+        active = np.empty(n_lists, dtype=np.bool_)
+        # the lists' gradients and Hessians a block at a time, added in the lists' order
+        block = max(1, min(n_lists, _LISTS_PER_BLOCK))
+        grad_b = np.empty((block, F))
+        hess_b = np.empty((block, F, F) if hessian else (1, 1, 1))
+        grad, hess = np.zeros(F), np.zeros((F, F))
+        started_g = started_h = False
+        for lo in range(0, n_lists, block):
+            hi = min(lo + block, n_lists)
+            active[lo:hi] = K.lambdarank(list_ptr, labels, X, s, float(self.sigma), int(self.ndcg_k), bool(hessian),
+                                         lo, loss_u[lo:hi], grad_b[:hi - lo], hess_b[:hi - lo] if hessian else hess_b)
+            started_g = K.add_active_rows(active[lo:hi], grad_b, started_g, grad)
+            if hessian:
+                started_h = K.add_active_rows(active[lo:hi], hess_b, started_h, hess)
         n_active = max(int(active.sum()), 1)
         reg = float(self.reg)
         f = float(loss_u[active].sum()) / n_active + 0.5 * reg * float(np.sum(w * w))
-        g = grad_u[active].sum(axis=0) / n_active + reg * w
+        g = grad / n_active + reg * w
         if not hessian:
             return f, g
-        return f, g, hess_u[active].sum(axis=0) / n_active + reg * np.eye(F)
+        return f, g, hess / n_active + reg * np.eye(F)
 
     def _step(self, iteration: int) -> float:
         """One Newton step with ``|ΔNDCG|`` held fixed, shortened by halving from ``lr`` until the objective

@@ -39,25 +39,29 @@ def _sigmoid(z):
 
 
 @njit(parallel=True, cache=True)
-def lambdarank(indptr, ratings, X, s, sigma, k, want_hessian, loss_u, grad_u, hess_u):
-    """Per list u (``indptr[u]:indptr[u + 1]``): the loss
+def lambdarank(indptr, ratings, X, s, sigma, k, want_hessian, first, loss_u, grad_u, hess_u):
+    """Per list (``indptr[l]:indptr[l + 1]``, written to row ``u = l − first`` of the outputs): the loss
     ``loss_u[u] = Σ_{y_i > y_j} |ΔNDCG_ij| softplus(−σ (s_i − s_j))``, its gradient with respect to the weights
     in ``grad_u[u]`` (``Σ_i λ_i x_i``, λ_i LambdaRank's summed lambdas) and, when ``want_hessian``, its Hessian
     with ``|ΔNDCG|`` held fixed in ``hess_u[u]`` (``Σ_{pairs} c_ij (x_i − x_j)(x_i − x_j)ᵀ`` with
     ``c_ij = σ² |ΔNDCG_ij| p(1 − p)``, ``p`` the logistic of ``−σ (s_i − s_j)``). ``s`` are the scores; positions
     for ``|ΔNDCG|`` come from a stable sort by descending score; ``k > 0`` truncates the discount at position k.
-    Returns, per list, whether it has a pair to rank (a rating above another, and a positive ideal DCG)."""
-    n_lists = indptr.shape[0] - 1
+
+    The outputs hold the lists ``first, first + 1, …, first + len(loss_u) − 1``, so that a caller can run through
+    the lists a block at a time. Returns, per list of the block, whether it has a pair to
+    rank (a rating above another, and a positive ideal DCG)."""
+    n_lists = loss_u.shape[0]
     F = X.shape[1]
     active = np.zeros(n_lists, dtype=np.bool_)
     for u in prange(n_lists):
+        l = first + u   # the list; u is its row in the outputs
         loss_u[u] = 0.0
         for c in range(F):
             grad_u[u, c] = 0.0
             if want_hessian:
                 for e in range(F):
                     hess_u[u, c, e] = 0.0
-        lo, hi = indptr[u], indptr[u + 1]
+        lo, hi = indptr[l], indptr[l + 1]
         m = hi - lo
         if m < 2:
             continue
@@ -127,6 +131,27 @@ def lambdarank(indptr, ratings, X, s, sigma, k, want_hessian, loss_u, grad_u, he
     return active
 
 
+@njit(cache=True)
+def add_active_rows(active, rows, started, total):
+    """Add ``rows[b]`` of every ``active[b]`` into ``total`` in the order of ``b``: ``total`` becomes ``rows[b]``
+    itself for the first active row when ``started`` is False. Across blocks this is the sum that
+    ``rows[active].sum(axis=0)`` of every row at once computes, bit for bit (NumPy adds along a leading axis one row
+    after another). Returns whether ``total`` holds a row."""
+    flat = total.reshape(-1)
+    for b in range(active.shape[0]):
+        if not active[b]:
+            continue
+        row = rows[b].reshape(-1)
+        if started:
+            for c in range(flat.shape[0]):
+                flat[c] += row[c]
+        else:
+            for c in range(flat.shape[0]):
+                flat[c] = row[c]
+            started = True
+    return started
+
+
 def warmup() -> None:
     """Compile (or load from numba's cache) every kernel of this module on a tiny problem."""
     indptr = np.array([0, 3, 5], dtype=np.int64)
@@ -134,4 +159,6 @@ def warmup() -> None:
     X = np.ones((5, 3))
     s = np.empty(5)
     linear_scores(X, np.ones(3), s)
-    lambdarank(indptr, ratings, X, s, 1.0, 0, True, np.empty(2), np.empty((2, 3)), np.empty((2, 3, 3)))
+    active = lambdarank(indptr, ratings, X, s, 1.0, 0, True, 0, np.empty(2), np.empty((2, 3)), np.empty((2, 3, 3)))
+    add_active_rows(active, np.ones((2, 3)), True, np.zeros(3))
+    add_active_rows(active, np.ones((2, 3, 3)), True, np.zeros((3, 3)))

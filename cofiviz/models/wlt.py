@@ -103,14 +103,19 @@ class _Table:
     def features(self, users: np.ndarray, items: np.ndarray, n_neighbors: int) -> np.ndarray:
         users = np.ascontiguousarray(users, dtype=np.int64)
         items = np.ascontiguousarray(items, dtype=np.int64)
-        order = np.argsort(users, kind="stable")
-        su, si = users[order], items[order]
+        # the kernel reads the pairs grouped by user; pairs already in user order (the training lists) are
+        # written where they stand, others in user order and put back
+        in_order = bool(np.all(users[1:] >= users[:-1]))
+        order = None if in_order else np.argsort(users, kind="stable")
+        su, si = (users, items) if in_order else (users[order], items[order])
         starts = np.flatnonzero(np.diff(su) != 0) + 1
         group_ptr = np.concatenate([[0], starts, [len(su)]]).astype(np.int64)
         rows = np.empty((len(su), NP.N_FEATURES))
         NP.features(su, si, group_ptr, int(n_neighbors), self.indptr, self.items, self.ratings, self.item_indptr,
                     self.positions, self.item_users, self.item_ratings, self.prefs, self.r_range, self.train.n_users,
                     self.train.n_items, 4 * numba.get_num_threads(), rows)
+        if in_order:
+            return rows
         out = np.empty_like(rows)
         out[order] = rows
         return out
