@@ -406,13 +406,18 @@ class LossShapes(pn.viewable.Viewer):
                                                              legend_position="right", toolbar="above")
 
     # ----------------------------------------------------------------------------- Plackett–Luce
+    @staticmethod
+    def _parse_pl(grades: str, scores: str):
+        y = np.asarray(parse_numbers(grades, 6, "Ratings", low=0, high=10), dtype=np.float64)
+        f = np.asarray(parse_numbers(scores, 6, "Scores"), dtype=np.float64)
+        return y, f
+
     def _pl_state(self) -> dict:
         """The list's loss and gradient, and the loss while one item's score moves, for the inputs as they are; the
         last list that could be drawn when they cannot be (the error is :meth:`_update_pl`'s), at first the
         defaults."""
         def compute(grades, scores, ties, moving):
-            y = np.asarray(parse_numbers(grades, 6, "Ratings", low=0, high=10), dtype=np.float64)
-            f = np.asarray(parse_numbers(scores, 6, "Scores"), dtype=np.float64)
+            y, f = self._parse_pl(grades, scores)
             loss, grad = plackett_luce_loss(f, y, ties)
             i = ITEMS.index(moving)
             ts = np.linspace(-4.0, 4.0, 161)
@@ -435,8 +440,7 @@ class LossShapes(pn.viewable.Viewer):
     @param.depends("pl_grades", "pl_scores", "pl_ties", "pl_moving", watch=True)
     def _update_pl(self):
         try:
-            for text, label in ((self.pl_grades, "Ratings"), (self.pl_scores, "Scores")):
-                parse_numbers(text, 6, label, **({"low": 0, "high": 10} if label == "Ratings" else {}))
+            self._parse_pl(self.pl_grades, self.pl_scores)
         except ValueError as exc:
             self._pl_error.object = str(exc)
             self._pl_error.visible = True
