@@ -158,17 +158,23 @@ def chromium():
 
 @pytest.fixture
 def page_errors():
-    """Collects console errors and page exceptions of the pages a test opens."""
+    """Collects console errors and page exceptions of the pages a test opens, and closes those pages when the test
+    ends (an open page keeps its session, and whatever it polls or draws, on the machine the next tests share)."""
     errors: list[str] = []
+    pages = []
 
     def attach(page):
         page.on("console", lambda msg: errors.append(f"console.{msg.type}: {msg.text}")
                 if msg.type == "error" else None)
         page.on("pageerror", lambda exc: errors.append(f"pageerror: {exc}"))
+        pages.append(page)
         return page
 
     attach.errors = errors
-    return attach
+    yield attach
+    for page in pages:
+        if not page.is_closed():
+            page.close()
 
 
 def screenshot(page, name: str) -> Path | None:
