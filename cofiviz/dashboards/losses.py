@@ -154,6 +154,7 @@ class LossShapes(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         self._memo: dict[str, tuple] = {}
+        self._drawn: dict[str, dict] = {}
         self._error = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
         self._fig4_table = pn.pane.DataFrame(pd.DataFrame(), index=False, sizing_mode="stretch_width",
                                              css_classes=["cofiviz-fig4-table"])
@@ -201,6 +202,21 @@ class LossShapes(pn.viewable.Viewer):
             held = (key, compute())
             self._memo[name] = held
         return held[1]
+
+    def _drawable(self, name: str, compute, inputs: tuple[str, ...]):
+        """``compute`` of the parameters ``inputs`` as they are (remembered under ``name``); when they cannot be
+        drawn (``compute`` raises ValueError: a malformed list), what was drawn last, at first with the lists as
+        the page opens with them."""
+        values = tuple(getattr(self, n) for n in inputs)
+        try:
+            drawn = self._remember(name, values, partial(compute, *values))
+        except ValueError:
+            drawn = self._drawn.get(name)
+            if drawn is None:
+                drawn = compute(*(self.param[n].default if isinstance(self.param[n], param.String) else v
+                                  for n, v in zip(inputs, values)))
+        self._drawn[name] = drawn
+        return drawn
 
     def _show_error(self, msg: str | None):
         self._error.object = msg or ""
@@ -272,14 +288,7 @@ class LossShapes(pn.viewable.Viewer):
             regret = np.array([true_regret(y, f + t * direction, k) for t in ts])
             return {"y": y, "f": f, "i": i, "moving": moving, "k": k, "x": f[i] + ts, "loss": loss,
                     "regret": regret, "here_loss": ndcg_loss(f, y, k=k)[0], "here_regret": true_regret(y, f, k)}
-        key = (self.grades, self.scores, self.moving, self.k)
-        try:
-            self._bound_drawn = self._remember("bound", key, partial(curves, *key))
-        except ValueError:
-            if getattr(self, "_bound_drawn", None) is None:
-                defaults = [self.param[n].default for n in ("grades", "scores")]
-                self._bound_drawn = curves(*defaults, self.moving, self.k)
-        return self._bound_drawn
+        return self._drawable("bound", curves, ("grades", "scores", "moving", "k"))
 
     @param.depends("grades", "scores", "moving", "k", watch=True)
     def _update_bound(self):
@@ -428,14 +437,7 @@ class LossShapes(pn.viewable.Viewer):
                 moved.append(plackett_luce_loss(g, y, ties)[0])
             return {"y": y, "f": f, "i": i, "ties": ties, "moving": moving, "loss": loss, "grad": grad,
                     "x": f[i] + ts, "moved": np.asarray(moved)}
-        key = (self.pl_grades, self.pl_scores, self.pl_ties, self.pl_moving)
-        try:
-            self._pl_drawn = self._remember("pl", key, partial(compute, *key))
-        except ValueError:
-            if getattr(self, "_pl_drawn", None) is None:
-                defaults = [self.param[n].default for n in ("pl_grades", "pl_scores")]
-                self._pl_drawn = compute(*defaults, self.pl_ties, self.pl_moving)
-        return self._pl_drawn
+        return self._drawable("pl", compute, ("pl_grades", "pl_scores", "pl_ties", "pl_moving"))
 
     @param.depends("pl_grades", "pl_scores", "pl_ties", "pl_moving", watch=True)
     def _update_pl(self):
