@@ -1,7 +1,7 @@
 """Are the defaults the fastest forms at the same quality? Each model's slower forms against its defaults.
 
     .venv/bin/python benchmarks/bench_forms.py [--data movielens-100k movielens-1m] [--seeds 0 1 2] [--n-train 50]
-        [--models NAME ...] [--users U] [--json OUT]
+        [--models NAME ...] [--users U] [--json OUT] [--into SHIPPED.json]
     .venv/bin/python benchmarks/bench_forms.py --markdown OUT.json     # the README's table of a --json file
 
 A model declares the slower forms a user can ask for (``Model.speed_forms``: parameter -> its slower values, such as
@@ -129,6 +129,17 @@ def run(data=("movielens-100k", "movielens-1m"), seeds=(0, 1, 2), n_train: int =
             "rows": rows}
 
 
+def merged(earlier: dict, later: dict) -> dict:
+    """``earlier`` (a shipped run) with the rows of ``later``'s models on ``later``'s data sets replaced by
+    ``later``'s, in the order :func:`run` gives (data set, then model); the other rows are kept as they were."""
+    redone = {(r["data"], r["model"]) for r in later["rows"]}
+    rows = [r for r in earlier["rows"] if (r["data"], r["model"]) not in redone] + later["rows"]
+    data = list(dict.fromkeys([r["data"] for r in earlier["rows"]] + [r["data"] for r in later["rows"]]))
+    order = {m: i for i, m in enumerate(later["models"])}
+    rows.sort(key=lambda r: (data.index(r["data"]), order.get(r["model"], len(order))))
+    return {**later, "rows": rows}
+
+
 def _setting(row: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in row["setting"].items()) or "defaults"
 
@@ -163,6 +174,8 @@ def main(argv=None) -> None:
     p.add_argument("--users", type=int, default=None, help="keep the first U users only (a small slice)")
     p.add_argument("--repeats", type=int, default=3, help="fits of each form on each split; the quickest counts")
     p.add_argument("--json", default=None)
+    p.add_argument("--into", default=None, metavar="RESULT_JSON",
+                   help="replace the rows of the models run in this --json file, keep its other rows")
     p.add_argument("--markdown", default=None, metavar="RESULT_JSON",
                    help="print the table of a --json file (nothing is run)")
     args = p.parse_args(argv)
@@ -170,6 +183,9 @@ def main(argv=None) -> None:
         print(markdown(json.loads(Path(args.markdown).read_text())), end="")
         return
     result = run(args.data, args.seeds, args.n_train, args.models, args.users, args.repeats)
+    if args.into:
+        result = merged(json.loads(Path(args.into).read_text()), result)
+        Path(args.into).write_text(json.dumps(result, indent=1) + "\n")
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
 

@@ -61,6 +61,19 @@ def test_the_shipped_run_is_of_the_current_forms_and_every_default_is_level():
         assert r["seconds_slower"] > r["seconds_default"], r
 
 
+def test_a_later_run_replaces_the_rows_of_its_models_and_keeps_the_order():
+    def row(data, model, param):
+        return {"data": data, "model": model, "param": param, "ndcg_default": 0.5}
+
+    earlier = {"models": ["a", "b", "c"], "rows": [row("d1", "a", "x"), row("d1", "b", "y"), row("d2", "a", "x"),
+                                                   row("d2", "b", "y")]}
+    later = {"models": ["a", "b", "c"], "rows": [{**row("d1", "a", "x"), "ndcg_default": 0.6},
+                                                 {**row("d2", "a", "x"), "ndcg_default": 0.7}]}
+    out = bench_forms.merged(earlier, later)
+    assert [(r["data"], r["model"], r["ndcg_default"]) for r in out["rows"]] == [
+        ("d1", "a", 0.6), ("d1", "b", 0.5), ("d2", "a", 0.7), ("d2", "b", 0.5)]
+
+
 def test_the_readme_shows_the_table_of_the_shipped_run():
     readme = (ROOT / "README.md").read_text()
     block = readme.split("<!-- bench_forms table: benchmarks/bench_forms.json -->\n", 1)[1]

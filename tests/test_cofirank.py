@@ -324,29 +324,66 @@ def test_cli_runs_cofirank_with_the_beyond_the_paper_options(tmp_path, camps):
 
 
 # ---------------------------------------------------------------------- λ stated per number of users
-def test_reg_users_scales_every_lambda_with_the_users_who_have_ratings(camps, tmp_path):
-    """At ``reg_users=160`` the 80 users of ``camps`` halve reg, bias_reg and init_reg: the fit is, bit for bit,
-    the one at half of each with λ fixed; a user without training ratings does not count; the λ of the fit
-    survives save and load, and fold_in uses it."""
+def test_reg_users_scales_every_lambda_of_both_phases_with_the_users_who_have_ratings(camps, tmp_path):
+    """With ``reg_scaled="both"`` at ``reg_users=160`` the 80 users of ``camps`` halve reg, bias_reg and init_reg in
+    both phases: the fit is, bit for bit, the one at half of each with λ fixed; a user without training ratings does
+    not count; the λ of the fit survives save and load, and fold_in uses it."""
     common = {"rank": 4, "max_iter": 2, "init_iter": 2, "offsets": True, "seed": 3}
-    scaled = CofiRank(reg=3.0, bias_reg=0.5, init_reg=8.0, reg_users=160, **common).fit(camps.train)
+    scaled = CofiRank(reg=3.0, bias_reg=0.5, init_reg=8.0, reg_users=160, reg_scaled="both", **common).fit(camps.train)
     fixed = CofiRank(reg=1.5, bias_reg=0.25, init_reg=4.0, reg_users=None, **common).fit(camps.train)
-    assert scaled.reg_factor_ == 0.5 and scaled.reg_effective_ == 1.5 and fixed.reg_effective_ == 1.5
+    assert scaled.reg_factor_ == 0.5 and scaled.reg_effective_ == scaled.reg_user_ == 1.5
+    assert fixed.reg_effective_ == fixed.reg_user_ == 1.5
     np.testing.assert_array_equal(scaled.U_, fixed.U_)
     np.testing.assert_array_equal(scaled.M_, fixed.M_)
     assert [p["objective"] for p in scaled.phase_log_] == [p["objective"] for p in fixed.phase_log_]
-    assert [p["reg"] for p in scaled.phase_log_] == [1.5, 1.5]
+    assert [(p["reg"], p["reg_user"]) for p in scaled.phase_log_] == [(1.5, 1.5)] * 2
     unrated = camps.train.take(camps.train.users != 0)  # user 0 keeps its index but has no ratings
     assert CofiRank(reg_users=160).reg_factor(unrated) == 79 / 160
     assert CofiRank(reg_users=None).reg_factor(unrated) == 1.0
-    # the default: λ stated for 500 users
-    assert CofiRank(**FAST).fit(camps.train).reg_effective_ == 2.0 * (80 / 500)
 
     scaled.save(tmp_path / "m")
     loaded = CofiRank.load(tmp_path / "m")
-    assert loaded.reg_factor_ == 0.5 and loaded.reg_effective_ == 1.5
+    assert loaded.reg_factor_ == 0.5 and loaded.reg_effective_ == loaded.reg_user_ == 1.5
     given = camps.train.take(camps.train.users < 10, name="given")
     np.testing.assert_array_equal(loaded.fold_in(given).U_, scaled.fold_in(given).U_)
     old = CofiRank(reg=3.0, reg_users=160)
     old._set_extra_meta({})  # a save from before reg_users: its fit used reg as given
-    assert old.reg_effective_ == 3.0
+    assert old.reg_effective_ == old.reg_user_ == 3.0
+
+
+def test_by_default_reg_users_scales_the_item_phase_and_each_user_keeps_reg(camps, tmp_path):
+    """Each user's problem sums over that user's ratings only, so the default (``reg_scaled="items"``) scales the
+    item phase's λ alone: from the same uniform start the user phase computes, bit for bit, the factors of a fit at
+    λ fixed at ``reg``, while the item phase runs at ``reg·|U|/reg_users``; the objective adds each phase's
+    regulariser at its own λ (biases at bias_reg, scaled likewise); fold_in keeps ``reg`` after save and load."""
+    common = {"rank": 4, "max_iter": 1, "init": "uniform", "offsets": True, "seed": 3}
+    items = CofiRank(reg=3.0, bias_reg=0.5, reg_users=160, **common).fit(camps.train)
+    user_only = CofiRank(reg=3.0, bias_reg=0.5, reg_users=None, **common).fit(camps.train)
+    assert CofiRank.param["reg_scaled"].default == "items"
+    assert items.reg_effective_ == 1.5 and items.reg_user_ == 3.0
+    np.testing.assert_array_equal(items.U_, user_only.U_)        # the user phase: reg as given
+    assert not np.array_equal(items.M_, user_only.M_)            # the item phase: half of it
+    log = items.phase_log_[-1]
+    assert (log["reg"], log["reg_user"]) == (1.5, 3.0)
+    d = items.rank
+    U, M = items.U_, items.M_
+    by_hand = (log["item_phase_loss"] + 0.5 * 3.0 * np.sum(U[:, :d] ** 2) + 0.5 * 0.5 * np.sum(U[:, d] ** 2)
+               + 0.5 * 1.5 * np.sum(M[:, :d] ** 2) + 0.5 * 0.25 * np.sum(M[:, d + 1] ** 2))
+    assert log["objective"] == pytest.approx(by_hand, rel=1e-12)
+
+    items.save(tmp_path / "m")
+    loaded = CofiRank.load(tmp_path / "m")
+    assert loaded.reg_effective_ == 1.5 and loaded.reg_user_ == 3.0
+    given = camps.train.take(camps.train.users < 10, name="given")
+    twin = CofiRank.load(tmp_path / "m")          # the same factors, λ = 3 fixed
+    twin.reg_users = None
+    twin._set_reg(1.0)
+    halved = CofiRank.load(tmp_path / "m")
+    halved.reg_scaled = "both"
+    halved._set_reg(0.5)
+    folded = loaded.fold_in(given).U_
+    np.testing.assert_array_equal(folded, twin.fold_in(given).U_)
+    assert not np.array_equal(folded, halved.fold_in(given).U_)
+    # the default: λ stated for 500 users, for the item phase
+    default = CofiRank(**FAST).fit(camps.train)
+    assert default.reg_effective_ == 2.0 * (80 / 500) and default.reg_user_ == 2.0

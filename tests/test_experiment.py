@@ -274,9 +274,31 @@ def test_a_parameter_at_its_key_neutral_value_keeps_the_key_it_had_before_it_exi
                 data={"name": "tiny"}, metrics=("ndcg@10",))
     pinned = Cell(params={"reg": 10.0, "reg_users": None}, **base)
     before = Cell(params={"reg": 10.0}, **base)   # the cell as it was written before reg_users existed
-    defaults_then = {k: v for k, v in before.model_defaults().items() if k != "reg_users"}
+    defaults_then = {k: v for k, v in before.model_defaults().items() if k not in ("reg_users", "reg_scaled")}
     assert pinned.key("v1") == cell_key({**before.config(), "defaults": defaults_then}, "v1")
     assert before.key("v1") != pinned.key("v1")   # the new default scales λ: a new result
+
+
+def test_which_phases_reg_users_scales_keys_only_where_reg_users_is_read():
+    """CofiRank's ``reg_scaled`` came after cells that scaled both phases' λ with the users: a cell that sets it to
+    ``"both"`` keeps the key it had when that was the only rule; one relying on the new default (the item phase
+    only) gets a new key; a cell at ``reg_users=None`` (nothing scaled, the paper's) keeps its key whatever the
+    rule, since ``reg_scaled`` is not read there."""
+    from cofiviz.models import CofiRank
+    from cofiviz.engine.result_keys import key_defaults, key_params
+
+    base = dict(model="cofirank", protocol="lcr-weak", protocol_params={"n_train": 10}, seed=0,
+                data={"name": "tiny"}, metrics=("ndcg@10",))
+    relied = Cell(params={"reg": 2.0}, **base)
+    both = Cell(params={"reg": 2.0, "reg_scaled": "both"}, **base)
+    then = {k: v for k, v in relied.model_defaults().items() if k != "reg_scaled"}
+    assert key_params(CofiRank, {"reg": 2.0, "reg_scaled": "both"}) == {"reg": 2.0}
+    assert both.key("v1") == cell_key({**relied.config(), "defaults": then}, "v1")
+    assert relied.key("v1") != both.key("v1")
+    assert key_defaults(CofiRank, {})["reg_scaled"] == "items"
+    paper = {"reg": 10.0, "reg_users": None}
+    assert "reg_scaled" not in key_defaults(CofiRank, paper)
+    assert Cell(params=paper, **base).key("v1") == Cell(params={**paper, "reg_scaled": "both"}, **base).key("v1")
 
 
 def test_the_key_migrations_name_registered_models_and_their_parameters():

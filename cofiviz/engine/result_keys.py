@@ -22,7 +22,7 @@ the store: this module is the one place that does.
   shipped form's bits wherever its guard does not act, with the form the shipped results were computed with. It
   keys and ships as :data:`FASTER_DEFAULTS` does.
 - :data:`READ_ONLY_WHEN`: a parameter that only some values of other parameters read (an option of one
-  solver). While none of them holds, the parameter stays out of the key.
+  solver; :data:`SET`: any value but ``None``). While none of them holds, the parameter stays out of the key.
 
 A new parameter of a model whose results ship makes every shipped cell of that model stale unless it is
 declared here (``tests/test_shipped.py`` says which reproductions to regenerate).
@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = ["LATE_FEATURES", "KEY_NEUTRAL", "CHANGED_DEFAULTS", "FASTER_DEFAULTS", "GUARDED_DEFAULTS", "READ_ONLY_WHEN",
-           "key_defaults", "key_params", "neutral_params", "shipped_forms", "unread_params"]
+           "SET", "key_defaults", "key_params", "neutral_params", "shipped_forms", "unread_params"]
 
 #: The item-mean offset (:class:`cofiviz.models.prior.ItemPriorParams`): off at ``item_prior`` 0
 _ITEM_PRIOR = {"item_prior": (0.0, ("prior_damping",))}
@@ -65,9 +65,10 @@ LATE_FEATURES: dict[str, dict[str, tuple]] = {
 }
 
 #: model name -> ``{parameter: the value that computes what the model computed before the parameter existed}``
-#: (CofiRank's ``reg_users`` scales λ with the number of users; ``None`` is the paper's unscaled λ)
+#: (CofiRank's ``reg_users`` scales λ with the number of users; ``None`` is the paper's unscaled λ; ``reg_scaled``
+#: names the phases it scales, both before the user phase kept its λ)
 KEY_NEUTRAL: dict[str, dict[str, Any]] = {
-    "cofirank": {"reg_users": None},
+    "cofirank": {"reg_users": None, "reg_scaled": "both"},
     # the item-mean offset, off before these models' defaults turned it on (a late feature of theirs)
     "gapfm": {"item_prior": 0.0},
     "mmmf": {"item_prior": 0.0},
@@ -104,13 +105,25 @@ GUARDED_DEFAULTS: dict[str, dict[str, Any]] = {
     "lcr": {"step_control": "fixed"},
 }
 
+
+
+class _Set:
+    """The value of a :data:`READ_ONLY_WHEN` rule that holds for any value but ``None``."""
+
+    def __repr__(self) -> str:
+        return "SET"
+
+
+#: in a :data:`READ_ONLY_WHEN` rule: the parameter is read while the deciding one holds any value but ``None``
+SET = _Set()
+
 #: model name -> ``{parameter: (the parameter that decides, the value under which it is read)}``, or a list of such
 #: pairs when any of them makes it read
 READ_ONLY_WHEN: dict[str, dict[str, tuple[str, Any] | list[tuple[str, Any]]]] = {
     "regsvd": {"reg_weighting": ("solver", "als"), "als_solve": ("solver", "als"), "cg_steps": ("als_solve", "cg"),
                "sgd_loss": ("solver", "sgd"), "dtype": [("solver", "sgd"), ("als_solve", "cg")]},
     "gpor": {"evidence_users": ("hyperparameters", "evidence"), "evidence_iter": ("hyperparameters", "evidence")},
-    "cofirank": {"assignment_start": [("loss", "ndcg"), ("loss", "eru")]},
+    "cofirank": {"assignment_start": [("loss", "ndcg"), ("loss", "eru")], "reg_scaled": ("reg_users", SET)},
     "gcr": {"step_control": ("solver", "gd")},
     "lcr": {"step_control": ("solver", "gd")},
 }
@@ -124,11 +137,16 @@ def unread_params(klass, params: dict) -> set:
     unread: set = set()
     while True:
         more = {p for p, alternatives in rules.items()
-                if all(other in unread or params.get(other, klass.param[other].default) != value
+                if all(other in unread or not _holds(params.get(other, klass.param[other].default), value)
                        for other, value in alternatives)} - unread
         if not more:
             return unread
         unread |= more
+
+
+def _holds(value, rule) -> bool:
+    """Whether a deciding parameter's ``value`` makes a :data:`READ_ONLY_WHEN` rule's parameter read."""
+    return value is not None if rule is SET else value == rule
 
 
 def _same(value, neutral) -> bool:

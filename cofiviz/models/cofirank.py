@@ -37,7 +37,8 @@ floating-point assignment solver — the original code's — cannot see the scor
 Defaults and the paper's settings. The defaults are the best general setting found on validation
 data (``cofiviz reproduce cofirank-tuned``: the LCR protocol on MovieLens 100K, N = 10, 20, 50, three
 seeds, where it beats the damped item mean at every N): rank 10, λ = 2 stated for 500 training users
-(``reg_users``: the fit scales every λ with the number of users, as the loss sums over them), the
+(``reg_users``: the fit scales the item phase's λ with the number of users, as its loss sums over them, and
+keeps each user's), the
 damped item-mean prior, a regression warm start (10 iterations at λ = 10) and one NDCG alternation.
 The paper's own settings (rank 100, λ = 10 whatever the number of users, 31 outer iterations from
 uniform factors, no prior) are the preset ``"paper"``:
@@ -114,16 +115,21 @@ class CofiRank(Model):
         ranks as the damped item mean does.
     reg : float
         λ of objective (8), for ``U`` and ``M`` alike (default 2; paper: 10), stated for ``reg_users``
-        training users.
+        training users (``reg_scaled`` says which phase's λ that scales).
     reg_users : int or None
-        The number of training users ``reg`` (and ``bias_reg``, ``init_reg``) is stated for: the fit
-        uses ``λ · |U| / reg_users``, ``|U|`` the users with training ratings. The loss of (8) is a sum
+        The number of training users ``reg`` (and ``bias_reg``, ``init_reg``) is stated for: the item
+        phase uses ``λ · |U| / reg_users``, ``|U|`` the users with training ratings. The loss of (8) is a sum
         over users, so a fixed λ weighs less against it the more users there are: on MovieLens 1M
         (6,040 users) the item phase's BMRM then needs its cap of oracle calls where on MovieLens 100K
         it needs ten or so. Default 500, the order of the training users (449 to 744) of the MovieLens
         100K splits the defaults were chosen on (it does as well as any of 400 to 943 on their
-        validation ratings); ``None``: λ as given, whatever the number of users (the paper). The λ a fit used is
-        ``reg_effective_``.
+        validation ratings); ``None``: λ as given, whatever the number of users (the paper). The λs a fit used
+        are ``reg_effective_`` (the item phase's) and ``reg_user_`` (the user phase's).
+    reg_scaled : {"items", "both"}
+        The phases whose λ ``reg_users`` scales. ``"items"`` (default): the item phase's, whose loss sums
+        over every user, while each user's problem in the user phase sums over that user's ratings only and
+        keeps ``reg`` whatever the number of users. ``"both"``: the user phase's too, which on many users holds every
+        user's row near zero, so that the factors add nothing to the item prior. Read only with ``reg_users`` set.
     k : int
         NDCG (ERU) truncation of the structured losses (paper: 10).
     loss : {"ndcg", "ordinal", "preference", "regression", "eru"}
@@ -182,8 +188,10 @@ class CofiRank(Model):
     Attributes
     ----------
     reg_effective_ : float
-        The λ of the fit: ``reg`` scaled by ``reg_users`` (``reg_factor_`` = ``|U| / reg_users``, 1 with
-        ``reg_users=None``); :meth:`fold_in` uses it.
+        The item phase's λ: ``reg`` scaled by ``reg_users`` (``reg_factor_`` = ``|U| / reg_users``, 1 with
+        ``reg_users=None``).
+    reg_user_ : float
+        The user phase's λ: ``reg``, or ``reg_effective_`` with ``reg_scaled="both"``; :meth:`fold_in` uses it.
     U_, M_ : ndarray
         Augmented user and item factors (``rank`` columns, plus the user- and item-bias columns
         with ``offsets`` and the prior column with ``item_prior``); ``score(u, i) = U_[u] · M_[i]``.
@@ -219,6 +227,9 @@ class CofiRank(Model):
     reg_users = param.Integer(default=500, allow_None=True, bounds=(1, None),
                               doc="Number of training users reg is stated for: the fit uses reg·|U|/reg_users "
                                   "(None: reg as given, the paper).")
+    reg_scaled = param.Selector(default="items", objects=["items", "both"],
+                                doc="The phases whose λ reg_users scales: the item phase only (each user's problem "
+                                    "sums over that user's ratings), or both.")
     k = param.Integer(default=10, bounds=(1, None), doc="Truncation of the NDCG / ERU loss.")
     loss = param.Selector(default="ndcg", objects=list(LOSS_NAMES), doc="Training loss.")
     offsets = param.Boolean(default=False, doc="Learn user and item biases.")
@@ -305,7 +316,7 @@ class CofiRank(Model):
         """Per free column ``sqrt(reg / λ_t)`` of each phase (1 for factors; biases with ``bias_reg``)."""
         _, free_u, free_m = self._layout()
         su, sm = np.ones(len(free_u)), np.ones(len(free_m))
-        if self.offsets and self.bias_reg is not None:  # the same ratio with both scaled by reg_factor_
+        if self.offsets and self.bias_reg is not None:  # the same ratio in each phase, scaled or not
             s = float(np.sqrt(self.reg / self.bias_reg))
             su[-1] = sm[-1] = s  # the user-bias column of U, the item-bias column of M
         return su, sm
@@ -353,8 +364,7 @@ class CofiRank(Model):
     # ------------------------------------------------------------------ contract
     def _setup(self, train: Ratings, rng: np.random.Generator) -> None:
         _, free_u, free_m = self._layout()
-        self.reg_factor_ = self.reg_factor(train)
-        self.reg_effective_ = float(self.reg) * self.reg_factor_
+        self._set_reg(self.reg_factor(train))
         self.U_ = self._init_factors(train.n_users, rng, "user")
         self.M_ = self._init_factors(train.n_items, rng, "item")
         if self._has_prior():
@@ -362,7 +372,7 @@ class CofiRank(Model):
         if self.init == "regression":
             d = int(self.rank)
             warm = CofiRank(rank=d, loss="regression", offsets=True, init="uniform", reg=float(self.init_reg or self.reg),
-                            reg_users=self.reg_users,
+                            reg_users=self.reg_users, reg_scaled=self.reg_scaled,
                             item_prior=self.item_prior, prior_damping=self.prior_damping,
                             prior_scale=self.prior_scale,
                             max_iter=int(self.init_iter), seed=int(self.seed), bmrm_tol=self.bmrm_tol,
@@ -389,7 +399,7 @@ class CofiRank(Model):
         iters = np.zeros(U.shape[0], dtype=np.int64)
         if active is None:
             active = np.ones(U.shape[0], dtype=np.bool_)
-        user_phase(data, items, U, M, self._free_u, self._scales()[0], active, self.reg_effective_,
+        user_phase(data, items, U, M, self._free_u, self._scales()[0], active, self.reg_user_,
                    float(self.bmrm_tol), float(self.bmrm_rel_tol), int(self.bmrm_max_iter),
                    int(self.bmrm_max_planes), losses, iters)
         return float(losses.sum()), iters
@@ -427,13 +437,15 @@ class CofiRank(Model):
             self.best_M_ = np.array(M, copy=True)
             self.best_M_iteration_ = iteration
         t2 = time.perf_counter()
+        lam_u = self.reg_user_
         sq_u, sq_m = _sq_norm(self.U_, self._free_u), _sq_norm(M, fm)
-        reg_u, reg_m = 0.5 * lam * sq_u, 0.5 * lam * sq_m
+        reg_u, reg_m = 0.5 * lam_u * sq_u, 0.5 * lam * sq_m
         if self.offsets and self.bias_reg is not None:  # the bias columns carry bias_reg instead of reg
             d = self.rank
-            bias_lam = float(self.bias_reg) * self.reg_factor_
-            reg_u += 0.5 * (bias_lam - lam) * dense.dot(self.U_[:, d], self.U_[:, d])
-            reg_m += 0.5 * (bias_lam - lam) * dense.dot(M[:, d + 1], M[:, d + 1])
+            bias_m = float(self.bias_reg) * self.reg_factor_
+            bias_u = bias_m if self.reg_scaled == "both" else float(self.bias_reg)
+            reg_u += 0.5 * (bias_u - lam_u) * dense.dot(self.U_[:, d], self.U_[:, d])
+            reg_m += 0.5 * (bias_m - lam) * dense.dot(M[:, d + 1], M[:, d + 1])
         if self._item_row_scale is not None:  # (reg/2)‖z‖² with z = M[:, fm] / sm is the item regulariser
             reg_m = 0.5 * lam * float(np.sum(res.w * res.w))
         objective = res.loss + reg_u + reg_m
@@ -443,7 +455,7 @@ class CofiRank(Model):
             "item_phase_loss": res.loss, "item_phase_last_loss": last_loss,
             "user_bmrm_iter_mean": float(active.mean()) if len(active) else 0.0,
             "user_bmrm_iter_max": int(iters.max()) if len(iters) else 0, "item_bmrm_iter": res.n_iter,
-            "item_bmrm_gap": res.gap, "reg": lam, "user_phase_seconds": t1 - t0, "item_phase_seconds": t2 - t1,
+            "item_bmrm_gap": res.gap, "reg": lam, "reg_user": lam_u, "user_phase_seconds": t1 - t0, "item_phase_seconds": t2 - t1,
             "norm_U": float(np.sqrt(sq_u)), "norm_M": float(np.sqrt(sq_m))})
         return objective
 
@@ -472,8 +484,14 @@ class CofiRank(Model):
 
     def _set_extra_meta(self, extra: dict) -> None:
         # a save without it predates reg_users: its fit used reg as given
-        self.reg_factor_ = float(extra.get("reg_factor", 1.0))
+        self._set_reg(float(extra.get("reg_factor", 1.0)))
+
+    def _set_reg(self, factor: float) -> None:
+        """The phases' λ for ``reg_factor_ = factor``: the item phase's ``reg_effective_``, the user phase's
+        ``reg_user_`` (scaled too only with ``reg_scaled="both"``)."""
+        self.reg_factor_ = float(factor)
         self.reg_effective_ = float(self.reg) * self.reg_factor_
+        self.reg_user_ = self.reg_effective_ if self.reg_scaled == "both" else float(self.reg)
 
     def _state_spec(self, n_users: int, n_items: int) -> dict[str, tuple[int | None, ...]]:
         D = self._layout()[0]

@@ -337,7 +337,8 @@ register(Reproduction(
            "The defaults row is CofiRank() as cofiviz ships it: one setting of the item-mean prior row's grid (rank "
            "10, λ = 2, a regression warm start of 10 iterations at λ = 10, one NDCG alternation), chosen from this "
            "table as the best general setting, fitted with nothing searched.",
-           "In the item-mean prior and defaults rows every λ is stated for 500 training users and scaled with the "
-           "users of the split (449 to 744 here; CofiRank's reg_users); the rows at the paper's settings keep λ "
+           "In the item-mean prior and defaults rows λ is stated for 500 training users: the item phase's is scaled "
+           "with the users of the split (449 to 744 here; CofiRank's reg_users), each user's problem keeps it as "
+           "given (it sums over that user's ratings only); the rows at the paper's settings keep λ "
            "fixed, as the paper does.",
            "No paper numbers: the paper did not tune CofiRank on validation data."]))
