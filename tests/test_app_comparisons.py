@@ -148,3 +148,25 @@ def test_long_method_names_lie_the_bars_down(tmp_path):
     assert lying("cofirank-tuned") == {True}      # "CofiRank-NDCG at cofiviz's defaults"
     assert lying("cofirank-table2") == {True}     # "CofiRank-Ordinal (original form)"
     assert lying("ml1m") == {False}               # "Bilinear", "LLORMA", ...
+
+
+def test_lying_bars_ask_for_room_for_their_names_and_the_plots_are_made_again_only_then(tmp_path):
+    """Lying bars' method names take the left of each plot: each plot asks for that much more width beside
+    :data:`PLOT_MIN_WIDTH` of bars, so that fewer stand side by side (still shrinking to it on a phone); a change of
+    that width makes new panes (a drawn pane's styles are not changed), an unchanged one updates them in place."""
+    from cofiviz.dashboards.comparisons import LABEL_PIXELS_PER_CHAR
+    from cofiviz.dashboards.theme import PLOT_MIN_WIDTH
+
+    page = Comparisons(reproduction="cofirank-tuned", store=str(tmp_path / "store"))
+    longest = len("CofiRank-NDCG (rank, λ, offsets on validation)")
+    assert page._plots.basis == PLOT_MIN_WIDTH + LABEL_PIXELS_PER_CHAR * longest
+    panes = list(page._plots._box.objects)
+    assert {p.styles["flex"] for p in panes} == {f"1 1 {page._plots.basis}px"}
+    assert {p.min_width for p in panes} == {PLOT_MIN_WIDTH}
+    page._plots.basis = page._plots.basis                      # the same width: the same panes, new plots
+    page._plots.objects = [o.opts(title="again") for o in page._plots.objects]
+    assert [id(p) for p in page._plots._box.objects] == [id(p) for p in panes]
+    page.reproduction = "ml1m"                                 # short names, upright bars: new panes, narrower
+    assert page._plots.basis == PLOT_MIN_WIDTH
+    assert not {id(p) for p in page._plots._box.objects} & {id(p) for p in panes}
+    assert {p.styles["flex"] for p in page._plots._box.objects} == {f"1 1 {PLOT_MIN_WIDTH}px"}

@@ -37,11 +37,13 @@ from ..reproductions.run import files_needed, shipped_note, views
 from ..reproductions.spec import data_label
 from ..engine.store import default_store
 from ._shared import SessionWorker
-from .theme import HEADINGS_CSS, PlotFlow, side_by_side
+from .theme import HEADINGS_CSS, PLOT_MIN_WIDTH, PlotFlow, side_by_side
 
 __all__ = ["Comparisons", "default_store", "read_all"]
 
 _FIGURES = ("Figure 1", "Figure 2", "Figure 3", "Figure 5")
+#: about how many pixels a character of a bar's method name takes on its axis (Bokeh's 11-px axis labels)
+LABEL_PIXELS_PER_CHAR = 7
 #: p_holm: the Wilcoxon test against the best method of the same N, Holm-corrected across the table
 _TABLE_COLUMNS = ["N", "method", "paper", "original", "cofiviz", "cofiviz_std", "diff", "vs_best", "p_holm", "seeds",
                   "status", "setting"]
@@ -339,6 +341,9 @@ class Comparisons(pn.viewable.Viewer):
             return {"height": 80 + 24 * len(g), "invert_axes": True, "invert_yaxis": True,
                     "hooks": [_horizontal_group_labels]}
 
+        # lying bars' method names take the plot's left part: each plot asks for room for them beside its bars
+        self._plots.basis = PLOT_MIN_WIDTH + LABEL_PIXELS_PER_CHAR * int(df["method"].str.len().max()) if lying \
+            else PLOT_MIN_WIDTH
         plots = [hv.Bars(g if with_paper else g.drop(columns="source"), kdims=["method", "source"] if with_paper
                          else ["method"], vdims=("value", self.metric)).opts(
                  title=f"{self.metric}, N = {n}", responsive=True, min_width=300, ylim=(lo, hi), tools=["hover"],

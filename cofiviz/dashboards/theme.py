@@ -58,11 +58,13 @@ def side_by_side(controls, main, controls_width: int = CONTROLS_WIDTH) -> pn.Fle
     return pn.FlexBox(left, right, flex_wrap="wrap", sizing_mode="stretch_width")
 
 
-def _flowing(obj, min_width: int = PLOT_MIN_WIDTH):
-    """``obj`` as an item of a wrapping line: at least ``min_width`` pixels, growing to share the line."""
+def _flowing(obj, min_width: int = PLOT_MIN_WIDTH, basis: int | None = None):
+    """``obj`` as an item of a wrapping line: at least ``min_width`` pixels, growing to share the line; ``basis``
+    (default ``min_width``) is the width it asks for before growing, so that a wider one wraps sooner and shrinks
+    to ``min_width`` only on a line narrower than ``basis``."""
     obj.min_width = min_width
     obj.sizing_mode = "stretch_width"
-    obj.styles = {**(obj.styles or {}), "flex": f"1 1 {min_width}px"}
+    obj.styles = {**(obj.styles or {}), "flex": f"1 1 {max(basis or min_width, min_width)}px"}
     return obj
 
 
@@ -84,8 +86,22 @@ class PlotFlow(pn.viewable.Viewer):
     def __init__(self, objects=(), css_classes: list[str] | None = None, linked_axes: bool = True):
         super().__init__()
         self._linked_axes = linked_axes
+        self._basis, self._rebuild = PLOT_MIN_WIDTH, False
         self._box = pn.FlexBox(flex_wrap="wrap", sizing_mode="stretch_width", css_classes=css_classes or [])
         self.objects = list(objects)
+
+    @property
+    def basis(self) -> int:
+        """The width in pixels each plot asks for before the line is shared (default :data:`PLOT_MIN_WIDTH`): plots
+        whose axis labels take much of their width ask for more, so that fewer stand side by side; on a line
+        narrower than it a plot still shrinks to :data:`PLOT_MIN_WIDTH`."""
+        return self._basis
+
+    @basis.setter
+    def basis(self, pixels: int) -> None:
+        pixels = max(int(pixels), PLOT_MIN_WIDTH)
+        if pixels != self._basis:        # new panes at the next objects (a drawn pane's styles are not changed)
+            self._basis, self._rebuild = pixels, True
 
     @property
     def objects(self) -> list:
@@ -94,12 +110,13 @@ class PlotFlow(pn.viewable.Viewer):
     @objects.setter
     def objects(self, elements) -> None:
         elements = list(elements)
-        panes = list(self._box.objects)
+        panes = [] if self._rebuild else list(self._box.objects)
+        self._rebuild = False
         for pane, element in zip(panes, elements):
             pane.object = element
-        if len(panes) != len(elements):
-            panes = panes[:len(elements)] + [_flowing(pn.pane.HoloViews(e, linked_axes=self._linked_axes))
-                                             for e in elements[len(panes):]]
+        if len(panes) != len(elements) or not panes:
+            panes = panes[:len(elements)] + [_flowing(pn.pane.HoloViews(e, linked_axes=self._linked_axes),
+                                                      basis=self._basis) for e in elements[len(panes):]]
             self._box.objects = panes
 
     def __panel__(self):
