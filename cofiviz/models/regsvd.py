@@ -33,8 +33,9 @@ as the exact ones do. It runs in the floats of ``dtype``; the exact solve comput
 says.
 
 ``dtype="float32"`` (default) runs SGD in 32-bit floats: factors, offsets and the update's arithmetic, each
-prediction's dot product in eight partial sums (``_mf_kernels.sgd_epoch_lanes``), about a third of the time of an
-epoch in 64 bits (``dtype="float64"``, one chain of additions per dot product). Its operations are in a fixed
+prediction's dot product in eight partial sums (``_mf_kernels.sgd_epoch_lanes``), against one chain of additions
+per dot product in 64 bits (``dtype="float64"``). What that saves depends on the CPU: its vector units and how much
+of an epoch waits on memory (``benchmarks/bench_forms.py`` times both forms' fits). Its operations are in a fixed
 order, so a seed gives the same numbers on every CPU, but not the numbers of ``dtype="float64"``.
 
 ``sgd_loss="during"`` (default) reports as an epoch's loss the training mean squared error seen during the epoch,
