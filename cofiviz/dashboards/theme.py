@@ -110,11 +110,11 @@ class PlotFlow(pn.viewable.Viewer):
     @objects.setter
     def objects(self, elements) -> None:
         elements = list(elements)
-        panes = [] if self._rebuild else list(self._box.objects)
-        self._rebuild = False
+        rebuild, self._rebuild = self._rebuild, False
+        panes = [] if rebuild else list(self._box.objects)
         for pane, element in zip(panes, elements):
             pane.object = element
-        if len(panes) != len(elements) or not panes:
+        if rebuild or len(panes) != len(elements):
             panes = panes[:len(elements)] + [_flowing(pn.pane.HoloViews(e, linked_axes=self._linked_axes),
                                                       basis=self._basis) for e in elements[len(panes):]]
             self._box.objects = panes
