@@ -60,7 +60,7 @@ def _wait(condition, timeout=60.0):
 
 
 def _shown_form_title(m):
-    return m._forms[m.model][0][0].object
+    return m._form_of(m.model)[0][0].object
 
 
 def test_any_registered_model_can_be_chosen_up_front():
@@ -79,8 +79,33 @@ def test_every_model_can_start_from_its_form_at_the_defaults(name):
     assert job.model == name and job.params["max_iter"] == 3 and not m._error.visible
 
 
+def test_the_form_opens_folded_and_its_widgets_reach_the_page_when_unfolded():
+    """A page opens with the model's form folded away under a title naming the model: none of its widgets is made,
+    in Python or in the session's document, and a Run trains the form's values all the same; unfolded, the chosen
+    model's widgets are in the document."""
+    from bokeh.document import Document
+
+    m = TrainingMonitor()
+    doc = Document()
+    m.controls().server_doc(doc)
+    folded = len(doc.models)
+    assert m._form_card.collapsed and m._form_card.title == "▸ Model parameters: LCR" and m._forms == {}
+    job = m._job()
+    assert job.params == {**{k: w.value for k, w in m._form_widgets.items()}, "max_iter": m.max_iter}
+    assert all(job.params[k] == v for k, v in get_model_class("lcr").first_run.items())
+    assert all(not w._models for w in m._form_widgets.values())     # made for the Run, not put into the page
+    m.model = "regsvd"
+    assert m._form_card.title == "▸ Model parameters: RegSVD" and m._form.objects == []
+    m._form_card.collapsed = False
+    widgets = m._form_widgets
+    assert m._form_card.title == "▾ Model parameters: RegSVD"
+    assert m._form.objects == [m._forms["regsvd"][0]] and m._forms["regsvd"][0].visible
+    assert all(w._models for w in widgets.values()) and len(doc.models) >= folded + 2 * len(widgets)
+
+
 def test_a_form_is_built_once_and_shown_again():
     m = TrainingMonitor(model="regsvd")
+    m._form_card.collapsed = False
     first = m._forms["regsvd"][0]
     m.model = "lcr"
     assert "LCR" in _shown_form_title(m)
@@ -93,8 +118,11 @@ def test_a_form_is_built_once_and_shown_again():
 
 
 def test_the_first_view_has_no_figure_and_the_figures_come_once_at_run():
-    """A page opens without figures or the table of iterations (a session's first document stays small); Run
-    puts them into every display of the monitor, once; a display made while there are curves gets them at once."""
+    """A page opens without figures or the table of iterations (a session's first document stays small); a run's
+    first rows put them into every display of the monitor, once, drawing every row so far; a display made while
+    there are curves gets them at once."""
+    from types import SimpleNamespace
+
     from bokeh.document import Document
     from bokeh.plotting import figure
 
@@ -124,6 +152,18 @@ def test_the_first_view_has_no_figure_and_the_figures_come_once_at_run():
     assert not isinstance(later.results().objects[-1].objects[0], pn.FlexBox)
     later.training._frame = pd.DataFrame({c: [1.0] for c in COLUMNS})
     assert isinstance(later.results().objects[-1].objects[0], pn.FlexBox)
+    # a Run pressed makes no figure (it may wait in the queue); its first rows do, and they are drawn once
+    run = TrainingMonitor(max_iter=2, **QUICK)
+    box = run.results().objects[-1]
+    run.training.submit(run._job(), "…")
+    assert run.training.join(120) and len(run.history) == 2
+    every, scored = run._sources[0]
+    assert list(every.data["iteration"]) == [1, 2] and list(scored.data["iteration"]) == [1, 2]
+    assert isinstance(box.objects[0], pn.FlexBox) and len(run._sources) == 1
+    rows = pd.DataFrame({c: [9.0] for c in COLUMNS})
+    run.training._frame = pd.concat([run.training._frame, rows], ignore_index=True)
+    run._show_batch(SimpleNamespace(new=rows))                 # a later batch is streamed into them
+    assert list(every.data["iteration"]) == [1, 2, 9] and len(run._sources) == 1
 
 
 def test_the_table_of_iterations_shows_the_newest_first_and_the_last_rows_while_a_run_goes():
@@ -137,6 +177,15 @@ def test_the_table_of_iterations_shows_the_newest_first_and_the_last_rows_while_
     shown = m._table.value
     assert len(shown) == m.LIVE_TABLE_ROWS and list(shown["iteration"][:3]) == [n, n - 1, n - 2]
     assert shown["iteration"].dtype.kind == "i"
+    # the next batches reach the curves at once and the table LIVE_TABLE_EVERY seconds later (each update sends
+    # its rows again)
+    m.training._frame = pd.DataFrame({c: np.arange(1.0, n + 2) for c in COLUMNS})
+    m._show_batch(SimpleNamespace(new=m.training._frame.tail(1)))
+    assert m._table.value["iteration"].iloc[0] == n
+    m._table_at -= m.LIVE_TABLE_EVERY
+    m._show_batch(SimpleNamespace(new=m.training._frame.tail(1)))
+    assert m._table.value["iteration"].iloc[0] == n + 1
+    n += 1
     m._show_history()
     assert list(m._table.value["iteration"]) == list(range(n, 0, -1))
 
@@ -408,15 +457,22 @@ def _select(page, label: str, value: str):
 
 
 def _choose(page, data: str, model: str = "regsvd", title: str = "RegSVD"):
-    """Choose a data set and a model, and wait for the model's form."""
+    """Choose a data set and a model, and wait for the folded form's title to name the model."""
     _select(page, "Data", data)
     _select(page, "Model", model)
-    page.locator("strong", has_text=title).first.wait_for(state="visible", timeout=30_000)
+    page.get_by_text(f"Model parameters: {title}").first.wait_for(state="visible", timeout=30_000)
+
+
+def _unfold_form(page):
+    """Unfold the chosen model's form and wait for its widgets."""
+    page.get_by_text("Model parameters: ").first.click()
+    page.locator(".cofiviz-monitor-form strong").filter(visible=True).first.wait_for(timeout=30_000)
 
 
 def _set_long_run(page, max_iter: int = 5000):
     """Many iterations, no convergence test and no early stopping, so that the run lasts until Stop."""
     _fill(page, "Max iter", max_iter)
+    _unfold_form(page)
     _fill(page, "tol [", 0)
     _fill(page, "patience [", 0)
     page.wait_for_timeout(300)
@@ -499,7 +555,7 @@ def test_monitor_on_movielens_1m_scores_cofirank_between_its_iterations(open_pag
     page = open_page()
     _select(page, "Data", "MovieLens 1M")
     _select(page, "Model", "cofirank")
-    page.locator("strong", has_text="CofiRank").first.wait_for(state="visible", timeout=30_000)
+    page.get_by_text("Model parameters: CofiRank").first.wait_for(state="visible", timeout=30_000)
     _fill(page, "Max iter", 6)
     page.wait_for_timeout(300)
     page.get_by_role("button", name="Run").click()
@@ -585,7 +641,7 @@ def test_monitor_two_sessions_stay_independent(open_page, page_errors):
     _select(b, "Data", UPLOAD)
     b.get_by_text("Drag & Drop").first.wait_for(state="visible", timeout=30_000)
     _select(b, "Model", "poprec")
-    b.locator("strong", has_text="PopRec").first.wait_for(state="visible", timeout=30_000)
+    b.get_by_text("Model parameters: PopRec").first.wait_for(state="visible", timeout=30_000)
     # B saw none of A's training, and A kept training meanwhile
     assert b.evaluate(POINTS_JS) == 0
     assert b.get_by_text("Ready.").count() >= 1
@@ -644,7 +700,7 @@ def test_uploads_large_too_large_and_empty(open_page, page_errors, tmp_path):
     screenshot(page, "monitor-upload-50mb")
     # the worker process trains on it
     _select(page, "Model", "poprec")
-    page.locator("strong", has_text="PopRec").first.wait_for(state="visible", timeout=30_000)
+    page.get_by_text("Model parameters: PopRec").first.wait_for(state="visible", timeout=30_000)
     page.get_by_role("button", name="Run").click()
     page.get_by_text("Finished after 1 iteration. Fitted in one pass").first.wait_for(timeout=300_000)
     assert page.evaluate(POINTS_JS) == 1

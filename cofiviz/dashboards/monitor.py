@@ -19,14 +19,18 @@ not stop by itself, and gives its place up (``pn.state.on_session_destroyed``).
 Uploads (CSV, TSV or Parquet) arrive in one message through a file dropper, up to :data:`UPLOAD_LIMIT_MB`;
 the browser refuses a larger file with a message, and an empty or malformed file is reported. A value
 of N or Max iter outside its bounds is reset to the bound, and the page says why. Each model's form is
-built the first time the model is chosen and kept: choosing it again only shows it.
+built the first time the model is chosen and kept: choosing it again only shows it. The form opens folded
+away under "Model parameters: <model>" (its widgets and their tooltips are more than half of a page's Bokeh
+models, which a server builds for every session): unfolded, it shows the chosen model's; a Run trains what the
+form holds, shown or not.
 
 It opens on a first Run that teaches: LCR on MovieLens 100K learns for about half a minute, then
 overfits, and early stopping puts back its best iterate. Beside the plots, sentences of
 :mod:`~cofiviz.background.run_story` say why validation and test curves differ in height, when the model
 overfits, and why the run ended; the table of iterations fills as the run goes, the newest first. The page
-opens without its figures and that table, which are most of its document: the first Run (or Tune) makes them, so
-that a class opening the page together waits for no figure that has nothing to show yet.
+opens without its figures and that table, which are most of its document: a run's first rows make them (a run
+waiting in the queue has none yet), so that a class opening the page together waits for no figure that has nothing
+to show yet.
 
 ``panel serve apps/monitor.py`` serves it; in JupyterLab, ``TrainingMonitor()`` shows it inline
 (updates are then applied directly; uploading there needs ``pn.extension("filedropper")``).
@@ -34,7 +38,9 @@ that a class opening the page together waits for no figure that has nothing to s
 
 from __future__ import annotations
 
+import math
 import threading
+import time
 from functools import partial
 
 import numpy as np
@@ -116,18 +122,23 @@ class TrainingMonitor(pn.viewable.Viewer):
                                     css_classes=["cofiviz-monitor-queue"])
         self._run.on_click(self._on_run)
         self._tune.on_click(partial(self._on_run, tune=True))
-        self._trials = pn.widgets.Tabulator(pd.DataFrame(), disabled=True, show_index=False, height=200,
-                                            sizing_mode="stretch_width", pagination=None, visible=False)
+        # the tables of Tune's trials and of the iterations, made when first needed (:attr:`_trials`, :attr:`_table`)
+        self._trials_box = pn.Column(sizing_mode="stretch_width")
+        self._trials_widget: pn.widgets.Tabulator | None = None
+        self._table_widget: pn.widgets.Tabulator | None = None
         self._stop_btn.on_click(self._on_stop)
         self._form = pn.Column(sizing_mode="stretch_width")
         self._forms: dict[str, tuple[pn.Column, dict]] = {}   # model -> (its form, its widgets), built once
-        self._form_widgets: dict = {}
+        # the form's widgets are most of a page's Bokeh models: a page opens with them folded away, and they
+        # are made and reach the page when it is unfolded (a Run reads the widgets, made then if need be)
+        self._form_card = pn.Card(self._form, title=self.FORM_TITLE, collapsed=True, sizing_mode="stretch_width",
+                                  css_classes=["cofiviz-monitor-form-card"])
+        self._form_card.param.watch(self._on_form_unfolded, "collapsed")
         self._sources: list = []  # per display: the Bokeh data sources of every row and of the scored rows
         self._marks: list = []    # per display: the source of the dashed line at the iterate put back
         self._plot_boxes: list[pn.Column] = []  # per display: where its figures go once there is a curve to draw
-        self._figures_lock = threading.Lock()    # the two clicks of a double click make the figures once
-        self._table = pn.widgets.Tabulator(empty_frame(), disabled=True, show_index=False, height=260,
-                                           sizing_mode="stretch_width", pagination=None)
+        self._figures_lock = threading.Lock()    # a display's figures are made once
+        self._table_at = -math.inf                # when the table of iterations last took a run's rows
         #: the controller: the runs, and what they produced
         self.training = MonitorRun()
         self._csv = pn.widgets.FileDownload(callback=self.training.csv_bytes, filename="training.csv",
@@ -148,18 +159,31 @@ class TrainingMonitor(pn.viewable.Viewer):
         watch(self._clear, "started")
         watch(self._show_history, "finished")
         if wanted is not None and wanted != self.model:
-            self.model = wanted          # builds the form (a watcher)
+            self.model = wanted          # the form's title follows (a watcher)
         else:
-            self._build_form()
+            self._choose_form()
         if self.data == UPLOAD:
             self._on_data()
 
     # ------------------------------------------------------------------ form
+    #: the title of the model's form; the chosen model's name follows it, and an arrow that says whether it is folded
+    FORM_TITLE = "Model parameters"
+
     @param.depends("model", watch=True)
-    def _build_form(self):
-        """Show the chosen model's form: built the first time, shown again (a visibility switch) after."""
-        if self.model not in self._forms:
-            cls = get_model_class(self.model)
+    def _choose_form(self):
+        """The chosen model's form: its name in the title; once the form has been unfolded, shown (built the first
+        time, shown again by a visibility switch after)."""
+        self._title_form()
+        if self._form.objects or not self._form_card.collapsed:
+            # one callback on the session's event loop (at once outside a server) changes the layout, so that
+            # the browser gets the switch in one message
+            pn.state.execute(self._show_form)
+
+    def _form_of(self, model: str) -> tuple[pn.Column, dict]:
+        """``(form, widgets)`` of ``model``, built the first time (at its first Run values, ``first_run``) and kept,
+        so that a visitor's edits stay while another model is shown."""
+        if model not in self._forms:
+            cls = get_model_class(model)
             widgets = {k: w for k, w in model_form_widgets(cls).items() if k != "max_iter"}
             for name, value in cls.first_run.items():
                 widgets[name].value = value
@@ -168,15 +192,28 @@ class TrainingMonitor(pn.viewable.Viewer):
             doc = (cls.__doc__ or "").strip().split("\n")[0]
             form = pn.Column(pn.pane.Markdown(f"**{cls.display_name()}** — {doc}"), *widgets.values(),
                              sizing_mode="stretch_width", visible=False,
-                             css_classes=["cofiviz-monitor-form", f"cofiviz-form-{self.model}"])
-            self._forms[self.model] = (form, widgets)
-        self._form_widgets = self._forms[self.model][1]
-        # one callback on the session's event loop (at once outside a server) changes the layout, so that
-        # the browser gets the switch in one message
-        pn.state.execute(self._show_form)
+                             css_classes=["cofiviz-monitor-form", f"cofiviz-form-{model}"])
+            self._forms[model] = (form, widgets)
+        return self._forms[model]
+
+    @property
+    def _form_widgets(self) -> dict:
+        """The chosen model's widgets, by parameter name (built if the form has not been yet)."""
+        return self._form_of(self.model)[1]
+
+    def _title_form(self) -> None:
+        arrow = "▸" if self._form_card.collapsed else "▾"
+        self._form_card.title = f"{arrow} {self.FORM_TITLE}: {get_model_class(self.model).display_name()}"
+
+    def _on_form_unfolded(self, event):
+        self._title_form()
+        if not event.new:
+            pn.state.execute(self._show_form)
 
     def _show_form(self):
-        shown = self._forms[self.model][0]
+        if self._form_card.collapsed and not self._form.objects:
+            return                     # folded and never unfolded: its widgets stay out of the page
+        shown = self._form_of(self.model)[0]
         with pn.io.hold():
             if shown not in self._form.objects:
                 self._form.append(shown)
@@ -262,12 +299,12 @@ class TrainingMonitor(pn.viewable.Viewer):
             self._show_error(f"Cannot start: {exc}")
             return
         self._show_error(None)
-        self._draw_figures()
         n = f", N = {self.n}" if OFFERED[self.protocol].size else ""
         what = f"Tuning **{self.model}** for up to {self.budget} s, then training" if tune else \
             f"Training **{self.model}**"
         if self.training.submit(job, f"{what} on {self.data} ({self.protocol}{n}) …") != "ignored":
-            self._trials.visible = tune
+            if tune or self._trials_widget is not None:
+                self._trials.visible = tune
             self._during_run.visible = False
 
     def _on_stop(self, event=None):
@@ -286,9 +323,13 @@ class TrainingMonitor(pn.viewable.Viewer):
     #: rows the table shows while a run goes, the newest first (a fast model would otherwise keep the browser busy
     #: redrawing thousands of rows); the whole run replaces them when it ends
     LIVE_TABLE_ROWS = 100
+    #: seconds between two updates of the table while a run goes (each sends its rows again; the curves take every
+    #: batch)
+    LIVE_TABLE_EVERY = 5.0
 
     def _clear(self, event=None):
         """A run started: empty plots and table (on the event loop: Bokeh models change under the lock)."""
+        self._table_at = -math.inf        # the run's first rows go into the table at once
         for pair in self._sources:
             for source in pair:
                 source.data = {c: np.array([], dtype=float) for c in COLUMNS}
@@ -313,8 +354,18 @@ class TrainingMonitor(pn.viewable.Viewer):
         self._queue.object = queue_text(event.new)
         self._queue.visible = True
 
+    @property
+    def _trials(self) -> pn.widgets.Tabulator:
+        """The table of Tune's trials, made at the first Tune (a page that never tunes has none)."""
+        if self._trials_widget is None:
+            self._trials_widget = pn.widgets.Tabulator(pd.DataFrame(), disabled=True, show_index=False, height=200,
+                                                       sizing_mode="stretch_width", pagination=None, visible=False)
+            self._trials_box.objects = [self._trials_widget]
+        return self._trials_widget
+
     def _show_trials(self, event):
-        self._trials.value = pd.DataFrame(event.new)
+        if event.new or self._trials_widget is not None:
+            self._trials.value = pd.DataFrame(event.new)
 
     def _show_tuned(self, event):
         """Put the chosen setting into the model's form, so that the next Run trains it again."""
@@ -341,13 +392,17 @@ class TrainingMonitor(pn.viewable.Viewer):
         df = event.new
         if df is None or not len(df):
             return
+        drawn = len(self._sources)
+        self._draw_figures()            # the run's first rows: figures made now draw every row so far, these too
         scored = df[df[SCORED].notna().any(axis=1)]
         new, new_scored = ({c: d[c].to_numpy(dtype=float) for c in COLUMNS} for d in (df, scored))
-        for every, only_scored in self._sources:
+        for every, only_scored in self._sources[:drawn]:
             every.stream(new)
             if len(scored):
                 only_scored.stream(new_scored)
-        self._set_table(self._table_rows(self.training.history.tail(self.LIVE_TABLE_ROWS)))
+        if time.monotonic() - self._table_at >= self.LIVE_TABLE_EVERY:
+            self._table_at = time.monotonic()
+            self._set_table(self._table_rows(self.training.history.tail(self.LIVE_TABLE_ROWS)))
 
     def _set_table(self, frame: pd.DataFrame) -> None:
         """Show ``frame`` in the table of iterations, unless it shows it already.
@@ -356,10 +411,20 @@ class TrainingMonitor(pn.viewable.Viewer):
         made in the browser: read a moment later, after newer rows came, the "edit" no longer fits the table and
         fails. A frame that changes nothing is not set.
         """
+        if self._table_widget is None and not len(frame):
+            return                       # no table yet, and nothing to show in one
         current = self._table.value
         if current is not None and current.shape == frame.shape and current.equals(frame):
             return
         self._table.value = frame
+
+    @property
+    def _table(self) -> pn.widgets.Tabulator:
+        """The table of iterations, made with the figures or at the first rows it shows."""
+        if self._table_widget is None:
+            self._table_widget = pn.widgets.Tabulator(empty_frame(), disabled=True, show_index=False, height=260,
+                                                      sizing_mode="stretch_width", pagination=None)
+        return self._table_widget
 
     @staticmethod
     def _table_rows(frame: pd.DataFrame) -> pd.DataFrame:
@@ -393,7 +458,8 @@ class TrainingMonitor(pn.viewable.Viewer):
                  "loss and the seconds per iteration.")
 
     def _plot_box(self) -> pn.Column:
-        """Where one display's figures go: made at once when there are curves to draw, otherwise at Run or Tune.
+        """Where one display's figures go: made at once when there are curves to draw, otherwise at a run's first
+        rows.
 
         The five figures and the table of iterations are most of a page's Bokeh models, and a server builds and
         sends a new session's whole document on its one event loop: a page without curves yet opens without them,
@@ -402,16 +468,16 @@ class TrainingMonitor(pn.viewable.Viewer):
         box = pn.Column(pn.pane.Markdown(self.NO_CURVES, css_classes=["cofiviz-monitor-no-curves"],
                                          sizing_mode="stretch_width"), sizing_mode="stretch_width")
         self._plot_boxes.append(box)
-        if len(self.training.history) or self.training.busy:
+        if len(self.training.history):
             self._draw_figures()
         return box
 
     def _draw_figures(self) -> None:
         """Put the figures, the table of iterations and the downloads into every display that has none yet.
 
-        Once per display, under a lock: a server handles the two clicks of a double click in two threads, and a
-        widget put into the same page twice, its first copy then replaced, would no longer reach the browser (the
-        downloads would stay disabled).
+        Once per display, under a lock: outside a server a run's rows arrive on its follower's thread while another
+        thread may make a new display, and a widget put into the same page twice, its first copy then replaced,
+        would no longer reach the browser (the downloads would stay disabled).
         """
         with self._figures_lock:
             for box in self._plot_boxes:
@@ -466,7 +532,8 @@ class TrainingMonitor(pn.viewable.Viewer):
         return figs
 
     def controls(self) -> pn.Column:
-        """Data, protocol, model, Run and Stop, the model's form (a served page puts them in its sidebar)."""
+        """Data, protocol, model, Run and Stop, the model's form folded away (a served page puts them in its
+        sidebar)."""
         return pn.Column(
             pn.widgets.Select.from_param(self.param.data, label="Data", sizing_mode="stretch_width"),
             self._upload_box,
@@ -475,11 +542,11 @@ class TrainingMonitor(pn.viewable.Viewer):
             pn.widgets.Select.from_param(self.param.model, label="Model", sizing_mode="stretch_width"),
             self._bounded["max_iter"], self._bounded["budget"],
             pn.Row(self._run, self._tune, self._stop_btn), self._during_run,
-            pn.pane.Markdown("#### Model parameters"), self._form, sizing_mode="stretch_width")
+            self._form_card, sizing_mode="stretch_width")
 
     def results(self) -> pn.Column:
         """Messages, status, the live plots, the table of iterations and the downloads."""
-        return pn.Column(self._error, self._queue, self._status, self._story, self._trials, self._plot_box(),
+        return pn.Column(self._error, self._queue, self._status, self._story, self._trials_box, self._plot_box(),
                          sizing_mode="stretch_width")
 
     def __panel__(self):
