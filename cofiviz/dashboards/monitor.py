@@ -495,9 +495,12 @@ class TrainingMonitor(pn.viewable.Viewer):
         iteration (loss, seconds) and the iterations scored (metrics).
 
         Plain Bokeh streaming (``ColumnDataSource.stream``) sends only the new rows to the browser, so a
-        redraw costs next to nothing on the shared event loop, whatever the number of iterations.
+        redraw costs next to nothing on the shared event loop, whatever the number of iterations. Each curve is a
+        line and its points, added as bare glyphs: the browser derives their looks when not selected or muted
+        (the page has no selection tool and no legend to mute with), which ``figure.line`` would send as two more
+        models a curve.
         """
-        from bokeh.models import ColumnDataSource, HoverTool
+        from bokeh.models import ColumnDataSource, HoverTool, Legend, LegendItem, Line, Scatter
         from bokeh.plotting import figure
 
         frame = self.training.history
@@ -507,26 +510,30 @@ class TrainingMonitor(pn.viewable.Viewer):
         self._sources.append((source, scored))
         marks = ColumnDataSource({"x": [] if self.training.restored is None else [self.training.restored]})
         self._marks.append(marks)
+
+        def curve(fig, data, column: str, color: str):
+            """A line and its points; the line's renderer (what a legend names)."""
+            line = fig.add_glyph(data, Line(x="iteration", y=column, line_color=color, line_width=2))
+            fig.add_glyph(data, Scatter(x="iteration", y=column, fill_color=color, line_color=color, size=4))
+            return line
+
         figs = []
         for metric in METRICS:
             fig = figure(title=metric.upper(), height=260, sizing_mode="stretch_width", x_axis_label="iteration",
                          toolbar_location=None, tools="")
-            for part in PARTS:
-                fig.line("iteration", f"{part}_{metric}", source=scored, color=PART_COLORS[part], line_width=2,
-                         legend_label=part)
-                fig.scatter("iteration", f"{part}_{metric}", source=scored, color=PART_COLORS[part], size=4)
+            lines = [curve(fig, scored, f"{part}_{metric}", PART_COLORS[part]) for part in PARTS]
             fig.add_tools(HoverTool(tooltips=[("iteration", "@iteration")] + [
                 (part, f"@{{{part}_{metric}}}{{0.0000}}") for part in PARTS]))
             fig.vspan(x="x", source=marks, line_color="#444444", line_dash="dashed", line_width=1.5)
-            fig.legend.orientation = "horizontal"      # under the plot: never over the newest points
-            fig.add_layout(fig.legend[0], "below")
+            # under the plot: never over the newest points
+            fig.add_layout(Legend(items=[LegendItem(label=part, renderers=[line]) for part, line in zip(PARTS, lines)],
+                                  orientation="horizontal"), "below")
             figs.append(fig)
         for col, title, color in (("loss", "training loss", "#8172b2"), ("seconds", "seconds per iteration",
                                                                           "#937860")):
             fig = figure(title=title, height=220, sizing_mode="stretch_width", x_axis_label="iteration",
                          toolbar_location=None, tools="")
-            fig.line("iteration", col, source=source, color=color, line_width=2)
-            fig.scatter("iteration", col, source=source, color=color, size=4)
+            curve(fig, source, col, color)
             fig.add_tools(HoverTool(tooltips=[("iteration", "@iteration"), (col, f"@{col}{{0.0000}}")]))
             figs.append(fig)
         return figs
