@@ -18,11 +18,11 @@ not stop by itself, and gives its place up (``pn.state.on_session_destroyed``).
 
 Uploads (CSV, TSV or Parquet) arrive in one message through a file dropper, up to :data:`UPLOAD_LIMIT_MB`;
 the browser refuses a larger file with a message, and an empty or malformed file is reported. A value
-of N or Max iter outside its bounds is reset to the bound, and the page says why. Each model's form is
-built the first time the model is chosen and kept: choosing it again only shows it. The form opens folded
-away under "Model parameters: <model>" (its widgets and their tooltips are more than half of a page's Bokeh
-models, which a server builds for every session): unfolded, it shows the chosen model's; a Run trains what the
-form holds, shown or not.
+of N or Max iter outside its bounds is reset to the bound, and the page says why. The model's form opens
+folded away under "▸ Model parameters: <model>" (its widgets and their tooltips would be more than half of a
+page's Bokeh models, which a server builds for every session); unfolded, it shows the chosen model's. Each
+model's form is built the first time it is shown or a Run reads it, and kept: choosing the model again only shows
+it, with the visitor's edits; a Run trains what the form holds, shown or not.
 
 It opens on a first Run that teaches: LCR on MovieLens 100K learns for about half a minute, then
 overfits, and early stopping puts back its best iterate. Beside the plots, sentences of
