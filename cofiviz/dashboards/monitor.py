@@ -110,11 +110,11 @@ class TrainingMonitor(pn.viewable.Viewer):
         self._uploaded = None
         # no tooltip on Run: shown after the click, it would lie over Tune and Stop (what a new Run does to the one
         # going on is said by the notices above the plots)
-        self._run = pn.widgets.Button(label="Run", color="primary", width=100)
-        self._tune = pn.widgets.Button(label="Tune", color="success", width=100,
+        self._run = pn.widgets.Button(label="Run", color="primary", sizing_mode="stretch_width")
+        self._tune = pn.widgets.Button(label="Tune", color="success", sizing_mode="stretch_width",
                                        description="Search the model's settings on the validation part for the "
                                                    "budget's seconds, then train with the best")
-        self._stop_btn = pn.widgets.Button(label="Stop", color="danger", width=100, disabled=True)
+        self._stop_btn = pn.widgets.Button(label="Stop", color="danger", sizing_mode="stretch_width", disabled=True)
         self._during_run = pn.pane.Alert("", alert_type="info", visible=False, sizing_mode="stretch_width",
                                          css_classes=["cofiviz-monitor-during-run"])
         # where the run waits for a free worker (the server's queue), above the plots: seen on a phone too
@@ -548,7 +548,7 @@ class TrainingMonitor(pn.viewable.Viewer):
             self._bounded["n"],
             pn.widgets.Select.from_param(self.param.model, label="Model", sizing_mode="stretch_width"),
             self._bounded["max_iter"], self._bounded["budget"],
-            pn.Row(self._run, self._tune, self._stop_btn), self._during_run,
+            pn.Row(self._run, self._tune, self._stop_btn, sizing_mode="stretch_width"), self._during_run,
             self._form_card, sizing_mode="stretch_width")
 
     def results(self) -> pn.Column:
