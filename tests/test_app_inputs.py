@@ -98,3 +98,29 @@ def test_the_losses_page_draws_what_its_inputs_show():
     dav = v._ties_table.object[v._ties_table.object["model"] == "Davidson ν=0"]
     assert dav["P(tie)"].tolist() == [0.0, 0.0, 0.0]
     assert dav["P(win)"].iloc[0] == 0.5
+
+
+def test_the_note_is_made_at_its_first_message_and_reaches_the_page_beside_its_input():
+    """A served page sends every pane it holds, hidden or not: the note is made when it first has something to say,
+    and appears then under the input of a page already drawn."""
+    m = TrainingMonitor()
+    n = m._bounded["n"]
+    box = n.__panel__()
+    assert list(box.objects) == [n.widget] and n._note is None
+    n.widget.value = 30                           # within the bounds: still nothing to say
+    assert n._note is None and list(box.objects) == [n.widget]
+    n.widget.value = 500
+    assert list(box.objects) == [n.widget, n.note] and n.note.visible
+    assert n.note.object == "N = 500 is above its upper bound 100; set to 100."
+    n.widget.value = 40
+    assert not n.note.visible and list(box.objects) == [n.widget, n.note]
+    assert n.__panel__() is box                   # drawn again: the same column, note included
+
+
+def test_the_monitor_explains_only_the_inputs_whose_label_does_not_say_it_all():
+    """A tooltip is two models more in every session: N, the tuning budget and Tune have one, the inputs whose
+    label says what they are (Data, Protocol, Model, Max iter) none."""
+    m = TrainingMonitor()
+    said = {w.name: w.description for w in m.controls().select(pn.widgets.Widget) if w.description}
+    assert set(said) == {"N [1 … 100]", "Tune budget (s) [5 … 3600]", "Tune"}, said
+    assert "training ratings per user" in said["N [1 … 100]"]

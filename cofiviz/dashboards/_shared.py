@@ -168,11 +168,22 @@ class BoundedInput(pn.viewable.Viewer):
             opts.update(start=self.bounds[0], end=self.bounds[1], step=p.step or opts.get("step", 0.1))
         self.widget = widget(**opts)
         BoundedInput._of[self.widget] = self
-        self.note = pn.pane.Markdown("", visible=False, margin=(0, 10), styles={"color": "#b45309"},
-                                     css_classes=["cofiviz-input-note"] + [f"{c}-note" for c in css_classes or []])
+        self._note_classes = ["cofiviz-input-note"] + [f"{c}-note" for c in css_classes or []]
+        self._note = self._box = None      # the note is made at its first message (:attr:`note`)
         self._resetting = False
         self.widget.param.watch(self._typed, "value")
         obj.param.watch(self._follow, name)
+
+    @property
+    def note(self) -> pn.pane.Markdown:
+        """The note under the input, hidden while it has nothing to say; made when first asked for (most pages never
+        show one, and every pane is a model more in every session)."""
+        if self._note is None:
+            self._note = pn.pane.Markdown("", visible=False, margin=(0, 10), styles={"color": "#b45309"},
+                                          css_classes=self._note_classes)
+            if self._box is not None:
+                self._box.append(self._note)
+        return self._note
 
     @property
     def value(self):
@@ -188,7 +199,8 @@ class BoundedInput(pn.viewable.Viewer):
             msg = f"{self.term} needs a number; kept {new:g}."
         else:
             new, msg = clamp(value, self.bounds, self.term)
-        self.note.object, self.note.visible = msg or "", bool(msg)
+        if msg or self._note is not None:
+            self.note.object, self.note.visible = msg or "", bool(msg)
         if new != value:
             self._show(new)
         setattr(self._obj, self._name, new)
@@ -208,4 +220,7 @@ class BoundedInput(pn.viewable.Viewer):
             self._resetting = False
 
     def __panel__(self):
-        return pn.Column(self.widget, self.note, sizing_mode="stretch_width", margin=0)
+        if self._box is None:
+            self._box = pn.Column(self.widget, *[n for n in (self._note,) if n is not None],
+                                  sizing_mode="stretch_width", margin=0)
+        return self._box

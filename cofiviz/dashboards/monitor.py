@@ -82,6 +82,8 @@ class TrainingMonitor(pn.viewable.Viewer):
 
     #: the labels of the bounded inputs
     _BOUNDED = {"n": "N", "max_iter": "Max iter", "budget": "Tune budget (s)"}
+    #: the inputs whose tooltip says more than their label (each tooltip is two more models in every session)
+    _EXPLAINED = ("n", "budget")
 
     def __init__(self, **params):
         names = model_names()
@@ -103,7 +105,7 @@ class TrainingMonitor(pn.viewable.Viewer):
         # to the nearest bound, and a note under the input says why
         self._bounded = {name: BoundedInput(self, name, widget=pn.widgets.IntInput, term=label,
                                             label=bounded_label(label, self.param[name].bounds),
-                                            description=self.param[name].doc)
+                                            description=self.param[name].doc if name in self._EXPLAINED else None)
                          for name, label in self._BOUNDED.items()}
         self._upload = None             # the file dropper, made when "Uploaded file" is first chosen
         self._upload_box = pn.Column(sizing_mode="stretch_width", visible=False)
@@ -542,11 +544,14 @@ class TrainingMonitor(pn.viewable.Viewer):
         """Data, protocol, model, Run and Stop, the model's form folded away (a served page puts them in its
         sidebar)."""
         return pn.Column(
-            pn.widgets.Select.from_param(self.param.data, label="Data", sizing_mode="stretch_width"),
+            pn.widgets.Select.from_param(self.param.data, label="Data", description=None,
+                                      sizing_mode="stretch_width"),
             self._upload_box,
-            pn.widgets.Select.from_param(self.param.protocol, label="Protocol", sizing_mode="stretch_width"),
+            pn.widgets.Select.from_param(self.param.protocol, label="Protocol", description=None,
+                                      sizing_mode="stretch_width"),
             self._bounded["n"],
-            pn.widgets.Select.from_param(self.param.model, label="Model", sizing_mode="stretch_width"),
+            pn.widgets.Select.from_param(self.param.model, label="Model", description=None,
+                                      sizing_mode="stretch_width"),
             self._bounded["max_iter"], self._bounded["budget"],
             pn.Row(self._run, self._tune, self._stop_btn, sizing_mode="stretch_width"), self._during_run,
             self._form_card, sizing_mode="stretch_width")
