@@ -14,8 +14,8 @@ convergence test ends the fit early; no validation data), on two data sets (``ml
 and ``lcr-q50-r20``: LCR with q = 50 local models of rank 20 (``n_local=50, rank=20``) on the
 ``ratio0.5`` splits, against the goal of at most 1.5 s per iteration on ML-1M on 2 cores; and
 ``cofirank-fixed-λ``: CofiRank at the fixed λ = 2 whatever the number of users (``reg_users=None``, as
-the paper). Its default scales the item phase's λ with the training users (``λ = 2 · users / 500``,
-``reg_users=500``) and keeps each user's at 2.
+the paper). Its default scales the item phase's λ with the training users (``λ = 2 · min(users, 5000) / 500``,
+``reg_users=500``, ``reg_users_max=5000``) and keeps each user's at 2.
 CofiRank's loss is a sum over users, so at a fixed λ the penalty weighs about six times less against the
 loss on ML-1M and the bundle method of each phase needs more oracle calls to reach its tolerance: a harder
 optimisation problem, not more work per call. Every CofiRank row notes the λ of its fit and the bundle

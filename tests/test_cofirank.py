@@ -351,6 +351,49 @@ def test_reg_users_scales_every_lambda_of_both_phases_with_the_users_who_have_ra
     assert old.reg_effective_ == old.reg_user_ == 3.0
 
 
+def test_reg_users_max_caps_the_users_the_scaling_counts_and_below_it_the_fit_is_the_uncapped_one(camps, tmp_path,
+                                                                                                   monkeypatch):
+    """Past ``reg_users_max`` users λ stops growing: the 80 users of ``camps`` counted as 40 at ``reg_users_max=40``
+    give, bit for bit, the fit at ``reg_users`` doubled without a cap (reg, bias_reg and init_reg alike); at or
+    above the users the cap does nothing (the uncapped fit, bit for bit); a save keeps the capped λ. A cell at
+    ``reg_users_max=None`` keeps the key it had before the cap existed (``result_keys.GUARDED_DEFAULTS``), and the
+    reproductions set it so."""
+    from cofiviz.engine.cell import Cell
+    from cofiviz.engine.result_keys import GUARDED_DEFAULTS, LATE_FEATURES, shipped_forms
+
+    common = {"rank": 4, "max_iter": 2, "init_iter": 2, "offsets": True, "seed": 3, "reg": 3.0, "bias_reg": 0.5,
+              "init_reg": 8.0}
+    assert CofiRank.param["reg_users_max"].default == 5000
+    capped = CofiRank(reg_users=20, reg_users_max=40, **common).fit(camps.train)
+    doubled = CofiRank(reg_users=40, reg_users_max=None, **common).fit(camps.train)
+    assert capped.reg_factor_ == doubled.reg_factor_ == 2.0 and capped.reg_effective_ == 6.0
+    np.testing.assert_array_equal(capped.U_, doubled.U_)
+    np.testing.assert_array_equal(capped.M_, doubled.M_)
+    for cap in (80, 5000):
+        above = CofiRank(reg_users=20, reg_users_max=cap, **common).fit(camps.train)
+        uncapped = CofiRank(reg_users=20, reg_users_max=None, **common).fit(camps.train)
+        assert above.reg_factor_ == 4.0
+        np.testing.assert_array_equal(above.M_, uncapped.M_)
+    assert CofiRank(reg_users=20, reg_users_max=79).reg_factor(camps.train) == 79 / 20
+    assert CofiRank(reg_users=None, reg_users_max=40).reg_factor(camps.train) == 1.0
+    capped.save(tmp_path / "m")
+    assert CofiRank.load(tmp_path / "m").reg_effective_ == 6.0
+
+    assert GUARDED_DEFAULTS["cofirank"]["reg_users_max"] is None is shipped_forms("cofirank")["reg_users_max"]
+    assert LATE_FEATURES["cofirank"]["reg_users_max"][0] is None
+    base = dict(protocol="lcr-weak", protocol_params={"n_train": 10}, seed=0, data={"name": "tiny"},
+                metrics=("ndcg@10",))
+
+    def key(**p):
+        return Cell(model="cofirank", params={"max_iter": 1, **p}, **base).key("v1")
+
+    new_default, pinned, paper = key(), key(reg_users_max=None), key(reg_users=None)
+    with monkeypatch.context() as m:
+        m.setattr(CofiRank.param["reg_users_max"], "default", None)   # as before the cap existed
+        assert key() == pinned and key(reg_users=None) == paper
+    assert new_default != pinned
+
+
 def test_by_default_reg_users_scales_the_item_phase_and_each_user_keeps_reg(camps, tmp_path):
     """Each user's problem sums over that user's ratings only, so the default (``reg_scaled="items"``) scales the
     item phase's λ alone: from the same uniform start the user phase computes, bit for bit, the factors of a fit at

@@ -57,7 +57,7 @@ LATE_FEATURES: dict[str, dict[str, tuple]] = {
     "svdpp": {"sgd_loss": ("after", ())},
     "wlt": _ITEM_PRIOR,
     # where the NDCG / ERU assignment starts (:mod:`cofiviz.models.cofirank`): "scores" is what it computed before
-    "cofirank": {"assignment_start": ("scores", ())},
+    "cofirank": {"assignment_start": ("scores", ()), "reg_users_max": (None, ())},
     # steps halved after a step that raised the objective (:class:`cofiviz.models._local.PairwiseFactorModel`):
     # fixed steps are what they computed before
     "gcr": {"step_control": ("fixed", ())},
@@ -98,11 +98,13 @@ FASTER_DEFAULTS: dict[str, dict[str, Any]] = {
 
 #: model name -> ``{parameter: the form its shipped cells were computed with}``: defaults that became a guarded form
 #: of the same fit, the shipped form to the bit while the guard does not act (GCR's and LCR's steps halved after a
-#: step that raised the objective, which their default, paper and monitor fits on MovieLens 100K never meet); each
-#: is a :data:`LATE_FEATURES` switch whose off value is that form
+#: step that raised the objective, which their default, paper and monitor fits on MovieLens 100K never meet;
+#: CofiRank's λ scaling capped at ``reg_users_max`` users, which no split of MovieLens 100K reaches); each is a
+#: :data:`LATE_FEATURES` switch whose off value is that form
 GUARDED_DEFAULTS: dict[str, dict[str, Any]] = {
     "gcr": {"step_control": "fixed"},
     "lcr": {"step_control": "fixed"},
+    "cofirank": {"reg_users_max": None},
 }
 
 
@@ -123,7 +125,8 @@ READ_ONLY_WHEN: dict[str, dict[str, tuple[str, Any] | list[tuple[str, Any]]]] = 
     "regsvd": {"reg_weighting": ("solver", "als"), "als_solve": ("solver", "als"), "cg_steps": ("als_solve", "cg"),
                "sgd_loss": ("solver", "sgd"), "dtype": [("solver", "sgd"), ("als_solve", "cg")]},
     "gpor": {"evidence_users": ("hyperparameters", "evidence"), "evidence_iter": ("hyperparameters", "evidence")},
-    "cofirank": {"assignment_start": [("loss", "ndcg"), ("loss", "eru")], "reg_scaled": ("reg_users", SET)},
+    "cofirank": {"assignment_start": [("loss", "ndcg"), ("loss", "eru")], "reg_scaled": ("reg_users", SET),
+                 "reg_users_max": ("reg_users", SET)},
     "gcr": {"step_control": ("solver", "gd")},
     "lcr": {"step_control": ("solver", "gd")},
 }

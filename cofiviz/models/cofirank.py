@@ -37,8 +37,8 @@ floating-point assignment solver — the original code's — cannot see the scor
 Defaults and the paper's settings. The defaults are the best general setting found on validation
 data (``cofiviz reproduce cofirank-tuned``: the LCR protocol on MovieLens 100K, N = 10, 20, 50, three
 seeds, where it beats the damped item mean at every N): rank 10, λ = 2 stated for 500 training users
-(``reg_users``: the fit scales the item phase's λ with the number of users, as its loss sums over them, and
-keeps each user's), the
+(``reg_users``: the fit scales the item phase's λ with the number of users, as its loss sums over them, up to
+5,000 users (``reg_users_max``), and keeps each user's), the
 damped item-mean prior, a regression warm start (10 iterations at λ = 10) and one NDCG alternation.
 The paper's own settings (rank 100, λ = 10 whatever the number of users, 31 outer iterations from
 uniform factors, no prior) are the preset ``"paper"``:
@@ -125,6 +125,14 @@ class CofiRank(Model):
         100K splits the defaults were chosen on (it does as well as any of 400 to 943 on their
         validation ratings); ``None``: λ as given, whatever the number of users (the paper). The λs a fit used
         are ``reg_effective_`` (the item phase's) and ``reg_user_`` (the user phase's).
+    reg_users_max : int or None
+        The users the scaling counts at most: past them the item phase's λ stays at ``λ · reg_users_max /
+        reg_users`` (default 5,000: λ = 20 at the defaults). A λ that keeps growing with the users outweighs the
+        loss's signal, which grows with them too but is no sharper per user: on ``netflix_like`` at 100M
+        ratings (477,893 users) the factors then add nothing to the item prior, where capped they do
+        (``benchmarks/bench_defaults.py``); MovieLens 100K (943 users) never reaches the cap. ``None``: no
+        cap (before the cap existed; the reproductions keep it off, so that their shipped cells keep their
+        bits). Read only with ``reg_users`` set. The cap is a choice of this package, not the paper's.
     reg_scaled : {"items", "both"}
         The phases whose λ ``reg_users`` scales. ``"items"`` (default): the item phase's, whose loss sums
         over every user, while each user's problem in the user phase sums over that user's ratings only and
@@ -188,8 +196,8 @@ class CofiRank(Model):
     Attributes
     ----------
     reg_effective_ : float
-        The item phase's λ: ``reg`` scaled by ``reg_users`` (``reg_factor_`` = ``|U| / reg_users``, 1 with
-        ``reg_users=None``).
+        The item phase's λ: ``reg`` scaled by ``reg_users`` (``reg_factor_`` = ``min(|U|, reg_users_max) /
+        reg_users``, 1 with ``reg_users=None``).
     reg_user_ : float
         The user phase's λ: ``reg``, or ``reg_effective_`` with ``reg_scaled="both"``; :meth:`fold_in` uses it.
     U_, M_ : ndarray
@@ -227,6 +235,9 @@ class CofiRank(Model):
     reg_users = param.Integer(default=500, allow_None=True, bounds=(1, None),
                               doc="Number of training users reg is stated for: the fit uses reg·|U|/reg_users "
                                   "(None: reg as given, the paper).")
+    reg_users_max = param.Integer(default=5000, allow_None=True, bounds=(1, None),
+                                  doc="Users the scaling of reg counts at most: past them the item phase's λ stays at "
+                                      "reg·reg_users_max/reg_users (None: no cap).")
     reg_scaled = param.Selector(default="items", objects=["items", "both"],
                                 doc="The phases whose λ reg_users scales: the item phase only (each user's problem "
                                     "sums over that user's ratings), or both.")
@@ -339,11 +350,14 @@ class CofiRank(Model):
         return elementary.power(np.maximum(counts, 1.0) / mean, e)
 
     def reg_factor(self, train: Ratings) -> float:
-        """``|U| / reg_users``: what ``reg``, ``bias_reg`` and ``init_reg`` are multiplied by on ``train``
-        (``|U|`` its users with ratings; 1 with ``reg_users=None``)."""
+        """``min(|U|, reg_users_max) / reg_users``: what ``reg``, ``bias_reg`` and ``init_reg`` are multiplied by
+        on ``train`` (``|U|`` its users with ratings; 1 with ``reg_users=None``)."""
         if self.reg_users is None:
             return 1.0
-        return float(np.count_nonzero(train.user_counts())) / float(self.reg_users)
+        users = int(np.count_nonzero(train.user_counts()))
+        if self.reg_users_max is not None:
+            users = min(users, int(self.reg_users_max))
+        return float(users) / float(self.reg_users)
 
     def _init_factors(self, n: int, rng: np.random.Generator, side: str) -> np.ndarray:
         D, _, _ = self._layout()
@@ -372,7 +386,7 @@ class CofiRank(Model):
         if self.init == "regression":
             d = int(self.rank)
             warm = CofiRank(rank=d, loss="regression", offsets=True, init="uniform", reg=float(self.init_reg or self.reg),
-                            reg_users=self.reg_users, reg_scaled=self.reg_scaled,
+                            reg_users=self.reg_users, reg_users_max=self.reg_users_max, reg_scaled=self.reg_scaled,
                             item_prior=self.item_prior, prior_damping=self.prior_damping,
                             prior_scale=self.prior_scale,
                             max_iter=int(self.init_iter), seed=int(self.seed), bmrm_tol=self.bmrm_tol,
