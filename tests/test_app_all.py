@@ -114,3 +114,33 @@ def test_the_monitor_s_sidebar_starts_open_on_a_wide_screen_and_closed_on_a_phon
     page.locator(READY["monitor"]).first.wait_for(timeout=120_000)
     assert page.evaluate(PAGE_BOXES_JS)["sidebar"] is opened
     page.close()
+
+
+DRAWER_JS = """() => { const s = document.getElementById('sidebar').getBoundingClientRect(),
+                        m = document.getElementById('main').getBoundingClientRect();
+                 return {sidebar: [s.left, s.width, s.bottom], main: [m.left, m.width, m.top],
+                         scroll: document.scrollingElement.scrollWidth}; }"""
+
+
+def test_on_a_phone_the_opened_sidebar_takes_the_width_and_the_page_follows_under_it(server, chromium):
+    """A drawer on a 390-px screen: opened by the menu button it spans the screen, and the main area (the status,
+    the curves) lies under it at the full width, where beside it the main area would keep a few pixels; closed
+    again, the main area has the width back. The page's title fits beside the menu button."""
+    page = chromium.new_page(viewport={"width": 390, "height": 844})
+    page.goto(f"{server.url}/monitor", wait_until="domcontentloaded")
+    page.locator(READY["monitor"]).first.wait_for(timeout=120_000)
+    title = page.evaluate("() => [...document.querySelectorAll('#header .title')].pop().getBoundingClientRect().right")
+    assert title <= 390, f"the title reaches {title} px on a 390-px screen"
+    page.locator("#sidebar-toggle").click()
+    page.wait_for_function("() => document.getElementById('sidebar').classList.contains('show') && "
+                           "!document.getElementById('sidebar').classList.contains('collapsing')", timeout=10_000)
+    box = page.evaluate(DRAWER_JS)
+    assert box["sidebar"][:2] == [0, 390] and box["main"][:2] == [0, 390], box
+    assert box["main"][2] >= box["sidebar"][2] - 1 and box["scroll"] == 390, box
+    screenshot(page, "monitor-drawer-390")
+    page.locator("#sidebar-toggle").click()
+    page.wait_for_function("() => !document.getElementById('sidebar').classList.contains('show') && "
+                           "!document.getElementById('sidebar').classList.contains('collapsing')", timeout=10_000)
+    box = page.evaluate(DRAWER_JS)
+    assert box["main"][:2] == [0, 390], box
+    page.close()

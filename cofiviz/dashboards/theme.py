@@ -6,7 +6,7 @@ import panel as pn
 
 from .serving import NARROW_JS, STATIC_ROUTE
 
-__all__ = ["page", "HEADINGS_CSS", "PLOT_MIN_WIDTH", "CONTROLS_WIDTH", "side_by_side", "flow", "PlotFlow",
+__all__ = ["page", "HEADINGS_CSS", "NARROW_CSS", "PLOT_MIN_WIDTH", "CONTROLS_WIDTH", "side_by_side", "flow", "PlotFlow",
            "NARROW_JS", "STATIC_ROUTE"]
 
 #: no plot is drawn narrower than this (CSS pixels): on a narrower line the plots wrap onto lines of their own
@@ -19,6 +19,22 @@ CONTROLS_WIDTH = 340
 #: so that the pane just updated would stand out; ``:host h4`` outranks Bootstrap's ``h4`` whatever the order of
 #: the stylesheets
 HEADINGS_CSS = ":host h3 { font-size: 1.4em; } :host h4 { font-size: 1.2em; }"
+
+#: below 768 px the sidebar is a drawer (:data:`NARROW_JS` starts it closed): opened, it takes the screen's width and
+#: the page's main area follows under it, where beside it the main area would be squeezed to a few pixels; on a
+#: phone the page's title is set smaller, so that the longest ("cofiviz · Metric playground") fits beside the menu
+#: button
+NARROW_CSS = """
+@media (max-width: 767.98px) {
+  #content { flex-wrap: wrap; overflow-y: auto !important; }
+  #sidebar.show { width: 100% !important; max-width: 100% !important; height: auto; border-right: none;
+                  border-bottom: 1px solid var(--bs-border-color); }
+  #main { flex: 1 0 100%; }
+}
+@media (max-width: 479.98px) {
+  #header .title { font-size: 1.2em; }
+}
+"""
 
 ABOUT = ("cofiviz — a lab for collaborative ranking: models that learn to rank items per user, "
          "evaluated with NDCG, AP and GAP.")
@@ -44,6 +60,7 @@ def page(title: str, main, sidebar=None, sidebar_width: int = 360) -> pn.templat
     template = pn.template.BootstrapTemplate(title=f"cofiviz · {title}", main=[main], header_background="#2f4f6f",
                                              sidebar=[about] if sidebar is None else [sidebar, about],
                                              collapsed_sidebar=sidebar is None, sidebar_width=sidebar_width)
+    template.config.raw_css.append(NARROW_CSS)
     # the page's scripts: Panel puts the extension's script files in every served page's head
     pn.config.js_files = {**pn.config.js_files, "cofiviz-narrow": f"{STATIC_ROUTE}/{NARROW_JS.name}"}
     return template
