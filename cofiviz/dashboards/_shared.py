@@ -221,6 +221,6 @@ class BoundedInput(pn.viewable.Viewer):
 
     def __panel__(self):
         if self._box is None:
-            self._box = pn.Column(self.widget, *[n for n in (self._note,) if n is not None],
-                                  sizing_mode="stretch_width", margin=0)
+            shown = [self.widget] if self._note is None else [self.widget, self._note]
+            self._box = pn.Column(*shown, sizing_mode="stretch_width", margin=0)
         return self._box

@@ -131,8 +131,7 @@ class CofiRank(Model):
         loss's signal, which grows with them too but is no sharper per user: on ``netflix_like`` at 100M
         ratings (477,893 users) the factors then add nothing to the item prior, where capped they do
         (``benchmarks/bench_defaults.py``); MovieLens 100K (943 users) never reaches the cap. ``None``: no
-        cap (before the cap existed; the reproductions keep it off, so that their shipped cells keep their
-        bits). Read only with ``reg_users`` set. The cap is a choice of this package, not the paper's.
+        cap, the form the reproductions keep, so that their shipped cells keep their bits. Read only with ``reg_users`` set. The cap is a choice of this package, not the paper's.
     reg_scaled : {"items", "both"}
         The phases whose λ ``reg_users`` scales. ``"items"`` (default): the item phase's, whose loss sums
         over every user, while each user's problem in the user phase sums over that user's ratings only and
