@@ -13,8 +13,10 @@ The server serves every page, as ``cofiviz serve`` does. Phases:
 
 1. **alone**: once the server is idle (its start-up work behind it: the recommendations' models trained, the
    comparisons' results read; :func:`wait_idle`), one session at a time presses Run with nobody else on the server,
-   ``--alone-runs`` times: the run's time alone is their median (press to finished);
-2. **a class** per ``--arrival`` value (default 30 s, then 150 s), one after the other on the same server:
+   ``--alone-runs`` times (default :data:`ALONE_RUNS`: a run's time alone varies from one run to the next by more than a tenth on
+   this machine): the run's time alone is their median (press to finished);
+2. **a class** per ``--arrival`` value (default 30 s, then 150 s), one after the other on the same server, each on
+   a settled server (:func:`settle`: the sessions closed before it discarded, the server idle):
    ``--sessions`` students arrive spread evenly over that many seconds; every third of them, up to ``--runs``,
    presses Run once the page is ready; the others keep their page open; the server's peak memory (its process and
    its workers, summed resident memory sampled every 0.2 s) is taken meanwhile.
@@ -73,6 +75,8 @@ from cofiviz.background.run_queue import default_slots  # noqa: E402
 
 #: how often a student looks at the page's status line (seconds)
 LOOK = 0.25
+#: runs alone whose median is a run's time alone (``--alone-runs``)
+ALONE_RUNS = 5
 
 
 async def _handle_messages(self) -> None:
@@ -291,6 +295,20 @@ def wait_idle(pid: int, share: float = 0.1, window: float = 3.0, timeout: float 
     return time.monotonic() - t0
 
 
+#: seconds after which the sessions closed before are discarded: Bokeh's server discards a closed session once it
+#: has been unused for 15 s, at a check every 17 s (its defaults, which ``cofiviz serve`` keeps)
+DISCARDED_AFTER = 15.0 + 17.0
+
+
+def settle(pid: int) -> float:
+    """Wait until the sessions closed so far are discarded (:data:`DISCARDED_AFTER`) and the server is idle
+    (:func:`wait_idle`), so that the next measure starts as the first did; the seconds waited."""
+    t0 = time.monotonic()
+    time.sleep(DISCARDED_AFTER)
+    wait_idle(pid)
+    return time.monotonic() - t0
+
+
 def cpu_seconds(pid: int) -> float:
     """User and system CPU seconds of process ``pid`` itself so far."""
     return sum(psutil.Process(pid).cpu_times()[:2])
@@ -463,7 +481,7 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--arrival", type=float, nargs="+", default=[30.0, 150.0],
                     help="seconds over which the students arrive: one class per value, on the same server")
-    ap.add_argument("--alone-runs", type=int, default=3, help="runs alone whose median is the time alone")
+    ap.add_argument("--alone-runs", type=int, default=ALONE_RUNS, help="runs alone whose median is the time alone")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds a run may take at most")
     ap.add_argument("--json", type=Path, help="write the results here")
     args = ap.parse_args(argv)
@@ -483,7 +501,9 @@ def main(argv=None) -> int:
               f"(median {alone:.1f} s)", flush=True)
         scenarios = []
         for arrival in args.arrival:
+            settled = settle(server.proc.pid)
             scenarios.append(scenario(server, args.sessions, args.runs, arrival, args.timeout, slots, alone))
+            scenarios[-1]["settled_after_s"] = settled
             report(scenarios[-1])
     finally:
         server.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 import sys
 from pathlib import Path
 
@@ -27,7 +28,11 @@ def test_the_shipped_run_is_of_a_class_and_its_goals_follow_from_its_numbers():
     result = json.loads(SHIPPED.read_text())
     slots, alone = result["machine"]["slots"], result["alone_s"]
     assert [sc["arrival_s"] for sc in result["scenarios"]] == result["settings"]["arrivals_s"]
+    # the time alone is the median of the benchmark's default number of runs alone
+    assert len(result["alone_runs_s"]) == bench_class.ALONE_RUNS and alone == statistics.median(result["alone_runs_s"])
     for sc in result["scenarios"]:
+        # each class started on a settled server: the sessions closed before it discarded
+        assert sc["settled_after_s"] >= bench_class.DISCARDED_AFTER
         assert (sc["sessions"], sc["runs_pressed"]) == (30, 10) and sc["page_ready"]["opened"] <= 30
         runs = sc["runs"]
         assert sorted(r["k"] for r in runs) == list(range(1, 11))
