@@ -117,6 +117,23 @@ def test_a_form_is_built_once_and_shown_again():
     assert [f.visible for f in m._form.objects] == [False, True]
 
 
+def test_where_the_curves_will_be_the_page_says_what_brings_them_as_the_run_goes():
+    """Before a Run the page asks for one; once a run is on (waiting in the queue or starting) it says the run's
+    curves are coming; when the run ends without rows (it left the queue) it asks again. The queue's real run is in
+    ``test_runs_pressed_together_wait_in_the_queue_the_page_shows``."""
+    from bokeh.document import Document
+
+    m = TrainingMonitor()
+    m.results().server_doc(Document())
+    text = lambda: m._plot_boxes[0].objects[0].object  # noqa: E731
+    assert text() == m.NO_CURVES
+    m.training.running = True
+    assert text() == m.CURVES_TO_COME
+    assert len(m.results().objects) and all(b.objects[0].object == m.CURVES_TO_COME for b in m._plot_boxes)
+    m.training.running = False
+    assert text() == m.NO_CURVES
+
+
 def test_the_first_view_has_no_figure_and_the_figures_come_once_at_run():
     """A page opens without figures or the table of iterations (a session's first document stays small); a run's
     first rows put them into every display of the monitor, once, drawing every row so far; a display made while
@@ -791,6 +808,9 @@ def test_runs_pressed_together_wait_in_the_queue_the_page_shows(chromium, page_e
                 c.locator("#sidebar-toggle").click()
             page.get_by_text(f"{place} in the queue").first.wait_for(timeout=60_000)
             assert page.evaluate(POINTS_JS) == 0                   # nothing trains while it waits
+            # where the curves will be, the page no longer asks for a Run: it says the run's curves are coming
+            page.get_by_text("Your run's curves are drawn here from its first iterations").first.wait_for(timeout=30_000)
+            assert not page.get_by_text("the curves are drawn here once a run starts").count()
         assert b.get_by_text("This server trains 1 run at once; 1 is training.").count()
         assert c.get_by_text("This server trains 1 run at once; 1 is training and 1 waits ahead of yours").count()
         b.mouse.move(1000, 10)                                     # no tooltip in the picture

@@ -343,6 +343,7 @@ class TrainingMonitor(pn.viewable.Viewer):
         """Stop while a run is on; Run and Tune stay enabled (a new one replaces the run queued or running)."""
         running = event.new
         self._stop_btn.disabled = not running
+        self._show_placeholder()
         if running:
             self._csv.disabled = self._parquet.disabled = True
         else:
@@ -458,6 +459,21 @@ class TrainingMonitor(pn.viewable.Viewer):
     NO_CURVES = ("Press **Run** (on a narrow screen, under the menu button at the top left): the curves are drawn "
                  "here once a run starts, NDCG@10, AP and GAP on the train, validation and test parts, the training "
                  "loss and the seconds per iteration.")
+    #: what it shows once Run is pressed, while the run waits in the queue or starts
+    CURVES_TO_COME = ("Your run's curves are drawn here from its first iterations: NDCG@10, AP and GAP on the train, "
+                      "validation and test parts, the training loss and the seconds per iteration.")
+
+    def _placeholder_text(self) -> str:
+        """The text where the curves will be: how to get them, or, once a run is pressed, that they are coming."""
+        return self.CURVES_TO_COME if self.training.running else self.NO_CURVES
+
+    def _show_placeholder(self) -> None:
+        """Say in every display still without figures what :meth:`_placeholder_text` says now."""
+        text = self._placeholder_text()
+        for box in self._plot_boxes:
+            first = box.objects[0] if box.objects else None
+            if isinstance(first, pn.pane.Markdown) and first.object != text:
+                first.object = text
 
     def _plot_box(self) -> pn.Column:
         """Where one display's figures go: made at once when there are curves to draw, otherwise at a run's first
@@ -467,7 +483,7 @@ class TrainingMonitor(pn.viewable.Viewer):
         sends a new session's whole document on its one event loop: a page without curves yet opens without them,
         so that a class arriving together does not queue behind figures that have nothing to show.
         """
-        box = pn.Column(pn.pane.Markdown(self.NO_CURVES, css_classes=["cofiviz-monitor-no-curves"],
+        box = pn.Column(pn.pane.Markdown(self._placeholder_text(), css_classes=["cofiviz-monitor-no-curves"],
                                          sizing_mode="stretch_width"), sizing_mode="stretch_width")
         self._plot_boxes.append(box)
         if len(self.training.history):
