@@ -64,6 +64,11 @@ def test_landing_page_lists_every_app_and_notebook_and_loads_nothing_from_elsewh
     assert page_errors.errors == [], page_errors.errors
 
 
+#: the boxes of an app page's header parts: ``[top, bottom, right]`` of its title and its busy indicator
+HEADER_JS = """() => { const box = s => { const b = [...document.querySelectorAll(s)].pop().getBoundingClientRect();
+                                       return [b.top, b.bottom, b.right]; };
+                 return {title: box('#header .title'), busy: box('#header .pn-busy-container')}; }"""
+
 #: a phone, a classroom projector, a small laptop and a desktop
 SIZES = [(390, 844), (1024, 768), (1280, 720), (1440, 900)]
 
@@ -101,6 +106,10 @@ def test_every_page_serves_and_fits_a_phone_a_projector_and_a_desktop(server, ch
         assert narrow == [], f"{name} at {width} px: plots narrower than 320 px {narrow}"
         if width < 768:
             assert not boxes["sidebar"], f"{name}: the sidebar is open on a {width} px screen"
+        if app:                        # the header is one line: menu button, title and busy indicator side by side
+            head = page.evaluate(HEADER_JS)
+            assert head["busy"][0] < head["title"][1] and head["title"][2] <= head["busy"][2] <= width, (name, width,
+                                                                                                       head)
     assert page_errors.errors == [], page_errors.errors
     # nothing comes from the internet (fonts, style sheets, scripts): the page works offline
     elsewhere = [u for u in requested if urlparse(u).netloc not in ("", f"127.0.0.1:{server.port}")]

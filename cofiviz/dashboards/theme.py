@@ -22,8 +22,8 @@ HEADINGS_CSS = ":host h3 { font-size: 1.4em; } :host h4 { font-size: 1.2em; }"
 
 #: below 768 px the sidebar is a drawer (:data:`NARROW_JS` starts it closed): opened, it takes the screen's width and
 #: the page's main area follows under it, where beside it the main area would be squeezed to a few pixels; on a
-#: phone the page's title is set smaller, so that the longest ("cofiviz · Metric playground") fits beside the menu
-#: button
+#: phone the header stays one line, the page's title set smaller between the menu button and the busy indicator
+#: (which Bootstrap's navbar would otherwise wrap onto a line of its own), cut short with an ellipsis if need be
 NARROW_CSS = """
 @media (max-width: 767.98px) {
   #content { flex-wrap: wrap; overflow-y: auto !important; }
@@ -32,7 +32,10 @@ NARROW_CSS = """
   #main { flex: 1 0 100%; }
 }
 @media (max-width: 479.98px) {
-  #header .title { font-size: 1.2em; }
+  #header { flex-wrap: nowrap; }
+  #header .app-header { flex: 1 1 auto; min-width: 0; }
+  #header .title { display: block; font-size: 1.1em; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+  #header .pn-busy-container { flex: none; }
 }
 """
 
