@@ -783,6 +783,12 @@ def one_slot_server():
     srv.close()
 
 
+#: the space above a notice's text and below it, in pixels (evaluated on the notice's element)
+NOTICE_GAPS_JS = """host => { const h = host.getBoundingClientRect(), ps = [...host.shadowRoot.querySelectorAll('p')];
+                            return [ps[0].getBoundingClientRect().top - h.top,
+                                    h.bottom - ps[ps.length - 1].getBoundingClientRect().bottom]; }"""
+
+
 @pytest.mark.browser
 def test_runs_pressed_together_wait_in_the_queue_the_page_shows(chromium, page_errors, one_slot_server):
     """Three pages on a one-slot server: A trains, B's Run waits 1st and C's (a phone, 390 px) 2nd, each page says so;
@@ -813,6 +819,9 @@ def test_runs_pressed_together_wait_in_the_queue_the_page_shows(chromium, page_e
             assert not page.get_by_text("the curves are drawn here once a run starts").count()
         assert b.get_by_text("This server trains 1 run at once; 1 is training.").count()
         assert c.get_by_text("This server trains 1 run at once; 1 is training and 1 waits ahead of yours").count()
+        # the notice's text has the box's padding above and below it, no paragraph's margin more under it
+        gaps = b.locator(".cofiviz-monitor-queue").first.evaluate(NOTICE_GAPS_JS)
+        assert abs(gaps[0] - gaps[1]) <= 2, gaps
         b.mouse.move(1000, 10)                                     # no tooltip in the picture
         screenshot(b, "monitor-queue-1440")
         c.wait_for_timeout(500)

@@ -37,7 +37,7 @@ from ..reproductions.run import files_needed, shipped_note, views
 from ..reproductions.spec import data_label
 from ..engine.store import default_store
 from ._shared import SessionWorker
-from .theme import HEADINGS_CSS, PLOT_MIN_WIDTH, PlotFlow, side_by_side
+from .theme import HEADINGS_CSS, PLOT_MIN_WIDTH, PlotFlow, alert, side_by_side
 
 __all__ = ["Comparisons", "default_store", "read_all"]
 
@@ -108,7 +108,7 @@ class Comparisons(pn.viewable.Viewer):
         if not params.get("store"):
             params["store"] = str(default_store())
         super().__init__(**params)
-        self._error = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
+        self._error = alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
         self._summary = pn.pane.Markdown("", css_classes=["cofiviz-comparisons-status"], stylesheets=[HEADINGS_CSS],
                                          sizing_mode="stretch_width")
         self._plots = PlotFlow()

@@ -21,7 +21,7 @@ import panel as pn
 
 from ..background.kernels import EVERY, describe, ready, status_of
 from .catalog import app
-from .theme import page
+from .theme import alert, page
 
 __all__ = ["app_page", "kernels_status", "landing_status", "app_ready", "POLL_MS", "notice_text", "watch_kernels"]
 
@@ -132,8 +132,8 @@ def app_page(slug: str, build: Callable[[], object], sidebar: bool = False) -> p
                 if side is not None:
                     side.objects = [pn.panel(built_side)]
         except Exception as exc:  # the page's own error, said where its content would be
-            main.objects = [pn.pane.Alert(f"This page could not be built: {type(exc).__name__}: {exc}",
-                                          alert_type="danger")]
+            main.objects = [alert(f"This page could not be built: {type(exc).__name__}: {exc}",
+                                  alert_type="danger")]
             raise
 
     show_progress(status)

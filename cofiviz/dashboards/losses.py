@@ -50,7 +50,7 @@ from ..losses.listwise import PL_TIES, pl_list_probability, plackett_luce_loss
 from ..losses.smoothed_rank import smoothed_rank_pair_curve
 from ..losses.ties import tie_probabilities
 from ._shared import BoundedInput
-from .theme import PlotFlow, side_by_side
+from .theme import PlotFlow, alert, side_by_side
 from .playground import parse_numbers
 
 __all__ = ["LossShapes", "figure4_summary", "tie_summary", "smoothed_rank_summary"]
@@ -155,10 +155,10 @@ class LossShapes(pn.viewable.Viewer):
         super().__init__(**params)
         self._memo: dict[str, tuple] = {}
         self._drawn: dict[str, dict] = {}
-        self._error = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
+        self._error = alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
         self._fig4_table = pn.pane.DataFrame(pd.DataFrame(), index=False, sizing_mode="stretch_width",
                                              css_classes=["cofiviz-fig4-table"])
-        self._bound_error = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
+        self._bound_error = alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
         self._bound_text = pn.pane.Markdown(sizing_mode="stretch_width", css_classes=["cofiviz-bound-text"])
         self._gapfm_text = pn.pane.Markdown(sizing_mode="stretch_width")
         self._smoothed = PlotFlow()
@@ -166,7 +166,7 @@ class LossShapes(pn.viewable.Viewer):
                                                  css_classes=["cofiviz-smoothed-table"])
         self._ties_table = pn.pane.DataFrame(pd.DataFrame(), index=False, sizing_mode="stretch_width",
                                              css_classes=["cofiviz-ties-table"])
-        self._pl_error = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
+        self._pl_error = alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
         self._pl_text = pn.pane.Markdown(sizing_mode="stretch_width", css_classes=["cofiviz-pl-text"])
         # the tables and texts first: they compute what the plots draw, and keep the last list that could be drawn
         self._update_fig4()

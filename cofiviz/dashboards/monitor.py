@@ -55,7 +55,7 @@ from ..protocols import OFFERED
 from ._shared import BoundedInput, model_names
 from .model_form import bounded_label, check_param, model_form_widgets
 from .monitor_run import SCORED, MonitorRun, empty_frame, queue_text
-from .theme import flow, side_by_side
+from .theme import alert, flow, side_by_side
 from .upload import UPLOAD, UPLOAD_LIMIT_MB, read_upload, upload_widget
 
 __all__ = ["TrainingMonitor", "UPLOAD", "UPLOAD_LIMIT_MB", "model_form_widgets", "read_upload"]
@@ -94,13 +94,13 @@ class TrainingMonitor(pn.viewable.Viewer):
         self.param.model.objects = names
         if self.model not in names:
             self.model = names[0]
-        self._error = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width",
-                                    css_classes=["cofiviz-monitor-error"])
+        self._error = alert("", alert_type="danger", visible=False, sizing_mode="stretch_width",
+                            css_classes=["cofiviz-monitor-error"])
         self._status = pn.pane.Markdown("Ready.", css_classes=["cofiviz-monitor-status"],
                                         sizing_mode="stretch_width")
         # what the curves show, in sentences (:mod:`cofiviz.background.run_story`)
-        self._story = pn.pane.Alert("", alert_type="light", visible=False, sizing_mode="stretch_width",
-                                    css_classes=["cofiviz-monitor-story"])
+        self._story = alert("", alert_type="light", visible=False, sizing_mode="stretch_width",
+                            css_classes=["cofiviz-monitor-story"])
         # free entry (no start/end, which the browser would clamp silently): a value outside the bounds is set
         # to the nearest bound, and a note under the input says why
         self._bounded = {name: BoundedInput(self, name, widget=pn.widgets.IntInput, term=label,
@@ -117,11 +117,11 @@ class TrainingMonitor(pn.viewable.Viewer):
                                        description="Search the model's settings on the validation part for the "
                                                    "budget's seconds, then train with the best")
         self._stop_btn = pn.widgets.Button(label="Stop", color="danger", sizing_mode="stretch_width", disabled=True)
-        self._during_run = pn.pane.Alert("", alert_type="info", visible=False, sizing_mode="stretch_width",
-                                         css_classes=["cofiviz-monitor-during-run"])
+        self._during_run = alert("", alert_type="info", visible=False, sizing_mode="stretch_width",
+                                 css_classes=["cofiviz-monitor-during-run"])
         # where the run waits for a free worker (the server's queue), above the plots: seen on a phone too
-        self._queue = pn.pane.Alert("", alert_type="warning", visible=False, sizing_mode="stretch_width",
-                                    css_classes=["cofiviz-monitor-queue"])
+        self._queue = alert("", alert_type="warning", visible=False, sizing_mode="stretch_width",
+                            css_classes=["cofiviz-monitor-queue"])
         self._run.on_click(self._on_run)
         self._tune.on_click(partial(self._on_run, tune=True))
         # the tables of Tune's trials and of the iterations, made when first needed (:attr:`_trials`, :attr:`_table`)

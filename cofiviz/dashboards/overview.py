@@ -18,7 +18,7 @@ from bokeh.models import NumeralTickFormatter
 
 from ..background.offered import DATASETS, load_dataset
 from ..ratings import Ratings
-from .theme import flow, side_by_side
+from .theme import alert, flow, side_by_side
 
 #: whole numbers with thousands separators on the axes ("350,000", not Bokeh's "3.500e+5")
 COUNT_TICKS = NumeralTickFormatter(format="0,0")
@@ -43,7 +43,7 @@ class DatasetOverview(pn.viewable.Viewer):
 
     def __init__(self, **params):
         super().__init__(**params)
-        self._error = pn.pane.Alert("", alert_type="danger", visible=False)
+        self._error = alert("", alert_type="danger", visible=False)
 
     @param.depends("dataset")
     def _ratings(self) -> Ratings | None:

@@ -25,7 +25,7 @@ import param
 
 from .. import metrics as M
 from ..metrics.table import BUILT_IN
-from .theme import PlotFlow, side_by_side
+from .theme import PlotFlow, alert, side_by_side
 
 __all__ = ["MetricPlayground", "PRESETS", "contributions", "metric_values", "parse_numbers"]
 
@@ -151,7 +151,7 @@ class MetricPlayground(pn.viewable.Viewer):
 
     def __init__(self, **params):
         super().__init__(**params)
-        self._error = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
+        self._error = alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
         self._grades_in = pn.widgets.TextInput(label="Grades of A..H (0-5)", sizing_mode="stretch_width")
         self._scores_in = pn.widgets.TextInput(label="Scores of A..H (equal scores = a tie)",
                                                sizing_mode="stretch_width")

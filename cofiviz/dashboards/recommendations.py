@@ -32,7 +32,7 @@ from ..background.recommenders import (DATA, ML1M, OFFERED, QUICK_ITEMS, QUICK_P
                                        pool)
 from ..models.registry import get_model_class
 from ._shared import BoundedInput
-from .theme import HEADINGS_CSS, flow, side_by_side
+from .theme import HEADINGS_CSS, alert, flow, side_by_side
 
 __all__ = ["Recommendations", "popularity_lean", "list_overlap", "POLL_MS"]
 
@@ -126,7 +126,7 @@ class Recommendations(pn.viewable.Viewer):
         self._pools: dict[str, RecommenderPool] = dict(models or {})
         # every pane is made once and later only updated, so that a view shown in a notebook fills in
         # through its comm as well as a served page does
-        self._error = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
+        self._error = alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
         self._progress = pn.pane.Markdown("", css_classes=["cofiviz-recommenders-progress"],
                                           sizing_mode="stretch_width")
         self._ratings_title = pn.pane.Markdown("", stylesheets=[HEADINGS_CSS])

@@ -6,7 +6,7 @@ import panel as pn
 
 from .serving import NARROW_JS, STATIC_ROUTE
 
-__all__ = ["page", "HEADINGS_CSS", "NARROW_CSS", "PLOT_MIN_WIDTH", "CONTROLS_WIDTH", "side_by_side", "flow", "PlotFlow",
+__all__ = ["page", "alert", "ALERT_CSS", "HEADINGS_CSS", "NARROW_CSS", "PLOT_MIN_WIDTH", "CONTROLS_WIDTH", "side_by_side", "flow", "PlotFlow",
            "NARROW_JS", "STATIC_ROUTE"]
 
 #: no plot is drawn narrower than this (CSS pixels): on a narrower line the plots wrap onto lines of their own
@@ -19,6 +19,17 @@ CONTROLS_WIDTH = 340
 #: so that the pane just updated would stand out; ``:host h4`` outranks Bootstrap's ``h4`` whatever the order of
 #: the stylesheets
 HEADINGS_CSS = ":host h3 { font-size: 1.4em; } :host h4 { font-size: 1.2em; }"
+
+#: the stylesheet of a notice (:func:`alert`): its text's first and last paragraphs keep no outer margin, so that the
+#: box's own padding is the space above and below the text (the paragraphs' margins would add a line's height under it)
+ALERT_CSS = ":host p:first-child { margin-top: 0; } :host p:last-child { margin-bottom: 0; }"
+
+
+def alert(text: str = "", **params) -> pn.pane.Alert:
+    """A notice of the pages (``pn.pane.Alert`` with ``params``: ``alert_type``, ``visible``...) styled by
+    :data:`ALERT_CSS`."""
+    return pn.pane.Alert(text, stylesheets=[ALERT_CSS, *params.pop("stylesheets", [])], **params)
+
 
 #: below 768 px the sidebar is a drawer (:data:`NARROW_JS` starts it closed): opened, it takes the screen's width and
 #: the page's main area follows under it, where beside it the main area would be squeezed to a few pixels; on a
