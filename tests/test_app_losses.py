@@ -127,7 +127,7 @@ def _table_numbers(page, table: str = ".cofiviz-fig4-table"):
 def test_losses_gamma_changes_the_curves(server, chromium, page_errors):
     page = page_errors(chromium.new_page(viewport={"width": 1400, "height": 1200}))
     page.goto(f"{server.url}/losses", wait_until="networkidle")
-    page.locator(".cofiviz-fig4-table td").first.wait_for(timeout=30_000)
+    page.locator(".cofiviz-fig4-table td").first.wait_for(timeout=120_000)
     wait_for_canvases(page, 3)
     assert count_canvases(page) >= 3
     before = _table_numbers(page)
@@ -138,7 +138,7 @@ def test_losses_gamma_changes_the_curves(server, chromium, page_errors):
     box = page.locator(".cofiviz-gamma input").first
     box.fill("1")
     box.press("Enter")
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60
     while _table_numbers(page) == before and time.monotonic() < deadline:
         time.sleep(0.2)
     after = _table_numbers(page)
@@ -149,22 +149,22 @@ def test_losses_gamma_changes_the_curves(server, chromium, page_errors):
     # γ = 99 is above the slider's range: the page draws γ = 3, shows 3 in the box and says why beside it
     box.fill("99")
     box.press("Enter")
-    page.get_by_text("γ (margin) = 99 is above its upper bound 3; set to 3.").first.wait_for(timeout=30_000)
-    deadline = time.monotonic() + 30
+    page.get_by_text("γ (margin) = 99 is above its upper bound 3; set to 3.").first.wait_for(timeout=60_000)
+    deadline = time.monotonic() + 60
     while 3.0486 not in _table_numbers(page) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert 3.0486 in _table_numbers(page)       # Log[M] at γ = 3: log(1 + e³)
-    expect(box).to_have_value("3", timeout=30_000)
+    expect(box).to_have_value("3", timeout=60_000)
     screenshot(page, "losses-gamma-refused")
 
     # a malformed score list shows a message, and the page keeps working
     scores = page.locator(".cofiviz-scores input").first
     scores.fill("1, 2, three")
     scores.press("Enter")
-    page.get_by_text("is not a number").first.wait_for(timeout=30_000)
+    page.get_by_text("is not a number").first.wait_for(timeout=60_000)
     scores.fill("1, 2, 3, 4, 5, 6")
     scores.press("Enter")
-    page.get_by_text("F E D C B A").first.wait_for(timeout=30_000)
+    page.get_by_text("F E D C B A").first.wait_for(timeout=60_000)
     screenshot(page, "losses-bound")
     assert page_errors.errors == [], page_errors.errors
 
