@@ -13,8 +13,8 @@ The server serves every page, as ``cofiviz serve`` does. Phases:
 
 1. **alone**: once the server is idle (its start-up work behind it: the recommendations' models trained, the
    comparisons' results read; :func:`wait_idle`), one session at a time presses Run with nobody else on the server,
-   ``--alone-runs`` times (default :data:`ALONE_RUNS`: a run's time alone varies from one run to the next by more than a tenth on
-   this machine): the run's time alone is their median (press to finished);
+   ``--alone-runs`` times (default :data:`ALONE_RUNS`: a run's time alone varies from one run to the next by more
+   than a tenth on this machine): the run's time alone is their median (press to finished);
 2. **a class** per ``--arrival`` value (default 30 s, then 150 s), one after the other on the same server, each on
    a settled server (:func:`settle`: the sessions closed before it discarded, the server idle):
    ``--sessions`` students arrive spread evenly over that many seconds; every third of them, up to ``--runs``,

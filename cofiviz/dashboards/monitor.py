@@ -340,7 +340,8 @@ class TrainingMonitor(pn.viewable.Viewer):
         self._set_table(empty_frame())
 
     def _show_running(self, event):
-        """Stop while a run is on; Run and Tune stay enabled (a new one replaces the run queued or running)."""
+        """Stop while a run is on; Run and Tune stay enabled (a new one replaces the run queued or running); where the
+        curves will be, the page says what brings them (:meth:`_show_placeholder`)."""
         running = event.new
         self._stop_btn.disabled = not running
         self._show_placeholder()
